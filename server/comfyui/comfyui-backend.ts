@@ -1,0 +1,438 @@
+// ComfyUI: queue an API-format workflow over HTTP, follow it over the WebSocket, fetch the
+// saved image from /history and /view.
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import WebSocket from 'ws';
+import { ImageBackendError } from '../core/errors.ts';
+import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import { describeImageBytes, readPngChunks } from '../png/index.ts';
+import { fillWorkflow, findCheckpointName } from './workflow.ts';
+
+export interface ComfyUiBackendOptions {
+  /** Base URL, e.g. http://127.0.0.1:8188 */
+  url: string;
+  /** API-format workflow with %placeholders%; see loadWorkflow. */
+  workflow: unknown;
+  /** WebSocket client id; a fresh one per generation by default. */
+  clientId?: string;
+  /** After this long the job is interrupted and generate rejects with 'timeout'. Default 10 minutes. */
+  timeoutMs?: number;
+  /** Limit for checkHealth and for the interrupt call. Default 3 s. */
+  healthTimeoutMs?: number;
+  fetch?: typeof fetch;
+  WebSocket?: typeof WebSocket;
+}
+
+interface ComfyMessage {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+interface OutputImage {
+  filename: string;
+  subfolder: string;
+  type: string;
+}
+
+type StopReason = 'cancelled' | 'timeout';
+
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
+const HISTORY_ATTEMPTS = 5;
+const HISTORY_RETRY_MS = 100;
+const MAX_QUOTED_CHARS = 400;
+const NOT_LISTENING_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function readErrorCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function truncate(text: string): string {
+  const flat = text.trim();
+  return flat.length > MAX_QUOTED_CHARS ? `${flat.slice(0, MAX_QUOTED_CHARS)}…` : flat;
+}
+
+function formatDuration(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
+}
+
+function joinMessage(message: unknown, details: unknown): string {
+  const parts = [message, details].filter((part): part is string => typeof part === 'string' && part.trim() !== '');
+  return parts.join(': ');
+}
+
+/** ComfyUI's words from a /prompt refusal: the error plus each node's validation errors. */
+export function describeComfyUiError(bodyText: string): string {
+  const body = parseJson(bodyText);
+  if (!isRecord(body)) return truncate(bodyText) || '(empty answer)';
+  const parts: string[] = [];
+  const error = body['error'];
+  if (isRecord(error)) parts.push(joinMessage(error['message'], error['details']));
+  else if (typeof error === 'string') parts.push(error);
+  const nodeErrors = body['node_errors'];
+  if (isRecord(nodeErrors)) {
+    for (const [nodeId, nodeError] of Object.entries(nodeErrors)) {
+      if (!isRecord(nodeError) || !Array.isArray(nodeError['errors'])) continue;
+      const problems = nodeError['errors']
+        .filter(isRecord)
+        .map((item) => joinMessage(item['message'], item['details']))
+        .join('; ');
+      const classType = typeof nodeError['class_type'] === 'string' ? nodeError['class_type'] : 'node';
+      parts.push(`${classType} (node ${nodeId}): ${problems}`);
+    }
+  }
+  const described = parts.filter((part) => part !== '').join(' — ');
+  return truncate(described === '' ? bodyText : described);
+}
+
+function readOutputImages(outputs: unknown): OutputImage[] {
+  if (!isRecord(outputs)) return [];
+  const images: OutputImage[] = [];
+  for (const output of Object.values(outputs)) {
+    if (!isRecord(output) || !Array.isArray(output['images'])) continue;
+    for (const image of output['images']) {
+      if (isRecord(image) && typeof image['filename'] === 'string') {
+        images.push({
+          filename: image['filename'],
+          subfolder: typeof image['subfolder'] === 'string' ? image['subfolder'] : '',
+          type: typeof image['type'] === 'string' ? image['type'] : 'output',
+        });
+      }
+    }
+  }
+  // A SaveImage result ('output') beats a PreviewImage one ('temp').
+  return images.sort((a, b) => Number(b.type === 'output') - Number(a.type === 'output'));
+}
+
+function toWebSocketUrl(url: string, clientId: string): string {
+  const address = new URL(`${url}/ws`);
+  address.protocol = address.protocol === 'https:' ? 'wss:' : 'ws:';
+  address.searchParams.set('clientId', clientId);
+  return address.toString();
+}
+
+/** Buffers text frames from the moment the socket opens, so none are lost before /prompt answers. */
+function watchSocket(socket: WebSocket) {
+  const pending: ComfyMessage[] = [];
+  let wake: (() => void) | undefined;
+  let closed = false;
+  socket.on('message', (data, isBinary) => {
+    // Binary frames are latent previews.
+    if (isBinary) return;
+    const message = parseJson(String(data));
+    if (isRecord(message) && typeof message['type'] === 'string') {
+      pending.push({ type: message['type'], data: isRecord(message['data']) ? message['data'] : {} });
+      wake?.();
+    }
+  });
+  socket.on('close', () => {
+    closed = true;
+    wake?.();
+  });
+  // An 'error' is always followed by 'close'; without a listener ws would throw it.
+  socket.on('error', () => {});
+
+  async function* readMessages(signal: AbortSignal): AsyncGenerator<ComfyMessage> {
+    for (;;) {
+      const next = pending.shift();
+      if (next !== undefined) {
+        yield next;
+        continue;
+      }
+      signal.throwIfAborted();
+      if (closed) throw new Error('socket closed');
+      const onAbort = () => wake?.();
+      signal.addEventListener('abort', onAbort, { once: true });
+      await new Promise<void>((resolve) => (wake = resolve));
+      signal.removeEventListener('abort', onAbort);
+      wake = undefined;
+    }
+  }
+
+  return { readMessages, isClosed: () => closed };
+}
+
+export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBackend {
+  const url = options.url.replace(/\/+$/, '');
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const WebSocketImpl = options.WebSocket ?? WebSocket;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
+  const model = findCheckpointName(options.workflow);
+
+  function toConnectionError(error: unknown): ImageBackendError {
+    const code = readErrorCode(error);
+    if (code !== undefined && !NOT_LISTENING_CODES.has(code)) {
+      return new ImageBackendError(
+        'unreachable',
+        `The connection to ComfyUI at ${url} broke before the image arrived (${code}). Check its console for a crash, then try again.`,
+        { cause: error },
+      );
+    }
+    return new ImageBackendError(
+      'unreachable',
+      `ComfyUI at ${url} is not answering${code === undefined ? '' : ` (${code})`}. Start ComfyUI (python main.py, port 8188 by default), or set --image-url to where it runs.`,
+      { cause: error },
+    );
+  }
+
+  function toStoppedError(reason: StopReason, cause?: unknown): ImageBackendError {
+    if (reason === 'timeout') {
+      return new ImageBackendError(
+        'timeout',
+        `ComfyUI at ${url} did not finish the image within ${formatDuration(timeoutMs)}, so Easel asked it to stop. Lower the steps or size, or raise the image timeout.`,
+        { cause },
+      );
+    }
+    return new ImageBackendError('cancelled', `The image was cancelled; ComfyUI at ${url} was asked to stop.`, { cause });
+  }
+
+  async function post(path: string, body?: unknown): Promise<void> {
+    try {
+      const response = await fetchImpl(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: AbortSignal.timeout(healthTimeoutMs),
+      });
+      await response.body?.cancel();
+    } catch {
+      // Best effort: the job is abandoned either way.
+    }
+  }
+
+  /** Removes our prompt from the queue if it has not started, and stops it if it runs. */
+  async function interrupt(promptId: string | undefined): Promise<void> {
+    if (promptId === undefined) return post('/interrupt');
+    await Promise.all([post('/queue', { delete: [promptId] }), post('/interrupt', { prompt_id: promptId })]);
+  }
+
+  function openSocket(clientId: string, signal: AbortSignal): Promise<WebSocket> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocketImpl(toWebSocketUrl(url, clientId));
+      const onAbort = () => {
+        socket.terminate();
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      socket.once('open', () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(socket);
+      });
+      socket.once('unexpected-response', (_request, response) => {
+        signal.removeEventListener('abort', onAbort);
+        response.resume();
+        socket.terminate();
+        reject(
+          new ImageBackendError(
+            'backend_error',
+            `The server at ${url} refused ComfyUI's WebSocket /ws (HTTP ${response.statusCode ?? '?'}). Check that --image-url points to ComfyUI.`,
+          ),
+        );
+      });
+      // Stays attached: ws throws an 'error' nobody listens to, and terminate() may emit one.
+      socket.on('error', (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(toConnectionError(error));
+      });
+    });
+  }
+
+  async function queuePrompt(workflow: unknown, clientId: string, signal: AbortSignal): Promise<string> {
+    const response = await fetchImpl(`${url}/prompt`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: workflow, client_id: clientId }),
+      signal,
+    });
+    const text = await response.text();
+    if (!response.ok) {
+      throw new ImageBackendError(
+        'backend_error',
+        `ComfyUI at ${url} refused the workflow (HTTP ${response.status}): ${describeComfyUiError(text)}. Fix the workflow or install the missing models/nodes.`,
+      );
+    }
+    const body = parseJson(text);
+    const promptId = isRecord(body) ? body['prompt_id'] : undefined;
+    if (typeof promptId !== 'string' || promptId === '') {
+      throw new ImageBackendError('bad_response', `ComfyUI at ${url} accepted the workflow but sent no prompt_id (${truncate(text.slice(0, 120))}). Check that --image-url points to ComfyUI.`);
+    }
+    return promptId;
+  }
+
+  async function followPrompt(
+    messages: AsyncGenerator<ComfyMessage>,
+    promptId: string,
+    onProgress: (progress: ImageProgress) => void,
+  ): Promise<OutputImage[]> {
+    const announced: OutputImage[] = [];
+    for await (const { type, data } of messages) {
+      // Messages of other prompts on the same client id are not ours; ones without an id are.
+      if (data['prompt_id'] !== undefined && data['prompt_id'] !== promptId) continue;
+      switch (type) {
+        case 'progress': {
+          const { value, max } = data;
+          if (typeof value !== 'number' || typeof max !== 'number' || max <= 0) break;
+          // A failing listener must not break the generation it listens to.
+          try {
+            onProgress({ fraction: Math.min(1, Math.max(0, value / max)), step: value, steps: max });
+          } catch {}
+          break;
+        }
+        case 'executed':
+          announced.push(...readOutputImages({ node: data['output'] }));
+          break;
+        case 'executing':
+          if (data['node'] === null) return announced;
+          break;
+        case 'execution_error': {
+          const where = typeof data['node_type'] === 'string' ? ` in ${data['node_type']} (node ${String(data['node_id'])})` : '';
+          const what = joinMessage(data['exception_type'], data['exception_message']) || 'unknown error';
+          throw new ImageBackendError('backend_error', `ComfyUI failed${where}: ${truncate(what)}. Check the ComfyUI console.`);
+        }
+        case 'execution_interrupted':
+          throw new ImageBackendError('cancelled', `The image was interrupted in ComfyUI at ${url} (someone pressed Cancel there); generate it again if needed.`);
+      }
+    }
+    throw new Error('message stream ended');
+  }
+
+  async function readHistory(promptId: string, signal: AbortSignal): Promise<OutputImage[]> {
+    for (let attempt = 1; ; attempt++) {
+      const response = await fetchImpl(`${url}/history/${encodeURIComponent(promptId)}`, { signal });
+      const text = await response.text();
+      if (!response.ok) {
+        throw new ImageBackendError('backend_error', `ComfyUI at ${url} answered /history with HTTP ${response.status}: ${truncate(text)}.`);
+      }
+      const body = parseJson(text);
+      if (!isRecord(body)) throw new ImageBackendError('bad_response', `ComfyUI at ${url} sent an unreadable /history answer (${truncate(text.slice(0, 120))}).`);
+      const entry = body[promptId];
+      if (isRecord(entry)) return readOutputImages(entry['outputs']);
+      // The history entry is written around the time "finished" is announced; give it a moment.
+      if (attempt >= HISTORY_ATTEMPTS) return [];
+      await sleep(HISTORY_RETRY_MS, undefined, { signal });
+    }
+  }
+
+  async function downloadImage(image: OutputImage, signal: AbortSignal): Promise<Uint8Array> {
+    const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
+    const response = await fetchImpl(`${url}/view?${query.toString()}`, { signal });
+    if (!response.ok) {
+      const text = await response.text();
+      throw new ImageBackendError('backend_error', `ComfyUI at ${url} could not serve ${image.filename} (HTTP ${response.status}: ${truncate(text) || 'no details'}).`);
+    }
+    const png = new Uint8Array(await response.arrayBuffer());
+    const chunks = readPngChunks(png);
+    if (!chunks.ok) {
+      const format = describeImageBytes(png);
+      const hint = format === 'PNG' ? '' : ' End the workflow in a SaveImage node, which writes PNG.';
+      throw new ImageBackendError('bad_response', `ComfyUI at ${url} sent ${image.filename}, which Easel cannot use: ${chunks.error.message}${hint}`);
+    }
+    return png;
+  }
+
+  async function generate(
+    request: ImageRequest,
+    { signal, onProgress }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
+  ): Promise<ImageResult> {
+    if (signal.aborted) throw toStoppedError('cancelled', signal.reason);
+    const job = new AbortController();
+    let stopReason: StopReason | undefined;
+    let promptId: string | undefined;
+    let interrupted: Promise<void> = Promise.resolve();
+    const stop = (reason: StopReason) => {
+      if (stopReason !== undefined) return;
+      stopReason = reason;
+      interrupted = interrupt(promptId);
+      job.abort();
+    };
+    const onAbort = () => stop('cancelled');
+    signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    let socket: WebSocket | undefined;
+    try {
+      const clientId = options.clientId ?? randomUUID();
+      const workflow = fillWorkflow(options.workflow, request);
+      // The socket opens first so that no progress message can come before we listen.
+      socket = await openSocket(clientId, job.signal);
+      const watcher = watchSocket(socket);
+      promptId = await queuePrompt(workflow, clientId, job.signal);
+      if (stopReason !== undefined) interrupted = interrupt(promptId);
+      let announced: OutputImage[];
+      try {
+        announced = await followPrompt(watcher.readMessages(job.signal), promptId, onProgress);
+      } catch (error) {
+        if (error instanceof ImageBackendError || stopReason !== undefined) throw error;
+        throw new ImageBackendError(
+          'unreachable',
+          `ComfyUI at ${url} closed the connection before the image was finished. Check its console for a crash or restart, then try again.`,
+          { cause: error },
+        );
+      }
+      const images = await readHistory(promptId, job.signal);
+      const image = images[0] ?? announced[0];
+      if (image === undefined) {
+        throw new ImageBackendError('bad_response', `ComfyUI at ${url} finished the workflow but it saved no image. End the workflow in a SaveImage node.`);
+      }
+      const png = await downloadImage(image, job.signal);
+      if (stopReason !== undefined) throw toStoppedError(stopReason);
+      return model === undefined ? { png, seed: request.seed } : { png, seed: request.seed, model };
+    } catch (error) {
+      if (stopReason !== undefined) {
+        await interrupted;
+        throw toStoppedError(stopReason, error);
+      }
+      if (error instanceof ImageBackendError) throw error;
+      throw toConnectionError(error);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      socket?.close();
+    }
+  }
+
+  async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
+    const timeout = AbortSignal.timeout(healthTimeoutMs);
+    try {
+      const response = await fetchImpl(`${url}/system_stats`, {
+        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+      });
+      const text = await response.text();
+      if (!response.ok) {
+        return { reachable: true, detail: `The server at ${url} answers /system_stats with HTTP ${response.status}; check that --image-url points to ComfyUI.` };
+      }
+      const stats = parseJson(text);
+      const system = isRecord(stats) && isRecord(stats['system']) ? stats['system'] : {};
+      const devices = isRecord(stats) && Array.isArray(stats['devices']) ? stats['devices'] : [];
+      const version = typeof system['comfyui_version'] === 'string' ? ` ${system['comfyui_version']}` : '';
+      const device: unknown = devices[0];
+      const deviceName = isRecord(device) && typeof device['name'] === 'string' ? ` on ${device['name']}` : '';
+      return { reachable: true, detail: `ComfyUI${version} answers at ${url}${deviceName}.` };
+    } catch (error) {
+      if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
+      if (timeout.aborted) return { reachable: false, detail: `ComfyUI at ${url} did not answer within ${formatDuration(healthTimeoutMs)}; it may be busy starting up.` };
+      return { reachable: false, detail: toConnectionError(error).message };
+    }
+  }
+
+  return { name: 'comfyui', url, generate, checkHealth };
+}

@@ -1,0 +1,160 @@
+import { z } from 'zod';
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const IMAGE_BACKENDS = ['none', 'a1111', 'comfyui', 'openai'] as const;
+export type ImageBackendName = (typeof IMAGE_BACKENDS)[number];
+
+const DEFAULT_IMAGE_URLS: Record<Exclude<ImageBackendName, 'none'>, string> = {
+  a1111: 'http://127.0.0.1:7860',
+  comfyui: 'http://127.0.0.1:8188',
+  openai: 'http://127.0.0.1:8080',
+};
+
+const httpUrl = z
+  .string()
+  .refine((value) => /^https?:\/\/[^\s/]+/.test(value), 'must be an http:// or https:// URL, e.g. http://127.0.0.1:11434')
+  .transform((value) => value.replace(/\/+$/, ''));
+
+const intFlag = (min: number, max: number) =>
+  z.coerce
+    .number({ error: `must be a whole number from ${min} to ${max}` })
+    .refine((n) => Number.isInteger(n) && n >= min && n <= max, `must be a whole number from ${min} to ${max}`);
+
+const configSchema = z.object({
+  host: z.string().min(1, 'must not be empty'),
+  port: intFlag(0, 65535),
+  ollamaUrl: httpUrl,
+  model: z.string().regex(/^[\w.\-/:]+$/, 'must be an Ollama model name such as mistral:7b'),
+  llmSeed: intFlag(0, 2_147_483_647).optional(),
+  numCtx: intFlag(512, 1_048_576),
+  logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
+  dataDir: z.string().min(1, 'must not be empty'),
+  imageBackend: z.enum(IMAGE_BACKENDS, { error: `must be one of ${IMAGE_BACKENDS.join(', ')}` }),
+  imageUrl: httpUrl.optional(),
+  imageModel: z.string().min(1).optional(),
+  comfyWorkflow: z.string().min(1).optional(),
+  imageTimeout: intFlag(1, 86_400),
+  unloadLlm: z.boolean(),
+});
+
+export type Config = Omit<z.infer<typeof configSchema>, 'imageUrl'> & { imageUrl: string | undefined };
+
+interface FlagSpec {
+  key: keyof z.infer<typeof configSchema>;
+  env: string;
+  help: string;
+  boolean?: boolean;
+  fallback?: (env: Record<string, string | undefined>) => string | undefined;
+}
+
+const FLAGS: Record<string, FlagSpec> = {
+  host: { key: 'host', env: 'EASEL_HOST', help: 'address to listen on (default 127.0.0.1)', fallback: () => '127.0.0.1' },
+  port: { key: 'port', env: 'EASEL_PORT', help: 'port to listen on, 0 = any free port (default 8377)', fallback: () => '8377' },
+  'ollama-url': {
+    key: 'ollamaUrl',
+    env: 'EASEL_OLLAMA_URL',
+    help: 'Ollama base URL (default $OLLAMA_HOST, else http://127.0.0.1:11434)',
+    fallback: (env) => normaliseOllamaHost(env.OLLAMA_HOST) ?? 'http://127.0.0.1:11434',
+  },
+  model: { key: 'model', env: 'EASEL_MODEL', help: 'chat model (default mistral:7b)', fallback: () => 'mistral:7b' },
+  'llm-seed': { key: 'llmSeed', env: 'EASEL_LLM_SEED', help: 'fixed sampling seed for the chat model (default: random)' },
+  'num-ctx': { key: 'numCtx', env: 'EASEL_NUM_CTX', help: 'context window in tokens, 512–1048576 (default 8192)', fallback: () => '8192' },
+  'log-level': { key: 'logLevel', env: 'EASEL_LOG_LEVEL', help: 'debug | info | warn | error (default info)', fallback: () => 'info' },
+  'data-dir': { key: 'dataDir', env: 'EASEL_DATA_DIR', help: 'where conversations and images are kept (default ./data)', fallback: () => 'data' },
+  'image-backend': {
+    key: 'imageBackend',
+    env: 'EASEL_IMAGE_BACKEND',
+    help: 'none | a1111 | comfyui | openai (default none)',
+    fallback: () => 'none',
+  },
+  'image-url': { key: 'imageUrl', env: 'EASEL_IMAGE_URL', help: 'image backend base URL (default per backend)' },
+  'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', help: 'model name sent to an openai backend' },
+  'comfy-workflow': { key: 'comfyWorkflow', env: 'EASEL_COMFY_WORKFLOW', help: 'ComfyUI API-format workflow file (default: bundled SD 1.5 graph)' },
+  'image-timeout': { key: 'imageTimeout', env: 'EASEL_IMAGE_TIMEOUT', help: 'seconds before an image generation is given up (default 600)', fallback: () => '600' },
+  'unload-llm': { key: 'unloadLlm', env: 'EASEL_UNLOAD_LLM', help: 'unload the chat model from the GPU before each image (for small GPUs)', boolean: true },
+};
+
+export type ParseConfigResult =
+  | { ok: true; value: Config }
+  | { ok: true; value: null; exit: 'help' | 'version' }
+  | { ok: false; error: { code: 'invalid_flag'; message: string } };
+
+/**
+ * Ollama's own OLLAMA_HOST may be `0.0.0.0`, `host:port` or a URL. Same rule as Ollama's envconfig:
+ * without a scheme the port defaults to 11434, with one to the scheme's own port.
+ */
+function normaliseOllamaHost(raw: string | undefined): string | undefined {
+  if (!raw?.trim()) return undefined;
+  const value = raw.trim();
+  const hasScheme = /^https?:\/\//.test(value);
+  const url = new URL(hasScheme ? value : `http://${value}`);
+  if (url.hostname === '0.0.0.0') url.hostname = '127.0.0.1';
+  if (!hasScheme && !url.port) url.port = '11434';
+  return url.origin;
+}
+
+export function formatHelp(): string {
+  const rows = Object.entries(FLAGS).map(([name, spec]) => {
+    const flag = spec.boolean ? `--${name}` : `--${name} VALUE`;
+    return `  ${flag.padEnd(26)} ${spec.help}  [$${spec.env}]`;
+  });
+  return ['Usage: npm start -- [flags]', '', 'Flags (each also read from the environment variable shown):', ...rows, '  --help                     show this help', '  --version                  print the version'].join('\n');
+}
+
+/** Flags win over environment variables, which win over defaults. */
+export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): ParseConfigResult {
+  const raw: Record<string, unknown> = {};
+  const fail = (message: string): ParseConfigResult => ({ ok: false, error: { code: 'invalid_flag', message } });
+
+  for (const spec of Object.values(FLAGS)) {
+    const fromEnv = env[spec.env];
+    if (fromEnv !== undefined && fromEnv !== '') raw[spec.key] = spec.boolean ? fromEnv : fromEnv;
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') return { ok: true, value: null, exit: 'help' };
+    if (arg === '--version' || arg === '-v') return { ok: true, value: null, exit: 'version' };
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const spec = match ? FLAGS[match[1] as string] : undefined;
+    if (!match || !spec) return fail(`Unknown flag ${arg}. Run with --help to see the flags.`);
+    if (spec.boolean) {
+      raw[spec.key] = match[2] ?? 'true';
+      continue;
+    }
+    const value = match[2] ?? argv[++i];
+    if (value === undefined) return fail(`--${match[1]} needs a value: ${spec.help}.`);
+    raw[spec.key] = value;
+  }
+  for (const spec of Object.values(FLAGS)) {
+    if (raw[spec.key] === undefined && spec.fallback) {
+      try {
+        raw[spec.key] = spec.fallback(env);
+      } catch {
+        return fail(`$OLLAMA_HOST (${env.OLLAMA_HOST}) is not a usable address; set --ollama-url, e.g. http://127.0.0.1:11434.`);
+      }
+    }
+    if (spec.boolean) {
+      const value = raw[spec.key];
+      if (value === undefined) raw[spec.key] = false;
+      else if (value === 'true' || value === '1' || value === 'yes') raw[spec.key] = true;
+      else if (value === 'false' || value === '0' || value === 'no') raw[spec.key] = false;
+      else return fail(`--${flagName(spec)} must be true or false, got "${String(value)}".`);
+    }
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = issue?.path[0];
+    const spec = Object.values(FLAGS).find((s) => s.key === key);
+    const name = spec ? `--${flagName(spec)}` : String(key);
+    return fail(`${name} ${issue?.message ?? 'is invalid'} (got "${String(raw[key as string])}").`);
+  }
+  const value = parsed.data;
+  const imageUrl = value.imageUrl ?? (value.imageBackend === 'none' ? undefined : DEFAULT_IMAGE_URLS[value.imageBackend]);
+  return { ok: true, value: { ...value, imageUrl } };
+}
+
+function flagName(spec: FlagSpec): string {
+  return Object.entries(FLAGS).find(([, s]) => s === spec)?.[0] ?? spec.key;
+}

@@ -1,0 +1,41 @@
+// Unexpected failures of an outside service: errors with a `name`, a `code` and a `cause`.
+
+export type ChatModelErrorCode =
+  | 'unreachable' // Ollama is not running / refused the connection
+  | 'model_not_found' // the model is not pulled
+  | 'stream_failed' // Ollama sent an {"error"} line mid-stream, or the connection broke
+  | 'aborted' // our own signal aborted the request
+  | 'bad_response'; // an HTTP error or a body we could not read
+
+export class ChatModelError extends Error {
+  override readonly name = 'ChatModelError';
+  readonly code: ChatModelErrorCode;
+  constructor(code: ChatModelErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export type ImageBackendErrorCode =
+  | 'unreachable'
+  | 'backend_error' // the backend answered with an error
+  | 'timeout'
+  | 'cancelled'
+  | 'bad_response';
+
+export class ImageBackendError extends Error {
+  override readonly name = 'ImageBackendError';
+  readonly code: ImageBackendErrorCode;
+  constructor(code: ImageBackendErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export function isChatModelError(error: unknown): error is ChatModelError {
+  return error instanceof ChatModelError;
+}
+
+export function isImageBackendError(error: unknown): error is ImageBackendError {
+  return error instanceof ImageBackendError;
+}

@@ -1,0 +1,41 @@
+// The typed events of one turn. Two thin renderers turn them into JSON (API) and HTML (page).
+
+export type RecoveryLevel = 'reminder' | 'compaction';
+
+export interface MetadataEvent {
+  type: 'metadata';
+  prompt: string;
+  generate_image: boolean;
+  steps: number;
+  cfg: number;
+  seed: number;
+  negative_prompt?: string;
+  /** Things the user should know, e.g. a value clamped into range. */
+  notices: string[];
+}
+
+export interface DoneEvent {
+  type: 'done';
+  /** Model calls this turn (1–4). */
+  attempts: number;
+  /** Lossless repairs applied to the accepted reply, e.g. 'trailing-text', 'coerced-number'. */
+  repairs: string[];
+  /** Highest recovery step reached. */
+  level: 'clean' | 'reminder' | 'compaction' | 'reset' | 'error' | 'stopped';
+  evalCount: number;
+  tokensPerSecond: number;
+  firstTokenMs: number | null;
+}
+
+export type TurnEvent =
+  | { type: 'delta'; text: string }
+  | { type: 'retry'; attempt: number; level: RecoveryLevel }
+  | MetadataEvent
+  | { type: 'reset'; message: string }
+  | { type: 'generation'; id: string; queued?: boolean }
+  | { type: 'progress'; id: string; fraction?: number; step?: number; steps?: number }
+  | { type: 'image'; id: string; url: string; seed: number; width: number; height: number; prompt: string }
+  | { type: 'error'; code: string; message: string }
+  | DoneEvent;
+
+export type TurnEventType = TurnEvent['type'];

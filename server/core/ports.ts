@@ -1,0 +1,102 @@
+// Ports: what the core needs from the outside world. Adapters (ollama, sqlite, a1111, comfyui,
+// openai-images) implement these structurally and never import each other.
+
+export type ChatRole = 'system' | 'user' | 'assistant';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+}
+
+export interface ChatOptions {
+  temperature?: number;
+  num_predict?: number;
+  num_ctx?: number;
+  seed?: number;
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  /** JSON Schema handed to Ollama's `format` (grammar-constrained output). */
+  format?: Record<string, unknown>;
+  options?: ChatOptions;
+  signal?: AbortSignal;
+}
+
+export type ChatChunk =
+  | { type: 'text'; text: string }
+  | {
+      type: 'end';
+      /** Ollama's done_reason: 'stop' | 'length' | … */
+      doneReason: string;
+      evalCount: number;
+      evalDurationNs: number;
+      promptEvalCount: number;
+    };
+
+export interface ModelHealth {
+  reachable: boolean;
+  version: string | null;
+  model: string;
+  modelAvailable: boolean;
+  /** What a person should run to fix it, e.g. `ollama pull mistral:7b`. Absent when healthy. */
+  remedy?: string;
+  /** One sentence saying what is wrong. Absent when healthy. */
+  problem?: string;
+}
+
+export interface ChatModel {
+  readonly model: string;
+  /** Streams one reply. Throws ChatModelError. Aborting `signal` aborts the HTTP request to Ollama. */
+  chat(request: ChatRequest): AsyncIterable<ChatChunk>;
+  checkHealth(signal?: AbortSignal): Promise<ModelHealth>;
+  /** Asks Ollama to unload the model now (keep_alive: 0) to free GPU memory. */
+  unload(signal?: AbortSignal): Promise<void>;
+}
+
+export interface ImageRequest {
+  prompt: string;
+  negativePrompt: string;
+  steps: number;
+  cfg: number;
+  /** Always concrete (≥ 0): the core resolves −1 before calling a backend. */
+  seed: number;
+  width: number;
+  height: number;
+}
+
+export interface ImageProgress {
+  /** 0–1 when the backend reports it. */
+  fraction?: number;
+  step?: number;
+  steps?: number;
+}
+
+export interface ImageResult {
+  /** PNG bytes exactly as the backend produced them. */
+  png: Uint8Array;
+  /** The seed the backend really used (falls back to the requested one). */
+  seed: number;
+  /** Checkpoint / model name when the backend says which. */
+  model?: string;
+}
+
+export interface ImageBackendHealth {
+  reachable: boolean;
+  /** One sentence saying what is wrong, or what answered. */
+  detail: string;
+}
+
+export interface ImageBackend {
+  readonly name: 'a1111' | 'comfyui' | 'openai';
+  readonly url: string;
+  /**
+   * Generates one image. Aborting `signal` cancels the job on the backend (interrupt endpoint)
+   * and rejects with ImageBackendError code 'cancelled'. Throws ImageBackendError.
+   */
+  generate(
+    request: ImageRequest,
+    options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
+  ): Promise<ImageResult>;
+  checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth>;
+}

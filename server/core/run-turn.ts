@@ -1,0 +1,219 @@
+import {
+  buildCompactionRequest,
+  buildReminderRequest,
+  collectUserWords,
+  COMPACTION_OPTIONS,
+  createWithholder,
+  metadataJsonSchema,
+  NEUTRAL_FALLBACK_TEXT,
+  parseReply,
+  planRecovery,
+  renderContext,
+  RESET_MESSAGE,
+  type ContextEntry,
+  type Metadata,
+} from '../protocol/index.ts';
+import type { NewTurn } from './conversation.ts';
+import { isChatModelError, type ChatModelError } from './errors.ts';
+import type { DoneEvent, TurnEvent } from './events.ts';
+import type { Logger } from './logger.ts';
+import type { ChatMessage, ChatModel, ChatRequest } from './ports.ts';
+import type { Settings } from './settings.ts';
+
+export interface TurnInput {
+  context: ContextEntry[];
+  userText: string;
+  note: string | undefined;
+  prompt: string;
+  settings: Settings;
+  signal: AbortSignal;
+}
+
+export interface TurnOutcome {
+  turn: NewTurn;
+  context: ContextEntry[];
+  metadata?: Metadata;
+  done: DoneEvent;
+}
+
+export interface TurnDeps {
+  llm: ChatModel;
+  logger: Logger;
+  now: () => number;
+  numCtx: number;
+  conversationId: string;
+}
+
+interface AttemptResult {
+  raw: string;
+  shown: string;
+  doneReason: string;
+}
+
+/** The working context is stored whole (renderContext trims per request); this only bounds its size on disk. */
+const MAX_STORED_ENTRIES = 400;
+
+/**
+ * One turn: stream the reply (withholding the metadata), then climb the recovery ladder
+ * (reminder ×2 → compaction ×1 → reset) until a reply parses. Yields TurnEvents and returns what to store.
+ */
+export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator<TurnEvent, TurnOutcome> {
+  const startedAt = deps.now();
+  const stats = { attempts: 0, evalCount: 0, evalDurationNs: 0, firstTokenAt: null as number | null };
+  const turnContext = appendUserEntry(input.context, { kind: 'user', text: input.userText, ...(input.note ? { note: input.note } : {}) });
+  const baseMessages = renderContext(turnContext, { numCtx: deps.numCtx });
+  const history: Array<{ messages: ChatMessage[]; reply: string }> = [];
+  let level: DoneEvent['level'] = 'clean';
+  let shownSoFar = '';
+  let previousShown = '';
+
+  const done = (doneLevel: DoneEvent['level'], repairs: string[] = []): DoneEvent => ({
+    type: 'done',
+    attempts: stats.attempts,
+    repairs,
+    level: doneLevel,
+    evalCount: stats.evalCount,
+    tokensPerSecond: stats.evalDurationNs > 0 ? round(stats.evalCount / (stats.evalDurationNs / 1e9), 1) : 0,
+    firstTokenMs: stats.firstTokenAt === null ? null : stats.firstTokenAt - startedAt,
+  });
+
+  async function* streamAttempt(request: ChatRequest): AsyncGenerator<TurnEvent, AttemptResult> {
+    stats.attempts++;
+    shownSoFar = '';
+    const withholder = createWithholder();
+    let doneReason = 'stop';
+    for await (const chunk of deps.llm.chat(request)) {
+      if (chunk.type === 'text') {
+        stats.firstTokenAt ??= deps.now();
+        const visible = withholder.push(chunk.text);
+        if (visible) {
+          shownSoFar += visible;
+          yield { type: 'delta', text: visible };
+        }
+      } else {
+        doneReason = chunk.doneReason;
+        stats.evalCount += chunk.evalCount;
+        stats.evalDurationNs += chunk.evalDurationNs;
+      }
+    }
+    const finished = withholder.finish();
+    if (finished.flushed) {
+      shownSoFar += finished.flushed;
+      yield { type: 'delta', text: finished.flushed };
+    }
+    return { raw: finished.raw, shown: finished.shown, doneReason };
+  }
+
+  let request: ChatRequest = { messages: baseMessages, signal: input.signal };
+  let failures = 0;
+  try {
+    for (;;) {
+      const attempt = yield* streamAttempt(request);
+      history.push({ messages: request.messages, reply: attempt.raw });
+      const parsed = parseReply(attempt.raw, { doneReason: attempt.doneReason });
+      if (parsed.ok) {
+        const compacted = level === 'compaction';
+        let text = parsed.value.text;
+        if (compacted && text === '') {
+          // The JSON-only compaction reply has no words of its own: keep what the user last read.
+          text = previousShown || NEUTRAL_FALLBACK_TEXT;
+          yield { type: 'delta', text };
+        }
+        const { metadata, notices, repairs } = parsed.value;
+        yield { type: 'metadata', ...metadata, notices };
+        const assistant: ContextEntry = { kind: 'assistant', text, metadata };
+        const context = compacted
+          ? [{ kind: 'summary', userWords: collectUserWords(turnContext), text: '' } satisfies ContextEntry, assistant]
+          : boundContext([...turnContext, assistant]);
+        return { turn: { role: 'assistant', text, metadata, status: 'ok' }, context, metadata, done: done(level, repairs) };
+      }
+
+      failures++;
+      deps.logger.warn('model reply broke the format', {
+        conversationId: deps.conversationId,
+        attempt: stats.attempts,
+        code: parsed.error.code,
+        detail: parsed.error.message,
+      });
+      previousShown = attempt.shown || previousShown;
+      const step = planRecovery(failures);
+      if (step.level === 'reset') {
+        deps.logger.error('format recovery failed; the model context was reset', {
+          conversationId: deps.conversationId,
+          history,
+        });
+        yield { type: 'reset', message: RESET_MESSAGE };
+        return { turn: { role: 'assistant', text: RESET_MESSAGE, status: 'reset' }, context: [], done: done('reset') };
+      }
+      level = step.level;
+      yield { type: 'retry', attempt: step.attempt, level: step.level };
+      request =
+        step.level === 'reminder'
+          ? { messages: buildReminderRequest(baseMessages, attempt.raw), signal: input.signal }
+          : {
+              messages: buildCompactionRequest({
+                userWords: collectUserWords(turnContext),
+                prompt: input.prompt,
+                settings: input.settings,
+                latestUserText: input.userText,
+              }),
+              format: metadataJsonSchema,
+              options: { ...COMPACTION_OPTIONS },
+              signal: input.signal,
+            };
+    }
+  } catch (error) {
+    // The user's message stays in the working context, unanswered, so Retry or the next message keeps it.
+    const context = boundContext(turnContext);
+    if (input.signal.aborted || (isChatModelError(error) && error.code === 'aborted')) {
+      return { turn: { role: 'assistant', text: shownSoFar, status: 'stopped' }, context, done: done('stopped') };
+    }
+    const failure = describeFailure(error);
+    if (failure.code === 'internal_error') {
+      deps.logger.error('turn failed unexpectedly', { conversationId: deps.conversationId, error });
+    } else {
+      deps.logger.warn('chat model request failed', { conversationId: deps.conversationId, error });
+    }
+    yield { type: 'error', ...failure };
+    return { turn: { role: 'assistant', text: shownSoFar, status: 'error', error: failure }, context, done: done('error') };
+  }
+}
+
+/** A Retry re-sends the unanswered last message: reuse it instead of asking twice. */
+function appendUserEntry(context: ContextEntry[], entry: Extract<ContextEntry, { kind: 'user' }>): ContextEntry[] {
+  const last = context.at(-1);
+  if (last?.kind === 'user' && last.text === entry.text) {
+    const note = [last.note, entry.note].filter(Boolean).join('\n') || undefined;
+    return [...context.slice(0, -1), { kind: 'user', text: entry.text, ...(note ? { note } : {}) }];
+  }
+  return [...context, entry];
+}
+
+function boundContext(context: ContextEntry[]): ContextEntry[] {
+  if (context.length <= MAX_STORED_ENTRIES) return context;
+  const kept = context.slice(-MAX_STORED_ENTRIES);
+  while (kept.length > 1 && kept[0]?.kind === 'assistant') kept.shift();
+  return kept;
+}
+
+const CHAT_FAILURES: Record<Exclude<ChatModelError['code'], 'aborted'>, string> = {
+  unreachable: 'ollama_unreachable',
+  model_not_found: 'model_not_found',
+  stream_failed: 'ollama_stream_failed',
+  bad_response: 'ollama_error',
+};
+
+function describeFailure(error: unknown): { code: string; message: string } {
+  if (isChatModelError(error) && error.code !== 'aborted') {
+    return { code: CHAT_FAILURES[error.code], message: `${error.message} Your message is kept: press Retry once it is fixed.` };
+  }
+  return {
+    code: 'internal_error',
+    message: 'Something went wrong inside Easel while answering; the details are in the server log. Your message is kept: press Retry.',
+  };
+}
+
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}

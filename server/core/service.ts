@@ -1,0 +1,284 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { formatUserNote, LIMITS, type Metadata } from '../protocol/index.ts';
+import type { ConversationRecord, ConversationStore, ImageRecord, TranscriptTurn } from './conversation.ts';
+import type { TurnEvent } from './events.ts';
+import type { Logger } from './logger.ts';
+import type { ChatModel, ModelHealth } from './ports.ts';
+import { runTurn } from './run-turn.ts';
+import { NO_BACKEND_MESSAGE, type ImageBackendStatus, type ImageGenerator } from './generation.ts';
+import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings } from './settings.ts';
+
+export type ServiceErrorCode = 'not_found' | 'busy' | 'invalid' | 'unavailable';
+
+export interface ServiceError {
+  code: ServiceErrorCode;
+  message: string;
+  /** Field → message, for 'invalid'. */
+  fields?: Record<string, string>;
+}
+
+export type Result<T> = { ok: true; value: T } | { ok: false; error: ServiceError };
+
+export interface ConversationView {
+  id: string;
+  prompt: string;
+  settings: Settings;
+  turns: TranscriptTurn[];
+  images: ImageRecord[];
+}
+
+export interface Health {
+  ollama: ModelHealth;
+  images: ImageBackendStatus;
+}
+
+export interface GenerateOverrides {
+  prompt?: unknown;
+  settings?: unknown;
+}
+
+export interface EaselService {
+  checkHealth(signal?: AbortSignal): Promise<Health>;
+  createConversation(): ConversationView;
+  getConversation(id: string): ConversationView | undefined;
+  setPrompt(id: string, prompt: unknown): Result<string>;
+  setSettings(id: string, patch: unknown): Result<Settings>;
+  /** Starts a turn. The reply runs while the returned events are iterated; a second call while one runs is 'busy'. */
+  sendMessage(id: string, text: unknown, signal: AbortSignal): Result<AsyncIterable<TurnEvent>>;
+  /**
+   * Makes an image from the conversation's prompt and settings, with optional overrides (the Generate
+   * button, POST …/generations). Runs beside a chat reply; images queue one at a time per backend.
+   */
+  generate(id: string, overrides: GenerateOverrides, signal: AbortSignal): Result<AsyncIterable<TurnEvent>>;
+  /** Aborts the running reply (and the request to Ollama) and any image being made. False when nothing ran. */
+  stop(id: string): boolean;
+  isBusy(id: string): boolean;
+}
+
+export const MAX_MESSAGE_CHARS = 8000;
+
+const messageSchema = z
+  .string({ error: 'text must be a string' })
+  .trim()
+  .min(1, 'Type a message first: it is empty.')
+  .max(MAX_MESSAGE_CHARS, `A message can hold at most ${MAX_MESSAGE_CHARS} characters; shorten it.`);
+
+const promptSchema = z
+  .string({ error: 'prompt must be a string' })
+  .max(LIMITS.promptMaxChars, `A prompt can hold at most ${LIMITS.promptMaxChars} characters.`);
+
+export interface ServiceDeps {
+  store: ConversationStore;
+  llm: ChatModel;
+  logger: Logger;
+  clock: { now(): number };
+  numCtx: number;
+  newId?: () => string;
+  images: ImageGenerator;
+}
+
+export function createEaselService(deps: ServiceDeps): EaselService {
+  const running = new Map<string, AbortController>();
+  const generating = new Map<string, Set<AbortController>>();
+  const newId = deps.newId ?? randomUUID;
+  const isoNow = () => new Date(deps.clock.now()).toISOString();
+
+  function view(record: ConversationRecord): ConversationView {
+    const turns = deps.store.listTurns(record.id);
+    return {
+      id: record.id,
+      prompt: record.prompt,
+      settings: record.settings,
+      turns,
+      images: deps.store.listImages(record.id),
+    };
+  }
+
+  function notFound(id: string): { ok: false; error: ServiceError } {
+    return { ok: false, error: { code: 'not_found', message: `There is no conversation ${JSON.stringify(id)}. Start a new one.` } };
+  }
+
+  async function* events(record: ConversationRecord, text: string, controller: AbortController): AsyncGenerator<TurnEvent> {
+    try {
+      const { conversation } = deps.store.beginTurn(record.id, { role: 'user', text }, isoNow());
+      const note = formatUserNote({
+        ...(conversation.pending.promptEdited ? { editedPrompt: conversation.prompt } : {}),
+        ...(conversation.pending.settingsChanged ? { settings: conversation.settings } : {}),
+      });
+      const turn = runTurn(
+        { llm: deps.llm, logger: deps.logger, now: deps.clock.now, numCtx: deps.numCtx, conversationId: record.id },
+        {
+          context: conversation.context,
+          userText: text,
+          note,
+          prompt: conversation.prompt,
+          settings: conversation.settings,
+          signal: controller.signal,
+        },
+      );
+      let step = await turn.next();
+      while (!step.done) {
+        yield step.value;
+        step = await turn.next();
+      }
+      const outcome = step.value;
+      const metadata = outcome.metadata;
+      const settings = metadata ? applyMetadata(conversation.settings, metadata) : undefined;
+      const stored = deps.store.finishTurn(
+        record.id,
+        {
+          turn: outcome.turn,
+          context: outcome.context,
+          ...(metadata && metadata.prompt !== '' ? { prompt: metadata.prompt } : {}),
+          ...(settings ? { settings } : {}),
+        },
+        isoNow(),
+      );
+      const latest = deps.store.getConversation(record.id) ?? conversation;
+      if (metadata && shouldAutoGenerate(metadata, latest.settings) && deps.images.configured && !controller.signal.aborted) {
+        yield* deps.images.generate({
+          conversationId: record.id,
+          turnId: stored.id,
+          prompt: latest.prompt,
+          settings: latest.settings,
+          signal: controller.signal,
+        });
+      }
+      yield outcome.done;
+    } finally {
+      running.delete(record.id);
+    }
+  }
+
+  return {
+    async checkHealth(signal) {
+      const [ollama, images] = await Promise.all([deps.llm.checkHealth(signal), deps.images.checkHealth(signal)]);
+      return { ollama, images };
+    },
+
+    createConversation() {
+      const record = deps.store.createConversation({ id: newId(), createdAt: isoNow(), settings: DEFAULT_SETTINGS });
+      return view(record);
+    },
+
+    getConversation(id) {
+      const record = deps.store.getConversation(id);
+      return record ? view(record) : undefined;
+    },
+
+    setPrompt(id, prompt) {
+      if (!deps.store.getConversation(id)) return notFound(id);
+      const parsed = promptSchema.safeParse(prompt);
+      if (!parsed.success) return invalid(parsed.error, 'prompt');
+      deps.store.setPrompt(id, parsed.data, isoNow());
+      return { ok: true, value: parsed.data };
+    },
+
+    setSettings(id, patch) {
+      const record = deps.store.getConversation(id);
+      if (!record) return notFound(id);
+      const parsed = settingsPatchSchema.safeParse(patch);
+      if (!parsed.success) return invalid(parsed.error);
+      const settings = { ...record.settings, ...parsed.data };
+      deps.store.setSettings(id, settings, isoNow());
+      return { ok: true, value: settings };
+    },
+
+    sendMessage(id, text, signal) {
+      const record = deps.store.getConversation(id);
+      if (!record) return notFound(id);
+      const parsed = messageSchema.safeParse(text);
+      if (!parsed.success) return invalid(parsed.error, 'text');
+      if (running.has(id)) {
+        return {
+          ok: false,
+          error: { code: 'busy', message: 'A reply is still being written in this conversation. Wait for it or press Stop.' },
+        };
+      }
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(signal.reason);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      running.set(id, controller);
+      const stream = events(record, parsed.data, controller);
+      return {
+        ok: true,
+        value: {
+          [Symbol.asyncIterator]: () => stream,
+        },
+      };
+    },
+
+    generate(id, overrides, signal) {
+      const record = deps.store.getConversation(id);
+      if (!record) return notFound(id);
+      if (!deps.images.configured) return { ok: false, error: { code: 'unavailable', message: NO_BACKEND_MESSAGE } };
+      const prompt = overrides.prompt === undefined ? { success: true as const, data: record.prompt } : promptSchema.safeParse(overrides.prompt);
+      if (!prompt.success) return invalid(prompt.error, 'prompt');
+      const patch = overrides.settings === undefined ? { success: true as const, data: {} } : settingsPatchSchema.safeParse(overrides.settings);
+      if (!patch.success) return invalid(patch.error);
+      if (prompt.data.trim() === '') {
+        return { ok: false, error: { code: 'invalid', message: 'The prompt is empty: write one or chat until the assistant suggests one.', fields: { prompt: 'The prompt is empty.' } } };
+      }
+      const controller = new AbortController();
+      signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+      const set = generating.get(id) ?? new Set<AbortController>();
+      set.add(controller);
+      generating.set(id, set);
+      const settings = { ...record.settings, ...patch.data };
+      async function* stream(): AsyncGenerator<TurnEvent> {
+        try {
+          yield* deps.images.generate({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, signal: controller.signal });
+          yield { type: 'done', attempts: 0, repairs: [], level: 'clean', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
+        } finally {
+          set.delete(controller);
+          if (set.size === 0) generating.delete(id);
+        }
+      }
+      const events = stream();
+      return { ok: true, value: { [Symbol.asyncIterator]: () => events } };
+    },
+
+    stop(id) {
+      const controllers = [running.get(id), ...(generating.get(id) ?? [])].filter((c): c is AbortController => c !== undefined);
+      for (const controller of controllers) controller.abort(new Error('stopped by the user'));
+      return controllers.length > 0;
+    },
+
+    isBusy(id) {
+      return running.has(id);
+    },
+  };
+}
+
+function shouldAutoGenerate(metadata: Metadata, settings: Settings): boolean {
+  return metadata.generate_image && metadata.prompt.trim() !== '' && settings.autoGenerate;
+}
+
+/** The model's suggested values become the conversation's settings; other settings stay as the user set them. */
+function applyMetadata(settings: Settings, metadata: Metadata): Settings {
+  return {
+    ...settings,
+    steps: metadata.steps,
+    cfg: metadata.cfg,
+    seed: metadata.seed,
+    ...(metadata.negative_prompt ? { negativePrompt: metadata.negative_prompt } : {}),
+  };
+}
+
+function invalid(error: z.ZodError, field?: string): { ok: false; error: ServiceError } {
+  const fields: Record<string, string> = {};
+  for (const issue of error.issues) {
+    const key = issue.path.length > 0 ? issue.path.join('.') : (field ?? 'body');
+    if (issue.code === 'unrecognized_keys') {
+      for (const name of issue.keys) fields[name] = `${name} is not a setting Easel knows.`;
+      continue;
+    }
+    fields[key] ??= issue.message;
+  }
+  const message = Object.entries(fields)
+    .map(([key, text]) => (text.startsWith(key) ? text : `${key}: ${text}`))
+    .join(' ');
+  return { ok: false, error: { code: 'invalid', message, fields } };
+}

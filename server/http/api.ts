@@ -1,0 +1,120 @@
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import type { EaselService, Logger, TurnEvent } from '../core/index.ts';
+import { isPlainObject, readJsonBody, respondError } from './errors.ts';
+
+export interface ApiDeps {
+  service: EaselService;
+  logger: Logger;
+}
+
+/** The JSON renderer of a turn's events: one SSE event per TurnEvent, `event:` = type, `data:` = the JSON. */
+export function renderEventJson(event: TurnEvent): { event: string; data: string } {
+  const { type, ...data } = event;
+  return { event: type, data: JSON.stringify(data) };
+}
+
+export function createApiRoutes(deps: ApiDeps): Hono {
+  const api = new Hono();
+
+  api.get('/health', async (c) => {
+    return c.json(await deps.service.checkHealth(c.req.raw.signal));
+  });
+
+  api.post('/conversations', (c) => {
+    const conversation = deps.service.createConversation();
+    return c.json({ id: conversation.id }, 201);
+  });
+
+  api.get('/conversations/:id', (c) => {
+    const conversation = deps.service.getConversation(c.req.param('id'));
+    if (!conversation) return c.json({ error: 'There is no such conversation. Create one with POST /api/conversations.' }, 404);
+    return c.json({
+      id: conversation.id,
+      prompt: conversation.prompt,
+      settings: conversation.settings,
+      busy: deps.service.isBusy(conversation.id),
+      turns: conversation.turns.map((turn) => ({
+        id: turn.id,
+        role: turn.role,
+        text: turn.text,
+        status: turn.status,
+        ...(turn.metadata ? { metadata: turn.metadata } : {}),
+        ...(turn.error ? { error: turn.error } : {}),
+        ...(turn.images.length > 0 ? { images: turn.images.map(toImageJson) } : {}),
+        createdAt: turn.createdAt,
+      })),
+    });
+  });
+
+  api.put('/conversations/:id/prompt', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    if (!isPlainObject(body.value) || !('prompt' in body.value)) {
+      return c.json({ error: 'Send {"prompt": "…"}.', fields: { prompt: 'prompt is required.' } }, 422);
+    }
+    const result = deps.service.setPrompt(c.req.param('id'), body.value.prompt);
+    return result.ok ? c.json({ prompt: result.value }) : respondError(c, result.error);
+  });
+
+  api.put('/conversations/:id/settings', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    const result = deps.service.setSettings(c.req.param('id'), body.value);
+    return result.ok ? c.json(result.value) : respondError(c, result.error);
+  });
+
+  api.post('/conversations/:id/messages', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    if (!isPlainObject(body.value)) return c.json({ error: 'Send {"text": "…"}.', fields: { text: 'text is required.' } }, 422);
+    const hangup = new AbortController();
+    const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal);
+    if (!result.ok) return respondError(c, result.error);
+    return streamEvents(c, result.value, hangup, deps.logger);
+  });
+
+  api.post('/conversations/:id/generations', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    if (!isPlainObject(body.value)) return c.json({ error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }, 422);
+    const hangup = new AbortController();
+    const result = deps.service.generate(c.req.param('id'), { prompt: body.value.prompt, settings: body.value.settings }, hangup.signal);
+    if (!result.ok) return respondError(c, result.error);
+    return streamEvents(c, result.value, hangup, deps.logger);
+  });
+
+  api.post('/conversations/:id/stop', (c) => {
+    const id = c.req.param('id');
+    if (!deps.service.getConversation(id)) return c.json({ error: 'There is no such conversation.' }, 404);
+    return c.json({ stopped: deps.service.stop(id) });
+  });
+
+  return api;
+}
+
+/**
+ * Streams a turn's events as SSE. A client that hangs up aborts the work at once (nobody is reading,
+ * and the GPU must not keep generating); writes after a disconnect are skipped.
+ */
+function streamEvents(c: Context, events: AsyncIterable<TurnEvent>, hangup: AbortController, logger: Logger) {
+  const onHangup = () => hangup.abort(new Error('client disconnected'));
+  c.req.raw.signal.addEventListener('abort', onHangup, { once: true });
+  return streamSSE(
+    c,
+    async (stream) => {
+      stream.onAbort(onHangup);
+      for await (const event of events) {
+        if (!stream.aborted) await stream.writeSSE(renderEventJson(event));
+      }
+    },
+    async (error) => {
+      logger.error('event stream failed', { path: c.req.path, error });
+    },
+  );
+}
+
+function toImageJson(image: { id: string; url: string; seed: number; width: number; height: number; prompt: string; negativePrompt: string; steps: number; cfg: number; model: string | null; createdAt: string }) {
+  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, model, createdAt } = image;
+  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, model, createdAt };
+}

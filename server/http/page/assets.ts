@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface Asset {
+  body: Uint8Array;
+  contentType: string;
+  etag: string;
+}
+
+const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
+
+// htmx and its SSE extension come from the pinned npm package, served by us so the page works offline.
+const HTMX_FILES: Record<string, string> = {
+  'htmx.min.js': 'dist/htmx.min.js',
+  'htmx.min.js.map': 'dist/htmx.min.js.map',
+  'hx-sse.min.js': 'dist/ext/hx-sse.min.js',
+  'hx-sse.min.js.map': 'dist/ext/hx-sse.min.js.map',
+};
+
+const WEB_FILES = ['easel.css', 'easel.js', 'favicon.svg'];
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.map': 'application/json; charset=utf-8',
+};
+
+/** Reads every asset once at start-up; a missing file is a broken install and fails loudly here. */
+export function loadAssets(): Map<string, Asset> {
+  const htmxRoot = dirname(createRequire(import.meta.url).resolve('htmx.org/package.json'));
+  const assets = new Map<string, Asset>();
+  const add = (name: string, path: string) => {
+    const body = new Uint8Array(readFileSync(path));
+    const extension = name.slice(name.lastIndexOf('.'));
+    assets.set(name, {
+      body,
+      contentType: CONTENT_TYPES[extension] ?? 'application/octet-stream',
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+    });
+  };
+  for (const [name, path] of Object.entries(HTMX_FILES)) add(name, join(htmxRoot, path));
+  for (const name of WEB_FILES) add(name, join(WEB_DIR, name));
+  return assets;
+}

@@ -1,0 +1,211 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import { getCookie, setCookie } from 'hono/cookie';
+import { streamSSE } from 'hono/streaming';
+import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
+import { loadAssets } from './assets.ts';
+import { conversationPath } from './bubbles.ts';
+import { html, joinHtml, renderPartial, type Html } from './markup.ts';
+import { renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
+import { createSendGuard, isSendKey } from './send-guard.ts';
+import { readSettingsForm } from './settings-form.ts';
+import {
+  renderComposerStatus,
+  renderConversationPage,
+  renderMissingPage,
+  renderPromptSaved,
+  renderSettingsSaved,
+  renderStatus,
+  type ImageStatus,
+} from './views.ts';
+
+export interface PageDeps {
+  service: EaselService;
+  logger: Logger;
+  /** Overrides the image backend's state shown in the status line (default: the service's health check). */
+  imageStatus?: () => Promise<ImageStatus & { reachable?: boolean }>;
+}
+
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
+  "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const LAST_CONVERSATION_COOKIE = 'easel_conversation';
+
+const STATUS: Record<ServiceError['code'], 404 | 409 | 422 | 503> = {
+  not_found: 404,
+  busy: 409,
+  invalid: 422,
+  unavailable: 503,
+};
+
+/** The web page: server-rendered HTML, htmx fragments and SSE streams of HTML, and its assets. */
+export function createPageRoutes(deps: PageDeps): Hono {
+  const { service, logger } = deps;
+  const page = new Hono();
+  const assets = loadAssets();
+  const sends = createSendGuard();
+
+  page.use('*', async (c, next) => {
+    // A form on another site must not be able to drive this one (the server listens on localhost).
+    const site = c.req.header('sec-fetch-site');
+    const unsafe = !['GET', 'HEAD', 'OPTIONS'].includes(c.req.method);
+    if (unsafe && site !== undefined && site !== 'same-origin' && site !== 'none') {
+      return c.text('Easel only accepts changes from its own page. Open it at its own address and try again.', 403);
+    }
+    await next();
+    c.res.headers.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    c.res.headers.set('X-Content-Type-Options', 'nosniff');
+    c.res.headers.set('Referrer-Policy', 'no-referrer');
+  });
+
+  page.get('/', (c) => {
+    const last = getCookie(c, LAST_CONVERSATION_COOKIE);
+    const conversation = (last && service.getConversation(last)) || service.createConversation();
+    return c.redirect(conversationPath(conversation.id), 303);
+  });
+
+  page.post('/c', (c) => c.redirect(conversationPath(service.createConversation().id), 303));
+
+  page.get('/c/:id', (c) => {
+    const conversation = service.getConversation(c.req.param('id'));
+    if (!conversation) return sendHtml(c, renderMissingPage(), 404);
+    setCookie(c, LAST_CONVERSATION_COOKIE, conversation.id, { path: '/', httpOnly: true, sameSite: 'Strict', maxAge: 60 * 60 * 24 * 365 });
+    c.header('Cache-Control', 'no-store');
+    return sendHtml(c, renderConversationPage(conversation, { configured: false, detail: 'Checking the image backend…' }));
+  });
+
+  page.post('/c/:id/messages', async (c) => {
+    const id = c.req.param('id');
+    const form = await c.req.parseBody();
+    if (!isSendKey(form.sendKey)) {
+      return sendHtml(c, renderComposerStatus('This page is out of date: reload it, then send again. Your text is kept.'), 400);
+    }
+    if (!sends.claim(form.sendKey)) {
+      return sendHtml(c, renderComposerStatus('This message was already sent once; it is not sent twice.'), 409);
+    }
+    const conversation = service.getConversation(id);
+    if (!conversation) return sendHtml(c, renderComposerStatus('This conversation no longer exists. Start a new one.'), 404);
+    // An unsaved prompt edit travels with the message, so the model hears of it in this very turn.
+    if (typeof form.prompt === 'string' && form.prompt !== conversation.prompt) {
+      const saved = service.setPrompt(id, form.prompt);
+      if (!saved.ok) {
+        return sendHtml(c, joinHtml([renderPromptSaved(saved.error.message), renderComposerStatus('Not sent: fix the prompt first.')]), 422);
+      }
+    }
+    const hangup = new AbortController();
+    const result = service.sendMessage(id, form.text, hangup.signal);
+    if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.fields?.text ?? result.error.message), STATUS[result.error.code]);
+    const view = { conversationId: id, bubbleId: `reply-${randomBytes(6).toString('hex')}`, userText: String(form.text).trim() };
+    return streamHtml(c, renderTurnStart(view), result.value, view, hangup, logger);
+  });
+
+  page.post('/c/:id/generations', async (c) => {
+    const id = c.req.param('id');
+    const form = await c.req.parseBody();
+    const hangup = new AbortController();
+    const overrides = typeof form.prompt === 'string' ? { prompt: form.prompt } : {};
+    const result = service.generate(id, overrides, hangup.signal);
+    if (!result.ok) {
+      return sendHtml(c, renderPartial('#image-status', 'innerHTML', html`<p class="image-error" role="alert">${result.error.message}</p>`), STATUS[result.error.code]);
+    }
+    return streamHtml(c, undefined, result.value, { conversationId: id, imageStarted: true }, hangup, logger);
+  });
+
+  page.post('/c/:id/stop', (c) => {
+    service.stop(c.req.param('id'));
+    return c.body(null, 204);
+  });
+
+  page.put('/c/:id/prompt', async (c) => {
+    const id = c.req.param('id');
+    const conversation = service.getConversation(id);
+    if (!conversation) return sendHtml(c, renderPromptSaved('This conversation no longer exists. Start a new one.'), 404);
+    const form = await c.req.parseBody();
+    // Saving what is already stored would tell the model about an edit nobody made.
+    if (form.prompt === conversation.prompt) return sendHtml(c, renderPromptSaved(undefined));
+    const result = service.setPrompt(id, form.prompt);
+    return result.ok ? sendHtml(c, renderPromptSaved(undefined)) : sendHtml(c, renderPromptSaved(result.error.message), STATUS[result.error.code]);
+  });
+
+  page.put('/c/:id/settings', async (c) => {
+    const form = await c.req.parseBody();
+    const result = service.setSettings(c.req.param('id'), readSettingsForm(form));
+    if (result.ok) return sendHtml(c, renderSettingsSaved({}, 'Saved.'));
+    const summary = result.error.code === 'invalid' ? 'Not saved: fix the marked field.' : result.error.message;
+    return sendHtml(c, renderSettingsSaved(result.error.fields ?? {}, summary), STATUS[result.error.code]);
+  });
+
+  page.get('/status', async (c) => {
+    const signal = c.req.raw.signal;
+    const health = await service.checkHealth(signal);
+    const images = deps.imageStatus ? await deps.imageStatus() : health.images;
+    return sendHtml(c, joinHtml([renderStatus(health.ollama, images), renderGenerateState(images)]));
+  });
+
+  page.get('/assets/:name', (c) => {
+    const asset = assets.get(c.req.param('name'));
+    if (!asset) return c.text('Not found', 404);
+    c.header('Cache-Control', 'no-cache');
+    c.header('ETag', asset.etag);
+    if (c.req.header('if-none-match') === asset.etag) return c.body(null, 304);
+    c.header('Content-Type', asset.contentType);
+    return c.body(asset.body as Uint8Array<ArrayBuffer>);
+  });
+
+  return page;
+}
+
+/** The Generate button follows the status line: enabled only when a backend is configured. */
+function renderGenerateState(images: ImageStatus): Html {
+  return joinHtml([
+    renderPartial(
+      '#generate',
+      'outerMorph',
+      images.configured
+        ? html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help">Generate</button>`
+        : html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help" disabled>Generate</button>`,
+    ),
+    renderPartial(
+      '#generate-help',
+      'innerHTML',
+      html`${images.configured ? 'Generate makes an image from this prompt and the settings below.' : images.detail}`,
+    ),
+  ]);
+}
+
+function sendHtml(c: Context, body: Html, status: 200 | 400 | 404 | 409 | 422 | 503 = 200): Response {
+  return c.html(String(body), status);
+}
+
+/**
+ * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
+ * hangs up aborts the work at once, and writes after a disconnect are skipped.
+ */
+function streamHtml(
+  c: Context,
+  first: Html | undefined,
+  events: AsyncIterable<TurnEvent>,
+  view: StreamView,
+  hangup: AbortController,
+  logger: Logger,
+): Response {
+  const onHangup = () => hangup.abort(new Error('client disconnected'));
+  c.req.raw.signal.addEventListener('abort', onHangup, { once: true });
+  return streamSSE(
+    c,
+    async (stream) => {
+      stream.onAbort(onHangup);
+      if (first) await stream.writeSSE({ data: String(first) });
+      for await (const event of events) {
+        if (event.type === 'generation') view.imageStarted = true;
+        const fragment = String(renderEventHtml(event, view));
+        if (!stream.aborted && fragment !== '') await stream.writeSSE({ data: fragment });
+      }
+    },
+    async (error) => {
+      logger.error('page event stream failed', { path: c.req.path, error });
+    },
+  );
+}

@@ -1,0 +1,217 @@
+import type { ConversationView, Health, ImageRecord, Settings, TranscriptTurn } from '../../core/index.ts';
+import { LIMITS } from '../../protocol/limits.ts';
+import {
+  conversationPath,
+  renderAssistantBubble,
+  renderDivider,
+  renderErrorBox,
+  renderImage,
+  renderNotice,
+  renderUserBubble,
+} from './bubbles.ts';
+import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
+
+export interface ImageStatus {
+  configured: boolean;
+  detail: string;
+}
+
+/** Settings the user edits in the panel, in the order they are shown. */
+export const SETTINGS_FIELDS = ['steps', 'cfg', 'seed', 'width', 'height', 'negativePrompt', 'autoGenerate'] as const;
+export type SettingsField = (typeof SETTINGS_FIELDS)[number];
+
+const SIZE_PRESETS: ReadonlyArray<{ label: string; width: number; height: number }> = [
+  { label: 'Square 512 × 512', width: 512, height: 512 },
+  { label: 'Square 768 × 768', width: 768, height: 768 },
+  { label: 'Square 1024 × 1024', width: 1024, height: 1024 },
+  { label: 'Portrait 2:3 · 512 × 768', width: 512, height: 768 },
+  { label: 'Landscape 3:2 · 768 × 512', width: 768, height: 512 },
+  { label: 'Portrait 3:4 · 768 × 1024', width: 768, height: 1024 },
+  { label: 'Landscape 4:3 · 1024 × 768', width: 1024, height: 768 },
+  { label: 'Portrait 9:16 · 576 × 1024', width: 576, height: 1024 },
+  { label: 'Landscape 16:9 · 1024 × 576', width: 1024, height: 576 },
+  { label: 'SDXL portrait · 832 × 1216', width: 832, height: 1216 },
+  { label: 'SDXL landscape · 1216 × 832', width: 1216, height: 832 },
+];
+
+function renderDocument(title: string, body: Html): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": false, "extensions": "sse"}'>
+<title>${title}</title>
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/assets/easel.css">
+<script src="/assets/htmx.min.js" defer></script>
+<script src="/assets/hx-sse.min.js" defer></script>
+<script src="/assets/easel.js" defer></script>
+</head>
+${body}
+</html>`;
+}
+
+export function renderConversationPage(conversation: ConversationView, imageStatus: ImageStatus): Html {
+  const id = conversation.id;
+  const latestImage = conversation.images.at(-1);
+  return renderDocument(
+    'Easel',
+    html`<body>
+<header class="topbar">
+<h1 class="brand"><img src="/assets/favicon.svg" alt="" width="22" height="22"> Easel</h1>
+<div id="status" class="status" role="status" hx-get="/status" hx-trigger="load, every 30s, easel:status from:body" hx-swap="innerMorph">Checking Ollama…</div>
+<form method="post" action="/c" class="new-conversation"><button type="submit">New conversation</button></form>
+</header>
+<main class="layout" data-conversation="${id}">
+<section class="chat" aria-label="Chat">
+<div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation">
+${conversation.turns.length === 0 ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns)}
+</div>
+<form id="composer" class="composer" hx-post="${conversationPath(id, '/messages')}" hx-swap="none" hx-disable="#send" data-stream novalidate>
+<label for="message" class="visually-hidden">Message</label>
+<textarea id="message" name="text" rows="3" maxlength="8000" placeholder="Describe the picture you want…  (Enter sends, Shift+Enter adds a line)" autofocus></textarea>
+<div class="composer-actions">
+<p id="composer-status" class="composer-status" aria-live="polite"></p>
+<button type="button" id="stop" class="stop" hx-post="${conversationPath(id, '/stop')}" hx-swap="none">Stop</button>
+<button type="submit" id="send" class="send primary">Send</button>
+</div>
+</form>
+</section>
+<div class="side-top">
+<section class="panel image-pane" aria-labelledby="image-heading">
+<h2 id="image-heading">Image</h2>
+<div id="image-frame" class="image-frame">${latestImage ? renderImage(latestImage) : html`<p class="placeholder">No image yet.</p>`}</div>
+<div id="image-status" class="image-status" aria-live="polite"></div>
+</section>
+${renderPromptPane(id, conversation.prompt, imageStatus)}
+</div>
+${renderSettingsPanel(id, conversation.settings)}
+</main>
+<div id="metadata-inbox" hidden></div>
+</body>`,
+  );
+}
+
+function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus): Html {
+  const canGenerate = imageStatus.configured;
+  return html`<section class="panel prompt-pane" aria-labelledby="prompt-heading">
+<h2 id="prompt-heading">Prompt</h2>
+<form id="prompt-form" novalidate>
+<label for="prompt" class="visually-hidden">Prompt</label>
+<textarea id="prompt" name="prompt" rows="5" maxlength="${LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error">${prompt}</textarea>
+<p id="prompt-error" class="field-error" aria-live="polite"></p>
+</form>
+<div id="suggestion" class="suggestion" hidden>
+<p class="suggestion-label">The assistant suggests:</p>
+<p id="suggestion-text" class="suggestion-text"></p>
+<div class="row"><button type="button" id="use-suggestion">Use suggestion</button><button type="button" id="dismiss-suggestion" class="quiet">Keep mine</button></div>
+</div>
+<div class="row prompt-actions">
+<button type="button" id="copy-prompt">Copy</button>
+<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt" hx-swap="none" hx-disable="#generate" novalidate>
+<button type="submit" id="generate" class="primary" aria-describedby="generate-help"${canGenerate ? EMPTY : html` disabled`}>Generate</button>
+</form>
+<span id="prompt-saved" class="hint" aria-live="polite"></span>
+</div>
+<p id="generate-help" class="hint">${canGenerate ? 'Generate makes an image from this prompt and the settings below.' : imageStatus.detail}</p>
+</section>`;
+}
+
+function renderSettingsPanel(id: string, settings: Settings): Html {
+  const preset = SIZE_PRESETS.find((p) => p.width === settings.width && p.height === settings.height);
+  const field = (name: SettingsField, label: string, input: Html, extra: Html = EMPTY) =>
+    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div><p id="error-${name}" class="field-error"></p></div>`;
+  const number = (name: SettingsField, value: number, attrs: Html) =>
+    html`<input id="setting-${name}" name="${name}" type="number" value="${value}" ${attrs} aria-describedby="error-${name}">`;
+  return html`<details class="panel settings" open>
+<summary><h2>Settings</h2></summary>
+<form id="settings-form" hx-put="${conversationPath(id, '/settings')}" hx-trigger="change" hx-swap="none" novalidate>
+${field('steps', 'Steps', number('steps', settings.steps, html`min="${LIMITS.steps.min}" max="${LIMITS.steps.max}" step="1" inputmode="numeric"`))}
+${field('cfg', 'CFG', number('cfg', settings.cfg, html`min="${LIMITS.cfg.min}" max="${LIMITS.cfg.max}" step="0.5" inputmode="decimal"`))}
+${field(
+  'seed',
+  'Seed',
+  number('seed', settings.seed, html`min="${LIMITS.seed.min}" max="${LIMITS.seed.max}" step="1" inputmode="numeric"`),
+  html`<button type="button" id="random-seed" class="quiet" title="Set the seed to -1: a new random seed for every image">Random</button>`,
+)}
+<div class="field field-size"><label for="size-preset">Size</label><div class="control"><select id="size-preset" name="sizePreset">
+<option value="">Custom</option>
+${SIZE_PRESETS.map((p) => html`<option value="${p.width}x${p.height}"${p === preset ? html` selected` : EMPTY}>${p.label}</option>`)}
+</select></div></div>
+${field('width', 'Width', number('width', settings.width, html`min="${LIMITS.size.min}" max="${LIMITS.size.max}" step="${LIMITS.size.multipleOf}" inputmode="numeric"`))}
+${field('height', 'Height', number('height', settings.height, html`min="${LIMITS.size.min}" max="${LIMITS.size.max}" step="${LIMITS.size.multipleOf}" inputmode="numeric"`))}
+${field(
+  'negativePrompt',
+  'Negative prompt',
+  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" maxlength="${LIMITS.promptMaxChars}" aria-describedby="error-negativePrompt">${settings.negativePrompt}</textarea>`,
+)}
+<div class="field field-autoGenerate"><div class="control"><input id="setting-autoGenerate" name="autoGenerate" type="checkbox"${settings.autoGenerate ? html` checked` : EMPTY} aria-describedby="error-autoGenerate"><label for="setting-autoGenerate">Generate automatically when the assistant is ready</label></div><p id="error-autoGenerate" class="field-error"></p></div>
+<p id="settings-status" class="hint" aria-live="polite"></p>
+</form>
+</details>`;
+}
+
+function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[]): Html {
+  const lastAssistant = turns.findLast((turn) => turn.role === 'assistant');
+  return joinHtml(
+    turns.map((turn, index) => {
+      const bubbleId = `turn-${turn.id}`;
+      if (turn.role === 'user') return renderUserBubble(turn.text, bubbleId);
+      const previous = turns[index - 1];
+      const notes: Html[] = [];
+      if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
+      if (turn.status === 'error' && turn.error) {
+        // Retry is offered on the latest failed turn only: older ones were answered since.
+        const retryText = turn === lastAssistant && previous?.role === 'user' ? previous.text : undefined;
+        notes.push(renderErrorBox(conversationId, turn.error.message, retryText));
+      }
+      const bubble = renderAssistantBubble(bubbleId, { text: turn.text, notes: joinHtml(notes), images: turn.images });
+      return turn.status === 'reset' ? joinHtml([bubble, renderDivider()]) : bubble;
+    }),
+  );
+}
+
+export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean }): Html {
+  const ollamaReady = health.reachable && health.modelAvailable;
+  const ollama = ollamaReady
+    ? html`<span class="state ok">Ollama${health.version ? ` ${health.version}` : ''} is ready with ${health.model}.</span>`
+    : html`<span class="state warn">${health.problem ?? (health.reachable ? `The model ${health.model} is not pulled.` : 'Ollama is not reachable.')} Fix: run <code>${health.remedy ?? (health.reachable ? `ollama pull ${health.model}` : 'ollama serve')}</code></span>`;
+  // The full how-to for a missing backend sits under the Generate button; the status line stays short.
+  const image = !images.configured
+    ? html`<span class="state off">No image backend is configured: Easel crafts prompts only.</span>`
+    : html`<span class="state ${images.reachable === false ? 'warn' : 'ok'}">${images.detail}</span>`;
+  return html`${ollama} ${image}`;
+}
+
+export function renderMissingPage(): Html {
+  return renderDocument(
+    'Easel: conversation not found',
+    html`<body class="missing"><main class="panel missing-panel"><h1>This conversation does not exist</h1>
+<p>It may have been made with another data directory. Start a new one:</p>
+<form method="post" action="/c"><button type="submit" class="primary">New conversation</button></form></main></body>`,
+  );
+}
+
+/** The answer to a prompt save: a message next to the field, or a quiet confirmation. */
+export function renderPromptSaved(error: string | undefined): Html {
+  return joinHtml([
+    renderPartial('#prompt-error', 'innerHTML', error ? html`${error}` : EMPTY),
+    renderPartial('#prompt-saved', 'innerHTML', error ? EMPTY : html`Saved.`),
+  ]);
+}
+
+/** One message slot per field, so fixing a field also clears its old message. */
+export function renderSettingsSaved(fields: Partial<Record<string, string>>, summary: string): Html {
+  return joinHtml([
+    ...SETTINGS_FIELDS.map((name) => renderPartial(`#error-${name}`, 'innerHTML', fields[name] ? html`${fields[name]}` : EMPTY)),
+    renderPartial('#settings-status', 'innerHTML', html`${summary}`),
+  ]);
+}
+
+export function renderComposerStatus(message: string): Html {
+  return renderPartial('#composer-status', 'innerHTML', html`<span class="composer-error">${message}</span>`);
+}
+
+export type { ImageRecord };

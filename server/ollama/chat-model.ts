@@ -1,0 +1,212 @@
+import { Ollama } from 'ollama';
+import type { ChatResponse, Options } from 'ollama';
+import { ChatModelError } from '../core/errors.ts';
+import type { ChatChunk, ChatModel, ChatOptions, ChatRequest, ModelHealth } from '../core/ports.ts';
+import {
+  describeModelMissing,
+  describeUnreachable,
+  isConnectionFailure,
+  isOllamaResponseError,
+  STREAM_ENDED_EARLY,
+  toChatModelError,
+} from './errors.ts';
+import { isSameModel } from './model-name.ts';
+
+export interface OllamaChatModelOptions {
+  /** Ollama's base URL, e.g. `http://127.0.0.1:11434`. */
+  host: string;
+  model: string;
+  /** Default `options.seed` for every chat unless the request sets one. */
+  seed?: number;
+  /** Default `options.num_ctx` for every chat unless the request sets one. */
+  numCtx?: number;
+  keepAlive?: string | number;
+  fetch?: typeof fetch;
+  /** How long checkHealth waits for Ollama before calling it unreachable. Default 3000 ms. */
+  healthTimeoutMs?: number;
+}
+
+const DEFAULT_HEALTH_TIMEOUT_MS = 3000;
+
+export function createOllamaChatModel(options: OllamaChatModelOptions): ChatModel {
+  const host = options.host.replace(/\/+$/, '');
+  const model = options.model;
+  const baseFetch = options.fetch ?? globalThis.fetch;
+  const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
+  assertValidHost(host);
+
+  // One client per call: the client's abort() and its list of ongoing streams are per
+  // instance, so a shared client would let one cancelled chat cancel the others.
+  function createClient(signal: AbortSignal): Ollama {
+    return new Ollama({ host, fetch: createScopedFetch(baseFetch, signal) });
+  }
+
+  function mergeOptions(requested: ChatOptions | undefined): Partial<Options> | undefined {
+    const merged: Record<string, number> = {};
+    if (options.seed !== undefined) merged.seed = options.seed;
+    if (options.numCtx !== undefined) merged.num_ctx = options.numCtx;
+    for (const [key, value] of Object.entries(requested ?? {})) {
+      if (value !== undefined) merged[key] = value;
+    }
+    return Object.keys(merged).length > 0 ? merged : undefined;
+  }
+
+  async function* chat(request: ChatRequest): AsyncGenerator<ChatChunk> {
+    const errorContext = { host, model, action: 'chat', signal: request.signal };
+    if (request.signal?.aborted) {
+      throw toChatModelError(request.signal.reason, { ...errorContext, phase: 'request' });
+    }
+    // Our own controller also hangs up when the caller stops iterating early or on failure:
+    // the client never cancels the response body by itself.
+    const hangUp = new AbortController();
+    const signal = request.signal ? AbortSignal.any([request.signal, hangUp.signal]) : hangUp.signal;
+    const client = createClient(signal);
+    const chatOptions = mergeOptions(request.options);
+    let phase: 'request' | 'stream' = 'request';
+    let completed = false;
+    try {
+      const stream = await client.chat({
+        model,
+        messages: request.messages.map(({ role, content }) => ({ role, content })),
+        stream: true,
+        ...(request.format !== undefined && { format: request.format }),
+        ...(chatOptions !== undefined && { options: chatOptions }),
+        ...(options.keepAlive !== undefined && { keep_alive: options.keepAlive }),
+      });
+      phase = 'stream';
+      let last: ChatResponse | undefined;
+      for await (const part of stream) {
+        const text = part.message?.content;
+        if (text) yield { type: 'text', text };
+        if (part.done) last = part;
+      }
+      if (last === undefined) {
+        // The client throws when the stream ends without `done`; this guards a future change.
+        throw new Error(STREAM_ENDED_EARLY);
+      }
+      completed = true;
+      yield {
+        type: 'end',
+        doneReason: last.done_reason || 'stop',
+        evalCount: last.eval_count ?? 0,
+        evalDurationNs: last.eval_duration ?? 0,
+        promptEvalCount: last.prompt_eval_count ?? 0,
+      };
+    } catch (error) {
+      throw toChatModelError(error, { ...errorContext, phase });
+    } finally {
+      if (!completed) hangUp.abort();
+    }
+  }
+
+  async function checkHealth(signal?: AbortSignal): Promise<ModelHealth> {
+    const timeout = AbortSignal.timeout(healthTimeoutMs);
+    const client = createClient(signal ? AbortSignal.any([signal, timeout]) : timeout);
+    const unhealthy = (fields: Omit<ModelHealth, 'model'>): ModelHealth => ({ model, ...fields });
+
+    let version: string;
+    try {
+      version = (await client.version()).version;
+      if (typeof version !== 'string') throw new TypeError('/api/version has no "version" field');
+    } catch (error) {
+      return unhealthy({
+        reachable: false,
+        version: null,
+        modelAvailable: false,
+        remedy: 'ollama serve',
+        problem: describeVersionFailure(error, host, healthTimeoutMs, timeout.aborted, signal?.aborted === true),
+      });
+    }
+
+    try {
+      const { models } = await client.list();
+      const available = (Array.isArray(models) ? models : []).some(
+        (entry) => isSameModel(entry.name ?? '', model) || isSameModel(entry.model ?? '', model),
+      );
+      if (available) return { reachable: true, version, model, modelAvailable: true };
+      return unhealthy({
+        reachable: true,
+        version,
+        modelAvailable: false,
+        remedy: `ollama pull ${model}`,
+        problem: describeModelMissing(model),
+      });
+    } catch (error) {
+      return unhealthy({
+        reachable: true,
+        version,
+        modelAvailable: false,
+        remedy: 'ollama serve',
+        problem: `Ollama ${version} at ${host} answered but could not list its models (${errorText(error)}); restart it with \`ollama serve\`.`,
+      });
+    }
+  }
+
+  async function unload(signal?: AbortSignal): Promise<void> {
+    const errorContext = { host, model, action: 'unload', signal, phase: 'request' as const };
+    if (signal?.aborted) throw toChatModelError(signal.reason, errorContext);
+    const client = createClient(signal ?? new AbortController().signal);
+    try {
+      await client.generate({ model, prompt: '', keep_alive: 0, stream: false });
+    } catch (error) {
+      throw toChatModelError(error, errorContext);
+    }
+  }
+
+  return { model, chat, checkHealth, unload };
+}
+
+/** Adds our signal to every fetch the client makes, including the GETs it never signals. */
+function createScopedFetch(baseFetch: typeof fetch, signal: AbortSignal): typeof fetch {
+  return async (input, init) => {
+    const combined = init?.signal ? AbortSignal.any([init.signal, signal]) : signal;
+    const response = await baseFetch(input, { ...init, signal: combined });
+    return response.ok ? response : asJsonError(response);
+  };
+}
+
+/** The client console.logs while reading a non-JSON error body; hand it JSON so logs stay clean. */
+async function asJsonError(response: Response): Promise<Response> {
+  if (response.status < 400 || response.headers.get('content-type')?.includes('application/json')) return response;
+  const text = (await response.text()).trim().slice(0, 500);
+  return new Response(JSON.stringify({ error: text || `${response.status} ${response.statusText}` }), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
+function assertValidHost(host: string): void {
+  try {
+    new Ollama({ host });
+  } catch (error) {
+    throw new ChatModelError(
+      'unreachable',
+      `The Ollama URL "${host}" is not a valid URL. Pass one like http://127.0.0.1:11434 with --ollama-url.`,
+      { cause: error },
+    );
+  }
+}
+
+function errorText(error: unknown): string {
+  if (isOllamaResponseError(error)) return `HTTP ${error.status_code}: ${error.error}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+function describeVersionFailure(
+  error: unknown,
+  host: string,
+  timeoutMs: number,
+  timedOut: boolean,
+  cancelled: boolean,
+): string {
+  if (cancelled) return `The health check of Ollama at ${host} was cancelled before it finished; run it again.`;
+  if (timedOut) {
+    return `Ollama at ${host} did not answer within ${timeoutMs / 1000} s; restart it with \`ollama serve\`.`;
+  }
+  if (isOllamaResponseError(error)) {
+    return `Something answered at ${host} but it is not Ollama (${errorText(error)} on /api/version); start Ollama with \`ollama serve\` or fix --ollama-url.`;
+  }
+  if (isConnectionFailure(error)) return describeUnreachable(host);
+  return `Ollama at ${host} sent an unreadable answer to /api/version (${errorText(error)}); start Ollama with \`ollama serve\` or fix --ollama-url.`;
+}

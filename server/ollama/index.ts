@@ -1,0 +1,3 @@
+export { createOllamaChatModel } from './chat-model.ts';
+export type { OllamaChatModelOptions } from './chat-model.ts';
+export { isSameModel, normalizeModelName } from './model-name.ts';

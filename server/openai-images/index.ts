@@ -1,0 +1,2 @@
+export { createOpenAiImagesBackend, describeOpenAiError } from './openai-images-backend.ts';
+export type { OpenAiImagesBackendOptions } from './openai-images-backend.ts';

@@ -1,0 +1,114 @@
+// The "parameters" text AUTOMATIC1111 stores in its PNGs, which its PNG Info tab, Civitai and
+// ComfyUI loaders read: prompt lines, an optional "Negative prompt:" block, then one
+// "Key: value, Key: value" line. Formatting and parsing follow modules/infotext_utils.py.
+
+export interface A1111Parameters {
+  prompt: string;
+  negativePrompt: string;
+  steps: number;
+  cfg: number;
+  seed: number;
+  width: number;
+  height: number;
+  model?: string;
+}
+
+export interface ParsedA1111Parameters {
+  prompt: string;
+  negativePrompt: string;
+  steps?: number;
+  cfg?: number;
+  seed?: number;
+  width?: number;
+  height?: number;
+  model?: string;
+  /** Every key of the parameters line with its unquoted value, including ones Easel does not use (Sampler, Model hash…). */
+  fields: Record<string, string>;
+}
+
+const NEGATIVE_PREFIX = 'Negative prompt:';
+// A1111's re_param_code: a key, a colon, then a JSON-quoted or comma-free value.
+const PARAM_PATTERN = /\s*(\w[\w \-/]+):\s*("(?:\\.|[^\\"])+"|[^,]*)(?:,|$)/g;
+const SIZE_PATTERN = /^(\d+)x(\d+)$/;
+
+/** A1111's quote(): values holding a comma, colon or newline are written as JSON strings. */
+function quoteValue(value: string): string {
+  return /[,:\n]/.test(value) ? JSON.stringify(value) : value;
+}
+
+function unquoteValue(value: string): string {
+  if (value.length < 2 || !value.startsWith('"') || !value.endsWith('"')) return value;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return typeof parsed === 'string' ? parsed : value;
+  } catch {
+    return value;
+  }
+}
+
+export function formatA1111Parameters(parameters: A1111Parameters): string {
+  const fields: [string, string][] = [
+    ['Steps', String(parameters.steps)],
+    ['CFG scale', String(parameters.cfg)],
+    ['Seed', String(parameters.seed)],
+    ['Size', `${parameters.width}x${parameters.height}`],
+  ];
+  if (parameters.model !== undefined && parameters.model !== '') fields.push(['Model', parameters.model]);
+  const line = fields.map(([key, value]) => `${key}: ${quoteValue(value)}`).join(', ');
+  const negative = parameters.negativePrompt === '' ? '' : `\n${NEGATIVE_PREFIX} ${parameters.negativePrompt}`;
+  // A1111 strips the whole text, so a prompt's outer whitespace is not kept.
+  return `${parameters.prompt}${negative}\n${line}`.trim();
+}
+
+function readParameterLine(line: string): [string, string][] {
+  return [...line.matchAll(PARAM_PATTERN)].map((match) => [match[1] ?? '', unquoteValue((match[2] ?? '').trim())]);
+}
+
+function toInteger(value: string | undefined): number | undefined {
+  if (value === undefined || !/^-?\d+$/.test(value.trim())) return undefined;
+  return Number(value.trim());
+}
+
+function toNumber(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const number = Number(value.trim());
+  return Number.isFinite(number) ? number : undefined;
+}
+
+/** Reads text written by A1111 (or formatA1111Parameters) back into its parts; never fails. */
+export function parseA1111Parameters(text: string): ParsedA1111Parameters {
+  const lines = text.trim().split('\n');
+  let lastLine = lines.pop() ?? '';
+  // Like A1111: a last line with fewer than three "Key: value" pairs is still prompt text.
+  if (readParameterLine(lastLine).length < 3) {
+    lines.push(lastLine);
+    lastLine = '';
+  }
+  let prompt = '';
+  let negativePrompt = '';
+  let inNegative = false;
+  for (const rawLine of lines) {
+    let line = rawLine.trim();
+    if (line.startsWith(NEGATIVE_PREFIX)) {
+      inNegative = true;
+      line = line.slice(NEGATIVE_PREFIX.length).trim();
+    }
+    if (inNegative) negativePrompt += (negativePrompt === '' ? '' : '\n') + line;
+    else prompt += (prompt === '' ? '' : '\n') + line;
+  }
+  const fields = Object.fromEntries(readParameterLine(lastLine));
+  const size = SIZE_PATTERN.exec(fields['Size'] ?? '');
+  const parsed: ParsedA1111Parameters = { prompt, negativePrompt, fields };
+  const steps = toInteger(fields['Steps']);
+  const cfg = toNumber(fields['CFG scale']);
+  const seed = toInteger(fields['Seed']);
+  if (steps !== undefined) parsed.steps = steps;
+  if (cfg !== undefined) parsed.cfg = cfg;
+  if (seed !== undefined) parsed.seed = seed;
+  if (size !== null) {
+    parsed.width = Number(size[1]);
+    parsed.height = Number(size[2]);
+  }
+  if (fields['Model'] !== undefined) parsed.model = fields['Model'];
+  return parsed;
+}

@@ -1,0 +1,16 @@
+// PNG chunk reading/writing and AUTOMATIC1111-style "parameters" text, with no dependencies.
+export {
+  describeImageBytes,
+  encodePng,
+  encodePngChunk,
+  hasPngSignature,
+  isPngError,
+  PNG_SIGNATURE,
+  PngError,
+  readPngChunks,
+  readPngSize,
+} from './chunks.ts';
+export type { PngChunk, PngErrorCode, PngResult } from './chunks.ts';
+export { readPngText, writePngText } from './text.ts';
+export { formatA1111Parameters, parseA1111Parameters } from './a1111-parameters.ts';
+export type { A1111Parameters, ParsedA1111Parameters } from './a1111-parameters.ts';

@@ -1,0 +1,38 @@
+// The protocol between Easel and the model, free of HTTP and I/O: the delimiter rule, the metadata
+// schema and its lossless repairs, the prompts, the model's context and the recovery ladder.
+
+export { LIMITS, RANDOM_SEED } from './limits.ts';
+export { DELIMITER } from './delimiter.ts';
+export { createWithholder } from './withhold.ts';
+export type { MarkerKind, WithheldReply, Withholder } from './withhold.ts';
+export {
+  formatCanonicalReply,
+  formatMetadataJson,
+  metadataJsonSchema,
+  metadataSchema,
+  REQUIRED_METADATA_FIELDS,
+} from './metadata.ts';
+export type { Metadata, MetadataField } from './metadata.ts';
+export { parseReply } from './parse-reply.ts';
+export type { ParseError, ParseErrorCode, ParsedReply, ParseReplyOptions, ParseResult, RepairCode } from './parse-reply.ts';
+export {
+  buildCompactionMessage,
+  buildReminder,
+  formatUserNote,
+  NEUTRAL_FALLBACK_TEXT,
+  RESET_MESSAGE,
+  SYSTEM_PROMPT,
+} from './prompts.ts';
+export type { CompactionInput, GenerationSettings, UserNoteInput } from './prompts.ts';
+export {
+  buildCompactionRequest,
+  buildReminderRequest,
+  collectUserWords,
+  COMPACTION_OPTIONS,
+  DEFAULT_RESERVE_TOKENS,
+  estimateTokens,
+  renderContext,
+} from './context.ts';
+export type { CompactionRequestInput, ContextEntry, RenderContextOptions } from './context.ts';
+export { MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from './ladder.ts';
+export type { RecoveryPlan } from './ladder.ts';

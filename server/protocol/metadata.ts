@@ -1,0 +1,76 @@
+// The JSON object every model reply ends with, after the `---` line.
+
+import { z } from 'zod';
+import { LIMITS } from './limits.ts';
+import { DELIMITER, trimWhitespace } from './delimiter.ts';
+
+/** Unknown keys are stripped: a model that adds `confidence` should not fail the turn. */
+export const metadataSchema = z.object({
+  /** The image prompt; empty while the model is still asking questions. */
+  prompt: z.string().max(LIMITS.promptMaxChars),
+  generate_image: z.boolean(),
+  steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max),
+  cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max),
+  /** −1 asks for a random seed. */
+  seed: z.int().min(LIMITS.seed.min).max(LIMITS.seed.max),
+  negative_prompt: z.string().max(LIMITS.promptMaxChars).optional(),
+});
+
+export type Metadata = z.infer<typeof metadataSchema>;
+
+export const REQUIRED_METADATA_FIELDS = ['prompt', 'generate_image', 'steps', 'cfg', 'seed'] as const;
+
+export type MetadataField = keyof Metadata;
+
+// Ollama turns `format` into a grammar that understands only the structural keywords; bounds and
+// lengths are enforced by our own parser (with clamping) instead.
+const JSON_SCHEMA_KEYWORDS = new Set(['type', 'properties', 'required', 'enum']);
+
+function restrictToOllamaGrammar(schema: unknown): unknown {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
+  const restricted: Record<string, unknown> = {};
+  for (const [keyword, value] of Object.entries(schema)) {
+    if (!JSON_SCHEMA_KEYWORDS.has(keyword)) continue;
+    if (keyword === 'properties' && typeof value === 'object' && value !== null) {
+      restricted[keyword] = Object.fromEntries(
+        Object.entries(value).map(([name, property]) => [name, restrictToOllamaGrammar(property)]),
+      );
+    } else if (keyword === 'required' && Array.isArray(value)) {
+      restricted[keyword] = value.filter((name) => (REQUIRED_METADATA_FIELDS as readonly unknown[]).includes(name));
+    } else {
+      restricted[keyword] = value;
+    }
+  }
+  return restricted;
+}
+
+/** For Ollama's `format` parameter: the schema above, limited to what Ollama's grammar accepts. */
+export const metadataJsonSchema: Record<string, unknown> = restrictToOllamaGrammar(
+  z.toJSONSchema(metadataSchema),
+) as Record<string, unknown>;
+
+/** Metadata as one line of JSON with the keys in the documented order (as in the prompt examples). */
+export function formatMetadataJson(metadata: Metadata): string {
+  const ordered: [string, unknown][] = [
+    ['prompt', metadata.prompt],
+    ['generate_image', metadata.generate_image],
+    ['steps', metadata.steps],
+    ['cfg', metadata.cfg],
+    ['seed', metadata.seed],
+  ];
+  if (metadata.negative_prompt !== undefined && metadata.negative_prompt !== '') {
+    ordered.push(['negative_prompt', metadata.negative_prompt]);
+  }
+  return `{${ordered.map(([key, value]) => `${JSON.stringify(key)}: ${JSON.stringify(value)}`).join(', ')}}`;
+}
+
+/**
+ * A reply in the exact format the model is asked for. Assistant turns are replayed to the model in
+ * this form, so the history it sees always demonstrates the format, whatever the original looked
+ * like. `text` is trimmed, as the withholder never shows surrounding whitespace.
+ */
+export function formatCanonicalReply(text: string, metadata: Metadata): string {
+  const body = trimWhitespace(text);
+  const machine = `${DELIMITER}\n${formatMetadataJson(metadata)}`;
+  return body === '' ? machine : `${body}\n${machine}`;
+}

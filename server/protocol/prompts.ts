@@ -1,0 +1,122 @@
+// Everything we say to the model. Kept short and example-driven: mistral:7b follows examples better
+// than rules, so each rule that matters is shown once in a concrete reply.
+
+import { formatMetadataJson } from './metadata.ts';
+import type { Metadata } from './metadata.ts';
+
+const EXAMPLE_SETTINGS = { steps: 20, cfg: 7, seed: -1 } as const;
+
+const ASKING_EXAMPLE = `A cat in a hat! Let me ask a few questions:
+- What kind of cat?
+- What style of hat?
+---
+${formatMetadataJson({ prompt: '', generate_image: false, ...EXAMPLE_SETTINGS })}`;
+
+const READY_EXAMPLE = `Perfect! Generating your image now.
+---
+${formatMetadataJson({ prompt: 'a tabby cat wearing a blue wizard hat', generate_image: true, ...EXAMPLE_SETTINGS })}`;
+
+export const SYSTEM_PROMPT = `You are Easel, a friendly assistant who helps the user write a prompt for an image generator. Chat briefly: ask a few short questions when the request is vague, then write the image prompt.
+
+FORMAT. End EVERY message with ---\\n{JSON}:
+1. Write your conversational text first. It goes BEFORE the delimiter.
+2. Then a line containing only ---
+3. Then the JSON on one line: {"prompt": string, "generate_image": boolean, "steps": integer, "cfg": number, "seed": integer}
+Nothing comes after the JSON. ALWAYS include the delimiter and JSON, even if just asking questions.
+
+JSON fields:
+- prompt: the image prompt, under 200 characters; "" while you are still asking questions.
+- generate_image: true only when the prompt is ready and the user wants the image now; otherwise false.
+- steps, cfg, seed (-1 means random): keep the current values unless the user asks to change them.
+
+Example, asking questions:
+${ASKING_EXAMPLE}
+
+Example, ready:
+${READY_EXAMPLE}
+
+Do NOT (wrong examples):
+- JSON without the delimiter. Wrong: Here it is! {"prompt": "a red fox", ...}
+- No JSON at all. Wrong: What colour should the fox be?
+- JSON in the middle. Wrong: ---\\n{"prompt": "a red fox", ...}\\nDo you like it?
+
+The user's edits:
+- A user message may start with [The user edited the prompt to: "..."]. The user rewrote the prompt by hand: build on that prompt, not on your previous one, and keep their changes.
+- A user message may start with [Current settings: ...]. Use those values in the JSON unless the user asks to change them.`;
+
+/** The format reminder sent (as a system message) after a reply that could not be parsed. */
+export function buildReminder(): string {
+  const example = `A tabby cat in a wizard hat, got it! Should the hat be blue or purple?
+---
+${formatMetadataJson({ prompt: 'a tabby cat wearing a wizard hat', generate_image: false, ...EXAMPLE_SETTINGS })}`;
+  return `Please end your response with \`---\` followed by JSON using this format:
+
+${example}
+
+Write your reply again in this format: your text, then a line with only ---, then the JSON with all five fields.`;
+}
+
+export interface GenerationSettings {
+  steps: number;
+  cfg: number;
+  seed: number;
+}
+
+export interface CompactionInput {
+  /** Every user message of the conversation, oldest first, verbatim. */
+  userWords: string[];
+  /** The current image prompt ('' when there is none yet). */
+  prompt: string;
+  settings: GenerationSettings;
+}
+
+/**
+ * The compacted context: deterministic extraction, no LLM summary. Seed 003: a summary can drop
+ * facts, while the user's own words, the prompt and the settings are the skeleton to keep.
+ */
+export function buildCompactionMessage({ userWords, prompt, settings }: CompactionInput): string {
+  const words = userWords.length > 0 ? userWords.map((words) => `- ${JSON.stringify(words)}`).join('\n') : '- (nothing yet)';
+  const example: Metadata = { prompt, generate_image: false, ...pickSettings(settings) };
+  return [
+    'User wants:',
+    words,
+    `Current prompt: ${prompt === '' ? '(none yet)' : JSON.stringify(prompt)}`,
+    `Current settings: ${describeSettings(settings)}`,
+    'Write the image prompt (under 200 characters) from what the user wants, keeping the details of the current prompt.',
+    `Respond with ONLY JSON (no conversational text): ${formatMetadataJson(example)}`,
+  ].join('\n');
+}
+
+export interface UserNoteInput {
+  /** The prompt as the user edited it by hand since the last reply. */
+  editedPrompt?: string;
+  settings?: GenerationSettings & { width?: number; height?: number; negativePrompt?: string };
+}
+
+/** The bracketed lines put before a user message so the model builds on the user's own edits. */
+export function formatUserNote({ editedPrompt, settings }: UserNoteInput): string | undefined {
+  const lines: string[] = [];
+  if (editedPrompt !== undefined) lines.push(`[The user edited the prompt to: ${JSON.stringify(editedPrompt)}]`);
+  if (settings !== undefined) {
+    const parts = [describeSettings(settings)];
+    if (settings.width !== undefined && settings.height !== undefined) parts.push(`size ${settings.width}x${settings.height}`);
+    if (settings.negativePrompt !== undefined && settings.negativePrompt !== '') {
+      parts.push(`negative prompt ${JSON.stringify(settings.negativePrompt)}`);
+    }
+    lines.push(`[Current settings: ${parts.join(', ')}]`);
+  }
+  return lines.length > 0 ? lines.join('\n') : undefined;
+}
+
+export const RESET_MESSAGE = "I'm having trouble understanding the format. Let's start fresh.";
+
+/** Shown when an accepted compaction reply has no text and the failed attempts showed none either. */
+export const NEUTRAL_FALLBACK_TEXT = 'Here is the prompt so far.';
+
+function describeSettings(settings: GenerationSettings): string {
+  return `steps ${settings.steps}, cfg ${settings.cfg}, seed ${settings.seed}`;
+}
+
+function pickSettings(settings: GenerationSettings): GenerationSettings {
+  return { steps: settings.steps, cfg: settings.cfg, seed: settings.seed };
+}

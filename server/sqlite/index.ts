@@ -1,0 +1,1 @@
+export { createSqliteStore } from './store.ts';

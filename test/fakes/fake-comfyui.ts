@@ -1,0 +1,442 @@
+// A real HTTP + WebSocket server that behaves like ComfyUI: /prompt validation with its error
+// shapes, one prompt at a time, the WebSocket message sequence (with binary previews), /history,
+// /view, /interrupt and /queue.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import { makePng } from './png-bytes.ts';
+
+export interface FakeComfyUiOptions {
+  /** Simulated time per sampling step. */
+  stepDelayMs?: number;
+  /** /prompt answers with this status and body (objects are sent as JSON). */
+  failWith?: { status: number; body: unknown };
+  /** The KSampler fails after its first step with this exception_message. */
+  executionError?: string;
+  /** Checkpoint files CheckpointLoaderSimple may load. */
+  checkpoints?: string[];
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  /** Parsed JSON body, the raw text when it is not JSON, undefined when empty. */
+  body: unknown;
+}
+
+export interface FakeComfyUi {
+  url: string;
+  /** Every HTTP request in arrival order, WebSocket upgrades included (as GET /ws). */
+  requests: RecordedRequest[];
+  /** Every workflow accepted by /prompt, exactly as submitted. */
+  workflows: unknown[];
+  /** The prompt_id given to each accepted workflow, in the same order. */
+  promptIds: string[];
+  /** Prompt ids removed through POST /queue {delete}. */
+  queueDeletes: string[];
+  /** How many times /interrupt was called. */
+  readonly interrupts: number;
+  /** Client ids that opened /ws. */
+  readonly connectedClients: string[];
+  close(): Promise<void>;
+}
+
+interface QueuedPrompt {
+  id: string;
+  number: number;
+  clientId: string | undefined;
+  workflow: Record<string, Node>;
+  outputNodes: string[];
+}
+
+interface Node {
+  class_type: string;
+  inputs: Record<string, unknown>;
+}
+
+interface PromptError {
+  type: string;
+  message: string;
+  details: string;
+  extra_info: Record<string, unknown>;
+}
+
+const OUTPUT_NODES = new Set(['SaveImage', 'PreviewImage']);
+const KNOWN_NODES = new Set([
+  ...OUTPUT_NODES,
+  'KSampler',
+  'KSamplerAdvanced',
+  'CheckpointLoaderSimple',
+  'EmptyLatentImage',
+  'CLIPTextEncode',
+  'VAEDecode',
+  'VAELoader',
+  'LoraLoader',
+]);
+// Inputs ComfyUI converts with int()/float() during validation.
+const NUMERIC_INPUTS: Record<string, Record<string, 'INT' | 'FLOAT'>> = {
+  KSampler: { seed: 'INT', steps: 'INT', cfg: 'FLOAT', denoise: 'FLOAT' },
+  EmptyLatentImage: { width: 'INT', height: 'INT', batch_size: 'INT' },
+};
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function promptError(type: string, message: string, details = ''): PromptError {
+  return { type, message, details, extra_info: {} };
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const part of request) parts.push(part as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json' }).end(text);
+}
+
+type Validation =
+  | { ok: true; workflow: Record<string, Node>; outputNodes: string[] }
+  | { ok: false; error: PromptError; nodeErrors: Record<string, unknown> };
+
+/** A small part of ComfyUI's validate_prompt, with its error types and messages. */
+function validatePrompt(prompt: unknown, checkpoints: string[]): Validation {
+  if (!isRecord(prompt)) return { ok: false, error: promptError('invalid_prompt', 'Prompt is not a dictionary.'), nodeErrors: {} };
+  for (const [id, node] of Object.entries(prompt)) {
+    if (!isRecord(node) || typeof node['class_type'] !== 'string') {
+      return {
+        ok: false,
+        error: promptError('invalid_prompt', 'Cannot execute because a node is missing the class_type property.', `Node ID '#${id}'`),
+        nodeErrors: {},
+      };
+    }
+    if (!KNOWN_NODES.has(node['class_type'])) {
+      return {
+        ok: false,
+        error: promptError('missing_node_type', `Cannot execute because node ${node['class_type']} does not exist.`, `Node ID '#${id}'`),
+        nodeErrors: {},
+      };
+    }
+    if (!isRecord(node['inputs'])) {
+      return {
+        ok: false,
+        error: promptError('invalid_prompt', 'Cannot execute because a node is missing the inputs property.', `Node ID '#${id}'`),
+        nodeErrors: {},
+      };
+    }
+  }
+  const workflow = prompt as unknown as Record<string, Node>;
+  const outputNodes = Object.keys(workflow).filter((id) => OUTPUT_NODES.has(workflow[id]?.class_type ?? ''));
+  if (outputNodes.length === 0) {
+    return { ok: false, error: promptError('prompt_no_outputs', 'Prompt has no outputs'), nodeErrors: {} };
+  }
+  const nodeErrors: Record<string, unknown> = {};
+  for (const [id, node] of Object.entries(workflow)) {
+    const errors: PromptError[] = [];
+    for (const [input, kind] of Object.entries(NUMERIC_INPUTS[node.class_type] ?? {})) {
+      const value = node.inputs[input];
+      if (value === undefined || Array.isArray(value)) continue;
+      const number = typeof value === 'number' ? value : Number(value);
+      if (typeof value === 'boolean' || !Number.isFinite(number) || (kind === 'INT' && !Number.isInteger(number))) {
+        errors.push(
+          promptError('invalid_input_type', `Failed to convert an input value to a ${kind} value`, `${input}, ${String(value)}, invalid literal for ${kind === 'INT' ? 'int()' : 'float()'}: '${String(value)}'`),
+        );
+      }
+    }
+    const checkpoint = node.inputs['ckpt_name'];
+    if (node.class_type === 'CheckpointLoaderSimple' && typeof checkpoint === 'string' && !checkpoints.includes(checkpoint)) {
+      errors.push(promptError('value_not_in_list', 'Value not in list', `ckpt_name: '${checkpoint}' not in ${JSON.stringify(checkpoints)}`));
+    }
+    if (errors.length > 0) nodeErrors[id] = { errors, dependent_outputs: outputNodes, class_type: node.class_type };
+  }
+  if (Object.keys(nodeErrors).length > 0) {
+    return { ok: false, error: promptError('prompt_outputs_failed_validation', 'Prompt outputs failed validation'), nodeErrors };
+  }
+  return { ok: true, workflow, outputNodes };
+}
+
+function readNumberInput(workflow: Record<string, Node>, classType: string, input: string, fallback: number): number {
+  const node = Object.values(workflow).find((candidate) => candidate.class_type === classType);
+  const value = node?.inputs[input];
+  return typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : fallback;
+}
+
+export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
+  const stepDelayMs = options.stepDelayMs ?? 20;
+  const checkpoints = options.checkpoints ?? ['v1-5-pruned-emaonly.safetensors'];
+  const requests: RecordedRequest[] = [];
+  const workflows: unknown[] = [];
+  const promptIds: string[] = [];
+  const queueDeletes: string[] = [];
+  const connectedClients: string[] = [];
+  const sockets = new Map<string, Set<WebSocket>>();
+  const pending: QueuedPrompt[] = [];
+  const history: Record<string, unknown> = {};
+  const files = new Map<string, Uint8Array>();
+  let running: { prompt: QueuedPrompt; interrupted: boolean } | undefined;
+  let interrupts = 0;
+  let promptNumber = 0;
+  let fileCounter = 0;
+  let closed = false;
+  const closing = new AbortController();
+
+  /** Waits one step; false once the fake is closing, so no timer outlives close(). */
+  async function waitStep(): Promise<boolean> {
+    try {
+      await sleep(stepDelayMs, undefined, { signal: closing.signal });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function send(clientId: string | undefined, type: string, data: Record<string, unknown>): void {
+    const targets = clientId === undefined ? [...sockets.values()].flatMap((set) => [...set]) : [...(sockets.get(clientId) ?? [])];
+    for (const socket of targets) socket.send(JSON.stringify({ type, data }));
+  }
+
+  function sendPreview(clientId: string | undefined): void {
+    // ComfyUI's binary frame: uint32 event type (1 = preview image), uint32 format (2 = PNG), image.
+    const header = Buffer.alloc(8);
+    header.writeUInt32BE(1, 0);
+    header.writeUInt32BE(2, 4);
+    const frame = Buffer.concat([header, makePng(8, 8, [0, 0, 0])]);
+    for (const socket of sockets.get(clientId ?? '') ?? []) socket.send(frame, { binary: true });
+  }
+
+  function sendStatus(): void {
+    send(undefined, 'status', { status: { exec_info: { queue_remaining: pending.length + (running === undefined ? 0 : 1) } } });
+  }
+
+  async function execute(prompt: QueuedPrompt): Promise<void> {
+    const { id, clientId, workflow } = prompt;
+    const state = { prompt, interrupted: false };
+    running = state;
+    const timestamp = () => Date.now();
+    send(clientId, 'execution_start', { prompt_id: id, timestamp: timestamp() });
+    send(clientId, 'execution_cached', { nodes: [], prompt_id: id, timestamp: timestamp() });
+    const executed: string[] = [];
+    const outputs: Record<string, unknown> = {};
+    const messages: unknown[] = [['execution_start', { prompt_id: id, timestamp: timestamp() }]];
+    let failure: 'interrupted' | 'error' | undefined;
+    for (const [nodeId, node] of Object.entries(workflow)) {
+      send(clientId, 'executing', { node: nodeId, display_node: nodeId, prompt_id: id });
+      if (node.class_type === 'KSampler' || node.class_type === 'KSamplerAdvanced') {
+        const steps = readNumberInput(workflow, node.class_type, 'steps', 20);
+        for (let step = 1; step <= steps; step++) {
+          if (!(await waitStep()) || state.interrupted) break;
+          send(clientId, 'progress', { value: step, max: steps, prompt_id: id, node: nodeId });
+          sendPreview(clientId);
+          if (options.executionError !== undefined) break;
+        }
+        if (state.interrupted || closed) {
+          const data = { prompt_id: id, node_id: nodeId, node_type: node.class_type, executed, timestamp: timestamp() };
+          send(clientId, 'execution_interrupted', data);
+          messages.push(['execution_interrupted', data]);
+          failure = 'interrupted';
+          break;
+        }
+        if (options.executionError !== undefined) {
+          const data = {
+            prompt_id: id,
+            node_id: nodeId,
+            node_type: node.class_type,
+            executed,
+            exception_message: options.executionError,
+            exception_type: 'RuntimeError',
+            traceback: ['Traceback (most recent call last):\n', `RuntimeError: ${options.executionError}\n`],
+            current_inputs: {},
+            current_outputs: {},
+          };
+          send(clientId, 'execution_error', data);
+          messages.push(['execution_error', data]);
+          failure = 'error';
+          break;
+        }
+      }
+      if (OUTPUT_NODES.has(node.class_type)) {
+        const type = node.class_type === 'SaveImage' ? 'output' : 'temp';
+        const prefix = typeof node.inputs['filename_prefix'] === 'string' ? node.inputs['filename_prefix'] : 'ComfyUI';
+        // Like folder_paths.get_save_image_path: a "/" in the prefix makes a subfolder.
+        const slash = prefix.lastIndexOf('/');
+        const subfolder = slash < 0 ? '' : prefix.slice(0, slash);
+        const filename = `${slash < 0 ? prefix : prefix.slice(slash + 1)}_${String(++fileCounter).padStart(5, '0')}_.png`;
+        const width = readNumberInput(workflow, 'EmptyLatentImage', 'width', 512);
+        const height = readNumberInput(workflow, 'EmptyLatentImage', 'height', 512);
+        const seed = readNumberInput(workflow, 'KSampler', 'seed', 0);
+        files.set(`${type}\n${subfolder}\n${filename}`, makePng(width, height, [seed & 0xff, (seed >>> 8) & 0xff, 99]));
+        const output = { images: [{ filename, subfolder, type }] };
+        outputs[nodeId] = output;
+        send(clientId, 'executed', { node: nodeId, display_node: nodeId, output, prompt_id: id });
+      }
+      executed.push(nodeId);
+    }
+    history[id] = {
+      prompt: [prompt.number, id, workflow, { client_id: clientId }, prompt.outputNodes],
+      outputs,
+      status: { status_str: failure === undefined ? 'success' : 'error', completed: failure === undefined, messages },
+      meta: {},
+    };
+    if (failure === undefined) send(clientId, 'execution_success', { prompt_id: id, timestamp: timestamp() });
+    running = undefined;
+    send(clientId, 'executing', { node: null, prompt_id: id });
+    sendStatus();
+  }
+
+  async function pump(): Promise<void> {
+    if (running !== undefined) return;
+    for (let next = pending.shift(); next !== undefined && !closed; next = pending.shift()) await execute(next);
+  }
+
+  function handlePrompt(text: string, response: ServerResponse): void {
+    if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
+    const body = parseBody(text);
+    if (!isRecord(body) || !('prompt' in body)) return sendJson(response, 400, { error: 'no prompt', node_errors: [] });
+    const validation = validatePrompt(body['prompt'], checkpoints);
+    if (!validation.ok) return sendJson(response, 400, { error: validation.error, node_errors: validation.nodeErrors });
+    workflows.push(body['prompt']);
+    const clientId = typeof body['client_id'] === 'string' ? body['client_id'] : undefined;
+    const prompt: QueuedPrompt = {
+      id: randomUUID(),
+      number: promptNumber++,
+      clientId,
+      workflow: validation.workflow,
+      outputNodes: validation.outputNodes,
+    };
+    pending.push(prompt);
+    promptIds.push(prompt.id);
+    sendJson(response, 200, { prompt_id: prompt.id, number: prompt.number, node_errors: {} });
+    sendStatus();
+    void pump();
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const address = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const text = await readBody(request);
+    const method = request.method ?? 'GET';
+    const body = parseBody(text);
+    requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body });
+    if (method === 'POST' && address.pathname === '/prompt') return handlePrompt(text, response);
+    if (method === 'POST' && address.pathname === '/interrupt') {
+      interrupts++;
+      const target = isRecord(body) && typeof body['prompt_id'] === 'string' ? body['prompt_id'] : undefined;
+      // Newer ComfyUI only interrupts the named prompt when it is the running one.
+      if (running !== undefined && (target === undefined || target === running.prompt.id)) running.interrupted = true;
+      return sendJson(response, 200, {});
+    }
+    if (method === 'POST' && address.pathname === '/queue') {
+      if (isRecord(body) && Array.isArray(body['delete'])) {
+        for (const id of body['delete']) {
+          if (typeof id !== 'string') continue;
+          queueDeletes.push(id);
+          const index = pending.findIndex((prompt) => prompt.id === id);
+          if (index >= 0) pending.splice(index, 1);
+        }
+      }
+      if (isRecord(body) && body['clear'] === true) pending.splice(0);
+      return sendJson(response, 200, {});
+    }
+    if (method === 'GET' && address.pathname.startsWith('/history/')) {
+      const id = decodeURIComponent(address.pathname.slice('/history/'.length));
+      return sendJson(response, 200, id in history ? { [id]: history[id] } : {});
+    }
+    if (method === 'GET' && address.pathname === '/history') return sendJson(response, 200, history);
+    if (method === 'GET' && address.pathname === '/view') {
+      const key = ['type', 'subfolder', 'filename'].map((name) => address.searchParams.get(name) ?? '').join('\n');
+      const file = files.get(key.startsWith('\n') ? `output${key}` : key);
+      if (file === undefined) return void response.writeHead(404).end();
+      return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
+    }
+    if (method === 'GET' && address.pathname === '/system_stats') {
+      return sendJson(response, 200, {
+        system: {
+          os: 'posix',
+          ram_total: 34_359_738_368,
+          ram_free: 17_179_869_184,
+          comfyui_version: '0.3.40',
+          python_version: '3.12.3',
+          pytorch_version: '2.7.0+cu126',
+          embedded_python: false,
+          argv: ['main.py'],
+        },
+        devices: [
+          {
+            name: 'cuda:0 NVIDIA GeForce RTX 3060 : cudaMallocAsync',
+            type: 'cuda',
+            index: 0,
+            vram_total: 12_884_901_888,
+            vram_free: 11_811_160_064,
+            torch_vram_total: 0,
+            torch_vram_free: 0,
+          },
+        ],
+      });
+    }
+    return void response.writeHead(404, { 'content-type': 'text/plain' }).end('404: Not Found');
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      if (!response.headersSent) sendJson(response, 500, { error: String(error) });
+    });
+  });
+  const webSockets = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (request, socket, head) => {
+    const address = new URL(request.url ?? '/', 'http://127.0.0.1');
+    requests.push({ method: 'GET', path: address.pathname, query: Object.fromEntries(address.searchParams), body: undefined });
+    if (address.pathname !== '/ws') {
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    webSockets.handleUpgrade(request, socket, head, (webSocket) => {
+      const clientId = address.searchParams.get('clientId') ?? randomUUID().replaceAll('-', '');
+      connectedClients.push(clientId);
+      const set = sockets.get(clientId) ?? new Set<WebSocket>();
+      set.add(webSocket);
+      sockets.set(clientId, set);
+      webSocket.on('close', () => set.delete(webSocket));
+      webSocket.send(JSON.stringify({ type: 'status', data: { status: { exec_info: { queue_remaining: pending.length } }, sid: clientId } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    workflows,
+    promptIds,
+    queueDeletes,
+    get interrupts() {
+      return interrupts;
+    },
+    get connectedClients() {
+      return [...connectedClients];
+    },
+    async close() {
+      closed = true;
+      closing.abort();
+      for (const client of webSockets.clients) client.terminate();
+      await new Promise<void>((resolve) => webSockets.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,817 @@
+// A fake Ollama speaking the real wire protocol on 127.0.0.1, scripted by the test.
+// Status codes, error bodies and NDJSON shapes copy Ollama's HTTP API (docs/api.md), so the
+// real `ollama` client and our adapter cannot tell the difference.
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeOllamaReply {
+  /** Content pieces, each sent as one NDJSON line (`message.content`). */
+  chunks: string[];
+  /** Waited before each line (time to first token, then between tokens). */
+  delayMs?: number;
+  /** `done_reason` of the final line. Default 'stop'. */
+  doneReason?: string;
+  /** `eval_count` of the final line. Default: the number of chunks. */
+  evalCount?: number;
+  /** `prompt_eval_count` of the final line. Default: a rough token count of the messages. */
+  promptEvalCount?: number;
+  /** Send this many chunks, then an `{"error": message}` line, and end (what Ollama does). */
+  errorAfter?: { chunks: number; message: string };
+  /** Send this many chunks, then destroy the socket: Ollama crashing mid-reply. */
+  dropAfter?: number;
+  /** Awaited after the first line and before the rest: lets a test act mid-stream. */
+  gate?: Promise<void>;
+}
+
+export interface FakeChatMessage {
+  role: string;
+  content: string;
+  [key: string]: unknown;
+}
+
+export interface FakeChatRequestBody {
+  model: string;
+  messages?: FakeChatMessage[];
+  stream?: boolean;
+  format?: unknown;
+  options?: Record<string, unknown>;
+  keep_alive?: string | number;
+  [key: string]: unknown;
+}
+
+export type FakeOllamaScript =
+  | FakeOllamaReply
+  | string
+  | ((request: FakeChatRequestBody) => FakeOllamaReply | string | Promise<FakeOllamaReply | string>);
+
+export interface FakeOllamaRequest {
+  method: string;
+  path: string;
+  /** The parsed JSON body; undefined when there was none or it was not JSON (see rawBody). */
+  body: unknown;
+  rawBody: string;
+  /** Date.now() when the request arrived. */
+  receivedAt: number;
+  /** True when the client hung up before the reply ended. */
+  aborted: boolean;
+}
+
+export interface FakeOllama {
+  /** Base URL, e.g. http://127.0.0.1:43121 (no trailing slash). */
+  readonly url: string;
+  readonly port: number;
+  readonly requests: readonly FakeOllamaRequest[];
+  /** /api/chat responses whose client hung up before the reply ended. */
+  readonly hangups: number;
+  /** Model names (as requested) that were unloaded with keep_alive: 0. */
+  readonly unloads: readonly string[];
+  /** Test bugs the fake answered with a 500 (no reply left, impossible reply…), for diagnosis. */
+  readonly scriptErrors: readonly string[];
+  /** Scripted replies not used yet. */
+  readonly pendingReplies: number;
+  /** Adds replies for the next /api/chat requests, in order. */
+  enqueue(...replies: FakeOllamaScript[]): void;
+  /** Parsed bodies of every /api/chat request, in arrival order. */
+  chatRequests(): FakeChatRequestBody[];
+  setModels(names: string[]): void;
+  /** While down, every connection is destroyed at once, as if Ollama were not running. */
+  setDown(down: boolean): void;
+  /** Resolves once `count` /api/chat hang-ups have been seen in total (default 1). */
+  waitForHangup(count?: number): Promise<void>;
+  /** Resolves once `count` requests (to `path` when given) have arrived in total. */
+  waitForRequests(count: number, path?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface FakeOllamaOptions {
+  /** Pulled models. Default ['mistral:7b']. A name without a tag is listed as `:latest`. */
+  models?: string[];
+  version?: string;
+  /** How long waitFor* helpers wait before rejecting with a clear message. Default 10 s. */
+  waitTimeoutMs?: number;
+}
+
+/** A reply in the project's format: prose, a `---` line, then the metadata JSON. */
+export function scriptReply(
+  text: string,
+  metadata: object,
+  options: Omit<FakeOllamaReply, 'chunks'> = {},
+): FakeOllamaReply {
+  return { ...options, chunks: splitIntoChunks(`${text}\n---\n${JSON.stringify(metadata)}`) };
+}
+
+const CHUNK_SIZES = [3, 5, 4, 6];
+
+/** Splits text into token-sized pieces (3–6 characters), never inside a surrogate pair. */
+export function splitIntoChunks(text: string): string[] {
+  const characters = Array.from(text);
+  const chunks: string[] = [];
+  for (let start = 0, i = 0; start < characters.length; i++) {
+    const size = CHUNK_SIZES[i % CHUNK_SIZES.length] ?? 4;
+    chunks.push(characters.slice(start, start + size).join(''));
+    start += size;
+  }
+  return chunks;
+}
+
+const NO_REPLY_LEFT = 'fake-ollama: no scripted reply left';
+const FORMAT_VIOLATION = 'fake-ollama: scripted reply does not satisfy the requested format';
+const VALID_ROLES = ['system', 'user', 'assistant', 'tool'];
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+interface Waiter {
+  isSatisfied: () => boolean;
+  resolve: () => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** An answer the fake gives on purpose, as Ollama would: `{"error": message}` with `status`. */
+class HttpError extends Error {
+  override readonly name = 'HttpError';
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
+  const version = options.version ?? '0.12.6';
+  const waitTimeoutMs = options.waitTimeoutMs ?? 10_000;
+  const startedAt = new Date();
+  let models = (options.models ?? ['mistral:7b']).map(withTag);
+  const queue: FakeOllamaScript[] = [];
+  const requests: FakeOllamaRequest[] = [];
+  const unloads: string[] = [];
+  const scriptErrors: string[] = [];
+  const waiters = new Set<Waiter>();
+  let hangups = 0;
+  let down = false;
+  let closed = false;
+
+  function notify(): void {
+    for (const waiter of waiters) {
+      if (!waiter.isSatisfied()) continue;
+      clearTimeout(waiter.timer);
+      waiters.delete(waiter);
+      waiter.resolve();
+    }
+  }
+
+  function waitUntil(isSatisfied: () => boolean, description: string): Promise<void> {
+    if (isSatisfied()) return Promise.resolve();
+    if (closed) return Promise.reject(new Error(`fake-ollama is closed; it will never see ${description}.`));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        isSatisfied,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`fake-ollama did not see ${description} within ${waitTimeoutMs} ms.`));
+        }, waitTimeoutMs),
+      };
+      waiters.add(waiter);
+    });
+  }
+
+  function findModel(name: string): string | undefined {
+    const wanted = withTag(name).toLowerCase();
+    return models.find((model) => model.toLowerCase() === wanted);
+  }
+
+  function recordScriptError(message: string): HttpError {
+    scriptErrors.push(message);
+    return new HttpError(500, message);
+  }
+
+  const server = createServer((req, res) => {
+    if (down) {
+      req.socket.destroy();
+      return;
+    }
+    void handleRequest(req, res);
+  });
+  server.on('connection', (socket) => {
+    if (down) socket.destroy();
+  });
+
+  async function handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://fake-ollama').pathname;
+    const method = req.method ?? 'GET';
+    const exchange: Exchange = { res, hungUp: false, droppedByFake: false, onHangUp: [] };
+    let record: FakeOllamaRequest | undefined;
+    res.on('close', () => {
+      if (res.writableEnded) return;
+      exchange.hungUp = true;
+      for (const listener of exchange.onHangUp) listener();
+      // Connections the fake cut itself (dropAfter, setDown, close) are not client hang-ups.
+      if (exchange.droppedByFake || down || closed) return;
+      if (record) record.aborted = true;
+      if (path === '/api/chat') hangups++;
+      notify();
+    });
+    try {
+      const rawBody = await readBody(req);
+      const parsed = parseBody(rawBody);
+      record = { method, path, body: parsed.value, rawBody, receivedAt: Date.now(), aborted: exchange.hungUp };
+      requests.push(record);
+      notify();
+      await route(method, path, parsed, exchange);
+    } catch (error) {
+      if (res.headersSent) {
+        if (!res.writableEnded) res.destroy();
+        return;
+      }
+      const status = error instanceof HttpError ? error.status : 500;
+      const message = error instanceof Error ? error.message : String(error);
+      sendJson(res, status, { error: error instanceof HttpError ? message : `fake-ollama: ${message}` });
+    }
+  }
+
+  async function route(method: string, path: string, parsed: ParsedBody, exchange: Exchange): Promise<void> {
+    const { res } = exchange;
+    if (path === '/' && (method === 'GET' || method === 'HEAD')) {
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(method === 'HEAD' ? undefined : 'Ollama is running');
+      return;
+    }
+    if (path === '/api/version' && (method === 'GET' || method === 'HEAD')) {
+      sendJson(res, 200, { version });
+      return;
+    }
+    if (path === '/api/tags' && (method === 'GET' || method === 'HEAD')) {
+      sendJson(res, 200, { models: models.map((name) => describeListedModel(name, startedAt)) });
+      return;
+    }
+    if (method === 'POST' && path === '/api/show') {
+      const body = requireObjectBody(parsed, 'ShowRequest');
+      const name = typeof body.model === 'string' && body.model ? body.model : body.name;
+      if (typeof name !== 'string' || name === '') throw new HttpError(400, 'model is required');
+      if (!findModel(name)) throw new HttpError(404, `model '${name}' not found`);
+      sendJson(res, 200, describeShownModel(withTag(name), startedAt));
+      return;
+    }
+    if (method === 'POST' && path === '/api/generate') {
+      handleGenerate(requireObjectBody(parsed, 'GenerateRequest'), res);
+      return;
+    }
+    if (method === 'POST' && path === '/api/chat') {
+      await handleChat(requireObjectBody(parsed, 'ChatRequest'), exchange);
+      return;
+    }
+    // Ollama's router (gin) answers unknown routes and wrong methods with a plain-text 404.
+    res.writeHead(404, { 'Content-Type': 'text/plain' });
+    res.end('404 page not found');
+  }
+
+  function handleGenerate(body: Record<string, unknown>, res: ServerResponse): void {
+    expectFieldType(body, 'model', 'string', 'GenerateRequest');
+    expectFieldType(body, 'prompt', 'string', 'GenerateRequest');
+    const model = body.model;
+    if (typeof model !== 'string' || model === '') throw new HttpError(400, 'model is required');
+    if (!findModel(model)) throw new HttpError(404, `model '${model}' not found`);
+    if (typeof body.prompt === 'string' && body.prompt !== '') {
+      throw recordScriptError('fake-ollama: /api/generate with a prompt is not scripted; use /api/chat');
+    }
+    const unloading = isZeroKeepAlive(body.keep_alive);
+    if (unloading) unloads.push(model);
+    sendJson(res, 200, {
+      model,
+      created_at: new Date().toISOString(),
+      response: '',
+      done: true,
+      done_reason: unloading ? 'unload' : 'load',
+    });
+  }
+
+  async function handleChat(body: Record<string, unknown>, exchange: Exchange): Promise<void> {
+    const request = validateChatRequest(body);
+    if (request.model === '') throw new HttpError(400, 'model is required');
+    if (!findModel(request.model)) throw new HttpError(404, `model '${request.model}' not found`);
+    const messages = request.messages ?? [];
+    if (messages.length === 0) {
+      // No messages only loads (or, with keep_alive 0, unloads) the model.
+      const unloading = isZeroKeepAlive(request.keep_alive);
+      if (unloading) unloads.push(request.model);
+      sendJson(exchange.res, 200, {
+        model: request.model,
+        created_at: new Date().toISOString(),
+        message: { role: 'assistant', content: '' },
+        done_reason: unloading ? 'unload' : 'load',
+        done: true,
+      });
+      return;
+    }
+    const badRole = messages.find((message) => !VALID_ROLES.includes(message.role));
+    if (badRole) {
+      throw new HttpError(400, `invalid role "${badRole.role}": role must be one of ${VALID_ROLES.join(', ')}`);
+    }
+
+    const script = queue.shift();
+    if (script === undefined) throw recordScriptError(NO_REPLY_LEFT);
+    const reply = await resolveScript(script, request);
+    if (request.format !== undefined && request.format !== null && request.format !== '' && isMeantToComplete(reply)) {
+      const violation = findFormatViolation(reply.chunks.join(''), request.format);
+      if (violation) {
+        scriptErrors.push(`${FORMAT_VIOLATION}: ${violation}`);
+        sendJson(exchange.res, 500, { error: FORMAT_VIOLATION, detail: violation });
+        return;
+      }
+    }
+    const stats = createStats(reply, messages);
+    if (request.stream === false) {
+      await sendWholeReply(request.model, reply, stats, exchange);
+    } else {
+      await streamReply(request.model, reply, stats, exchange);
+    }
+  }
+
+  async function resolveScript(script: FakeOllamaScript, request: FakeChatRequestBody): Promise<FakeOllamaReply> {
+    let resolved: FakeOllamaReply | string;
+    try {
+      resolved = typeof script === 'function' ? await script(request) : script;
+    } catch (error) {
+      throw recordScriptError(`fake-ollama: the scripted reply function threw: ${String(error)}`);
+    }
+    return typeof resolved === 'string' ? { chunks: splitIntoChunks(resolved) } : resolved;
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  const fake: FakeOllama = {
+    // Fixed at listen time so a closed fake still names its port (a "not running" Ollama).
+    get url() {
+      return `http://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    requests,
+    get hangups() {
+      return hangups;
+    },
+    unloads,
+    scriptErrors,
+    get pendingReplies() {
+      return queue.length;
+    },
+    enqueue(...replies) {
+      queue.push(...replies);
+    },
+    chatRequests() {
+      return requests
+        .filter((request) => request.path === '/api/chat' && isRecord(request.body))
+        .map((request) => request.body as FakeChatRequestBody);
+    },
+    setModels(names) {
+      models = names.map(withTag);
+    },
+    setDown(isDown) {
+      down = isDown;
+      if (isDown) server.closeAllConnections();
+    },
+    waitForHangup(count = 1) {
+      return waitUntil(() => hangups >= count, `${count} hang-up(s) on /api/chat (saw ${hangups})`);
+    },
+    waitForRequests(count, path) {
+      const matching = (): number => requests.filter((request) => path === undefined || request.path === path).length;
+      return waitUntil(() => matching() >= count, `${count} request(s)${path ? ` to ${path}` : ''}`);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const waiter of waiters) {
+        clearTimeout(waiter.timer);
+        waiter.reject(new Error('fake-ollama was closed while a test was still waiting on it.'));
+      }
+      waiters.clear();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+
+  return fake;
+}
+
+interface Exchange {
+  res: ServerResponse;
+  hungUp: boolean;
+  /** Set when the fake itself cut the connection, so it is not counted as a client hang-up. */
+  droppedByFake: boolean;
+  onHangUp: Array<() => void>;
+}
+
+interface ReplyStats {
+  doneReason: string;
+  evalCount: number;
+  promptEvalCount: number;
+}
+
+function createStats(reply: FakeOllamaReply, messages: FakeChatMessage[]): ReplyStats {
+  const promptChars = messages.reduce((sum, message) => sum + message.content.length, 0);
+  return {
+    doneReason: reply.doneReason ?? 'stop',
+    evalCount: reply.evalCount ?? reply.chunks.length,
+    promptEvalCount: reply.promptEvalCount ?? Math.max(1, Math.ceil(promptChars / 4)),
+  };
+}
+
+/** Deterministic durations in nanoseconds, shaped like a warm 7B model on a GPU. */
+function describeStats(stats: ReplyStats): Record<string, number | string> {
+  const loadDuration = 1_500_000;
+  const promptEvalDuration = stats.promptEvalCount * 400_000;
+  const evalDuration = stats.evalCount * 20_000_000;
+  return {
+    done_reason: stats.doneReason,
+    total_duration: loadDuration + promptEvalDuration + evalDuration,
+    load_duration: loadDuration,
+    prompt_eval_count: stats.promptEvalCount,
+    prompt_eval_duration: promptEvalDuration,
+    eval_count: stats.evalCount,
+    eval_duration: evalDuration,
+  };
+}
+
+async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplyStats, exchange: Exchange): Promise<void> {
+  const { res } = exchange;
+  res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+  res.flushHeaders();
+  const errorAt = reply.errorAfter?.chunks ?? Infinity;
+  const dropAt = reply.dropAfter ?? Infinity;
+  const sendCount = Math.min(reply.chunks.length, errorAt, dropAt);
+  const terminal = reply.errorAfter && errorAt <= dropAt ? 'error' : reply.dropAfter !== undefined ? 'drop' : 'done';
+  // Lines: the content chunks, then one terminal line (error, drop or done).
+  for (let line = 0; line <= sendCount; line++) {
+    if (line === 1 && reply.gate && !(await waitUnlessHungUp(reply.gate, exchange))) return;
+    if (reply.delayMs && !(await waitUnlessHungUp(sleep(reply.delayMs), exchange))) return;
+    if (exchange.hungUp) return;
+    if (line < sendCount) {
+      writeLine(res, {
+        model,
+        created_at: new Date().toISOString(),
+        message: { role: 'assistant', content: reply.chunks[line] ?? '' },
+        done: false,
+      });
+    } else if (terminal === 'error') {
+      writeLine(res, { error: reply.errorAfter?.message ?? 'fake-ollama: scripted error' });
+      res.end();
+    } else if (terminal === 'drop') {
+      exchange.droppedByFake = true;
+      res.socket?.destroy();
+    } else {
+      writeLine(res, {
+        model,
+        created_at: new Date().toISOString(),
+        message: { role: 'assistant', content: '' },
+        done: true,
+        ...describeStats(stats),
+      });
+      res.end();
+    }
+  }
+}
+
+async function sendWholeReply(
+  model: string,
+  reply: FakeOllamaReply,
+  stats: ReplyStats,
+  exchange: Exchange,
+): Promise<void> {
+  if (reply.gate && !(await waitUnlessHungUp(reply.gate, exchange))) return;
+  const totalDelay = (reply.delayMs ?? 0) * (reply.chunks.length + 1);
+  if (totalDelay > 0 && !(await waitUnlessHungUp(sleep(totalDelay), exchange))) return;
+  if (reply.errorAfter) {
+    sendJson(exchange.res, 500, { error: reply.errorAfter.message });
+    return;
+  }
+  if (reply.dropAfter !== undefined) {
+    exchange.droppedByFake = true;
+    exchange.res.socket?.destroy();
+    return;
+  }
+  sendJson(exchange.res, 200, {
+    model,
+    created_at: new Date().toISOString(),
+    message: { role: 'assistant', content: reply.chunks.join('') },
+    done: true,
+    ...describeStats(stats),
+  });
+}
+
+/** Resolves true when `promise` settles first, false when the client hangs up first. */
+function waitUnlessHungUp(promise: Promise<unknown>, exchange: Exchange): Promise<boolean> {
+  if (exchange.hungUp) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    exchange.onHangUp.push(() => resolve(false));
+    promise.then(
+      () => resolve(!exchange.hungUp),
+      () => resolve(!exchange.hungUp),
+    );
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function writeLine(res: ServerResponse, value: object): void {
+  res.write(`${JSON.stringify(value)}\n`);
+}
+
+function sendJson(res: ServerResponse, status: number, value: object): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const part of req) parts.push(part as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+type ParsedBody = { ok: true; value: unknown } | { ok: false; value: undefined; error: string };
+
+function parseBody(rawBody: string): ParsedBody {
+  if (rawBody.trim() === '') return { ok: false, value: undefined, error: 'missing request body' };
+  try {
+    return { ok: true, value: JSON.parse(rawBody) };
+  } catch (error) {
+    return { ok: false, value: undefined, error: describeJsonSyntaxError(rawBody, error) };
+  }
+}
+
+/** Go's encoding/json wording, which is what Ollama puts in its 400s. */
+function describeJsonSyntaxError(rawBody: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/end of JSON input|Unterminated/i.test(message)) return 'unexpected EOF';
+  const position = /position (\d+)/.exec(message)?.[1];
+  const character = position !== undefined ? rawBody[Number(position)] : /token '(.)'/.exec(message)?.[1];
+  if (/after JSON/i.test(message) && character) return `invalid character '${character}' after top-level value`;
+  if (character) return `invalid character '${character}' looking for beginning of value`;
+  return `invalid character in request body (${message})`;
+}
+
+function requireObjectBody(parsed: ParsedBody, goType: string): Record<string, unknown> {
+  if (!parsed.ok) throw new HttpError(400, parsed.error);
+  if (!isRecord(parsed.value)) {
+    throw new HttpError(400, `json: cannot unmarshal ${describeJsonType(parsed.value)} into Go value of type api.${goType}`);
+  }
+  return parsed.value;
+}
+
+function validateChatRequest(body: Record<string, unknown>): FakeChatRequestBody {
+  expectFieldType(body, 'model', 'string', 'ChatRequest');
+  expectFieldType(body, 'stream', 'bool', 'ChatRequest');
+  expectFieldType(body, 'options', 'object', 'ChatRequest', 'map[string]interface {}');
+  if (body.messages !== undefined && body.messages !== null) {
+    if (!Array.isArray(body.messages)) {
+      throw new HttpError(
+        400,
+        `json: cannot unmarshal ${describeJsonType(body.messages)} into Go struct field ChatRequest.messages of type []api.Message`,
+      );
+    }
+    for (const message of body.messages) {
+      if (!isRecord(message)) {
+        throw new HttpError(
+          400,
+          `json: cannot unmarshal ${describeJsonType(message)} into Go struct field ChatRequest.messages of type api.Message`,
+        );
+      }
+      expectFieldType(message, 'role', 'string', 'ChatRequest.messages');
+      expectFieldType(message, 'content', 'string', 'ChatRequest.messages');
+    }
+  }
+  const format = body.format;
+  const isValidFormat =
+    format === undefined || format === null || format === '' || format === 'json' || isRecord(format);
+  if (!isValidFormat) throw new HttpError(400, 'invalid format: expected "json" or a valid JSON schema');
+  const messages = (body.messages ?? []) as Array<Record<string, unknown>>;
+  return {
+    ...body,
+    model: typeof body.model === 'string' ? body.model : '',
+    messages: messages.map((message) => ({
+      ...message,
+      role: typeof message.role === 'string' ? message.role : '',
+      content: typeof message.content === 'string' ? message.content : '',
+    })),
+  } as FakeChatRequestBody;
+}
+
+function expectFieldType(
+  body: Record<string, unknown>,
+  field: string,
+  type: 'string' | 'bool' | 'object',
+  goStruct: string,
+  goType: string = type,
+): void {
+  const value = body[field];
+  if (value === undefined || value === null) return;
+  const matches =
+    (type === 'string' && typeof value === 'string') ||
+    (type === 'bool' && typeof value === 'boolean') ||
+    (type === 'object' && isRecord(value));
+  if (!matches) {
+    throw new HttpError(
+      400,
+      `json: cannot unmarshal ${describeJsonType(value)} into Go struct field ${goStruct}.${field} of type ${goType}`,
+    );
+  }
+}
+
+function describeJsonType(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (value === null) return 'null';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isZeroKeepAlive(value: unknown): boolean {
+  if (typeof value === 'number') return value === 0;
+  return typeof value === 'string' && /^0+(\.0+)?(ns|us|µs|ms|s|m|h)?$/.test(value.trim());
+}
+
+/** A truncated or failing reply is cut short of valid JSON on real Ollama too. */
+function isMeantToComplete(reply: FakeOllamaReply): boolean {
+  return reply.errorAfter === undefined && reply.dropAfter === undefined && (reply.doneReason ?? 'stop') !== 'length';
+}
+
+function withTag(name: string): string {
+  const lastSlash = name.lastIndexOf('/');
+  return name.indexOf(':', lastSlash + 1) === -1 ? `${name}:latest` : name;
+}
+
+function describeListedModel(name: string, modifiedAt: Date): object {
+  return {
+    name,
+    model: name,
+    modified_at: modifiedAt.toISOString(),
+    size: 4_372_824_384,
+    digest: createHash('sha256').update(name).digest('hex'),
+    details: describeModelDetails(),
+  };
+}
+
+function describeModelDetails(): object {
+  return {
+    parent_model: '',
+    format: 'gguf',
+    family: 'llama',
+    families: ['llama'],
+    parameter_size: '7.2B',
+    quantization_level: 'Q4_0',
+  };
+}
+
+const MISTRAL_TEMPLATE =
+  '{{- if .Messages }}{{- range $index, $_ := .Messages }}{{- if eq .Role "user" }} [INST] {{ .Content }}[/INST]' +
+  '{{- else if eq .Role "assistant" }} {{ .Content }}</s>{{- end }}{{- end }}{{- else }}[INST] {{ .Prompt }}[/INST]{{- end }}';
+
+function describeShownModel(name: string, modifiedAt: Date): object {
+  const parameters = 'stop                           "[INST]"\nstop                           "[/INST]"';
+  return {
+    license: 'Apache License\nVersion 2.0, January 2004',
+    modelfile:
+      `# Modelfile generated by "ollama show"\n# To build a new Modelfile based on this, replace FROM with:\n# FROM ${name}\n\n` +
+      `FROM /usr/share/ollama/.ollama/models/blobs/sha256-${createHash('sha256').update(name).digest('hex')}\n` +
+      `TEMPLATE """${MISTRAL_TEMPLATE}"""\nPARAMETER stop [INST]\nPARAMETER stop [/INST]\n`,
+    parameters,
+    template: MISTRAL_TEMPLATE,
+    details: describeModelDetails(),
+    model_info: {
+      'general.architecture': 'llama',
+      'general.file_type': 2,
+      'general.parameter_count': 7_248_023_552,
+      'general.quantization_version': 2,
+      'llama.attention.head_count': 32,
+      'llama.attention.head_count_kv': 8,
+      'llama.block_count': 32,
+      'llama.context_length': 32_768,
+      'llama.embedding_length': 4096,
+      'llama.feed_forward_length': 14_336,
+      'tokenizer.ggml.model': 'llama',
+    },
+    capabilities: ['completion'],
+    modified_at: modifiedAt.toISOString(),
+  };
+}
+
+// What Ollama's grammar guarantees for `format`: valid JSON, an object for "json", and for a
+// schema the types, required/allowed properties, enums and items. Ranges and lengths are not
+// enforced, so tests can still script out-of-range values for the app to repair.
+function findFormatViolation(text: string, format: unknown): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return `the reply is not valid JSON: ${JSON.stringify(text.slice(0, 80))}`;
+  }
+  if (format === 'json') return isRecord(value) ? undefined : 'format "json" produces a JSON object';
+  if (!isRecord(format)) return undefined;
+  return findSchemaViolation(value, format, format, '$');
+}
+
+function findSchemaViolation(
+  value: unknown,
+  schema: unknown,
+  root: Record<string, unknown>,
+  path: string,
+): string | undefined {
+  if (!isRecord(schema)) return undefined;
+  if (typeof schema.$ref === 'string') return findSchemaViolation(value, resolveRef(root, schema.$ref), root, path);
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const options = schema[key];
+    if (Array.isArray(options) && options.every((option) => findSchemaViolation(value, option, root, path))) {
+      return `${path} matches none of its ${key} schemas`;
+    }
+  }
+  if (Array.isArray(schema.allOf)) {
+    for (const part of schema.allOf) {
+      const violation = findSchemaViolation(value, part, root, path);
+      if (violation) return violation;
+    }
+  }
+  if ('const' in schema && !isDeepEqual(value, schema.const)) return `${path} is not ${JSON.stringify(schema.const)}`;
+  if (Array.isArray(schema.enum) && !schema.enum.some((option) => isDeepEqual(option, value))) {
+    return `${path} is ${JSON.stringify(value)}, not one of ${JSON.stringify(schema.enum)}`;
+  }
+  const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? schema.type : undefined;
+  if (types && !types.some((type) => hasJsonType(value, type))) {
+    return `${path} is ${describeJsonType(value)}, expected ${types.join(' or ')}`;
+  }
+  if (isRecord(value)) {
+    const required = Array.isArray(schema.required) ? schema.required : [];
+    const missing = required.find((key) => typeof key === 'string' && !(key in value));
+    if (missing !== undefined) return `${path} is missing required property "${String(missing)}"`;
+    const properties = isRecord(schema.properties) ? schema.properties : {};
+    for (const [key, child] of Object.entries(value)) {
+      if (key in properties) {
+        const violation = findSchemaViolation(child, properties[key], root, `${path}.${key}`);
+        if (violation) return violation;
+      } else if (schema.additionalProperties === false) {
+        return `${path} has property "${key}", which the schema does not allow`;
+      } else if (isRecord(schema.additionalProperties)) {
+        const violation = findSchemaViolation(child, schema.additionalProperties, root, `${path}.${key}`);
+        if (violation) return violation;
+      }
+    }
+  }
+  if (Array.isArray(value) && isRecord(schema.items)) {
+    for (const [index, item] of value.entries()) {
+      const violation = findSchemaViolation(item, schema.items, root, `${path}[${index}]`);
+      if (violation) return violation;
+    }
+  }
+  return undefined;
+}
+
+function resolveRef(root: Record<string, unknown>, ref: string): unknown {
+  if (!ref.startsWith('#')) return undefined;
+  let node: unknown = root;
+  for (const segment of ref.slice(1).split('/').filter(Boolean)) {
+    node = isRecord(node) ? node[segment.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+  }
+  return node;
+}
+
+function hasJsonType(value: unknown, type: unknown): boolean {
+  switch (type) {
+    case 'object':
+      return isRecord(value);
+    case 'array':
+      return Array.isArray(value);
+    case 'string':
+      return typeof value === 'string';
+    case 'number':
+      return typeof value === 'number';
+    case 'integer':
+      return Number.isInteger(value);
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'null':
+      return value === null;
+    default:
+      return true;
+  }
+}
+
+function isDeepEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,166 @@
+// A real HTTP server that behaves like an OpenAI-compatible image endpoint (LocalAI, sd-server):
+// OpenAI's error shape, WIDTHxHEIGHT sizes, b64_json or url answers, /v1/models.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { makePng } from './png-bytes.ts';
+
+export interface FakeOpenAiImagesOptions {
+  /** /v1/images/generations answers with this status and body (objects are sent as JSON). */
+  failWith?: { status: number; body: unknown };
+  /** Every /v1 request must carry `Authorization: Bearer <this>`. */
+  requireApiKey?: string;
+  /** /v1/images/generations never answers. */
+  hang?: boolean;
+  models?: string[];
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  /** Parsed JSON body, the raw text when it is not JSON, undefined when empty. */
+  body: unknown;
+  authorization: string | undefined;
+}
+
+export interface FakeOpenAiImages {
+  url: string;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+function openAiError(message: string, param: string | null, code: string | null, type = 'invalid_request_error') {
+  return { error: { message, type, param, code } };
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const part of request) parts.push(part as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json' }).end(text);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+type Validation = { ok: true; width: number; height: number; n: number; format: string; seed: number } | { ok: false; error: unknown };
+
+function validateGeneration(text: string): Validation {
+  const body = parseBody(text);
+  if (!isRecord(body)) {
+    return { ok: false, error: openAiError('We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.', null, null) };
+  }
+  if (typeof body['prompt'] !== 'string' || body['prompt'] === '') {
+    return { ok: false, error: openAiError("Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter') };
+  }
+  const size = typeof body['size'] === 'string' ? /^(\d+)x(\d+)$/.exec(body['size']) : body['size'] === undefined ? /^(\d+)x(\d+)$/.exec('512x512') : null;
+  if (size === null) {
+    return { ok: false, error: openAiError(`Invalid value: '${String(body['size'])}'. Size must be WIDTHxHEIGHT, e.g. '512x512'.`, 'size', 'invalid_value') };
+  }
+  const format = body['response_format'] ?? 'url';
+  if (format !== 'url' && format !== 'b64_json') {
+    return { ok: false, error: openAiError(`Invalid value: '${String(format)}'. Supported values are: 'url' and 'b64_json'.`, 'response_format', 'invalid_value') };
+  }
+  const n = body['n'] ?? 1;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10) {
+    return { ok: false, error: openAiError(`Invalid value: ${String(n)}. 'n' must be an integer between 1 and 10.`, 'n', 'invalid_value') };
+  }
+  const seed = typeof body['seed'] === 'number' ? body['seed'] : Math.floor(Math.random() * 4_294_967_295);
+  return { ok: true, width: Number(size[1]), height: Number(size[2]), n, format, seed };
+}
+
+export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = {}): Promise<FakeOpenAiImages> {
+  const models = options.models ?? ['stablediffusion'];
+  const requests: RecordedRequest[] = [];
+  const files = new Map<string, Uint8Array>();
+  let baseUrl = '';
+
+  function isAuthorized(request: IncomingMessage, response: ServerResponse): boolean {
+    if (options.requireApiKey === undefined) return true;
+    const header = request.headers.authorization;
+    if (header === `Bearer ${options.requireApiKey}`) return true;
+    const message =
+      header === undefined
+        ? "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+        : `Incorrect API key provided: ${header.replace(/^Bearer /, '').slice(0, 8)}****.`;
+    sendJson(response, 401, openAiError(message, null, header === undefined ? null : 'invalid_api_key'));
+    return false;
+  }
+
+  function handleGeneration(text: string, response: ServerResponse): void {
+    if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
+    const validation = validateGeneration(text);
+    if (!validation.ok) return sendJson(response, 400, validation.error);
+    if (options.hang === true) return;
+    const { seed } = validation;
+    const png = makePng(validation.width, validation.height, [seed & 0xff, 40, (seed >>> 8) & 0xff]);
+    const data = Array.from({ length: validation.n }, () => {
+      if (validation.format === 'b64_json') return { b64_json: Buffer.from(png).toString('base64') };
+      const name = `${randomUUID()}.png`;
+      files.set(name, png);
+      return { url: `${baseUrl}/generated-images/${name}` };
+    });
+    sendJson(response, 200, { created: Math.floor(Date.now() / 1000), data });
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const address = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const text = await readBody(request);
+    const method = request.method ?? 'GET';
+    requests.push({
+      method,
+      path: address.pathname,
+      query: Object.fromEntries(address.searchParams),
+      body: parseBody(text),
+      authorization: request.headers.authorization,
+    });
+    if (method === 'GET' && address.pathname.startsWith('/generated-images/')) {
+      const file = files.get(address.pathname.slice('/generated-images/'.length));
+      if (file === undefined) return sendJson(response, 404, openAiError('File not found', null, null));
+      return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
+    }
+    if (!address.pathname.startsWith('/v1/') || !isAuthorized(request, response)) {
+      if (!response.headersSent) sendJson(response, 404, openAiError(`Invalid URL (${method} ${address.pathname})`, null, null));
+      return;
+    }
+    if (method === 'POST' && address.pathname === '/v1/images/generations') return handleGeneration(text, response);
+    if (method === 'GET' && address.pathname === '/v1/models') {
+      return sendJson(response, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'local' })) });
+    }
+    sendJson(response, 404, openAiError(`Invalid URL (${method} ${address.pathname})`, null, null));
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      if (!response.headersSent) sendJson(response, 500, openAiError(String(error), null, null, 'server_error'));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  baseUrl = `http://127.0.0.1:${port}`;
+
+  return {
+    url: baseUrl,
+    requests,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

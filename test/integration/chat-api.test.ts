@@ -1,0 +1,338 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { readSse, shownText, type SseEvent } from '../helpers/sse.ts';
+
+const READY = { prompt: 'a tabby cat in a wizard hat', generate_image: true, steps: 20, cfg: 7, seed: -1 };
+const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
+const RESET_MESSAGE = "I'm having trouble understanding the format. Let's start fresh.";
+
+let fake: FakeOllama;
+let easel: TestEasel;
+
+beforeEach(async () => {
+  fake = await createFakeOllama();
+  easel = await startTestEasel({ ollamaUrl: fake.url });
+});
+
+afterEach(async () => {
+  await easel.close();
+  await fake.close();
+});
+
+async function send(id: string, text: string): Promise<SseEvent[]> {
+  const response = await easel.post(`/api/conversations/${id}/messages`, { text });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('text/event-stream');
+  return readSse(response);
+}
+
+function of(events: SseEvent[], type: string) {
+  return events.filter((event) => event.type === type).map((event) => event.data);
+}
+
+interface SeenRequest {
+  messages: Array<{ role: string; content: string }>;
+  format?: unknown;
+  options: Record<string, number>;
+}
+
+/** The i-th /api/chat request the fake received (negative counts from the end). */
+function chatRequest(index: number): SeenRequest {
+  const request = fake.chatRequests().at(index);
+  if (!request) throw new Error(`no chat request #${index}; got ${fake.chatRequests().length}`);
+  return { messages: request.messages ?? [], format: request.format, options: (request.options ?? {}) as Record<string, number> };
+}
+
+function systemMessages(request: SeenRequest) {
+  return request.messages.filter((message) => message.role === 'system');
+}
+
+describe('a clean reply', () => {
+  it('streams the text, withholds the metadata, stores prompt and transcript', async () => {
+    fake.enqueue({ chunks: ['A cat in a hat!', ' Generating', ' now.\n', '-', '-', '-\n{"prompt": "a tabby', ' cat in a wizard hat", "generate_image": true, "steps": 20, "cfg": 7, "seed": -1}'] });
+    const id = await easel.newConversation();
+    const events = await send(id, 'a cat in a hat');
+
+    expect(events.map((e) => e.type)).toEqual(['delta', 'delta', 'delta', 'metadata', 'done']);
+    expect(shownText(events)).toBe('A cat in a hat! Generating now.');
+    const deltas = of(events, 'delta').map((d) => d.text).join('');
+    expect(deltas).not.toMatch(/---|prompt|generate_image|\{/);
+    expect(of(events, 'metadata')[0]).toEqual({ ...READY, notices: [] });
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 1, repairs: [], level: 'clean' });
+
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as Record<string, any>;
+    expect(conversation.prompt).toBe(READY.prompt);
+    expect(conversation.turns.map((t: any) => [t.role, t.text])).toEqual([
+      ['user', 'a cat in a hat'],
+      ['assistant', 'A cat in a hat! Generating now.'],
+    ]);
+    expect(conversation.turns[1].metadata).toEqual(READY);
+  });
+
+  it('sends exactly one system message, first, and keeps the accepted reply in canonical form', async () => {
+    fake.enqueue(scriptReply('What kind of cat?', ASKING));
+    // The model forgot the delimiter but the JSON is recoverable; its history must still show the right format.
+    fake.enqueue('A ginger one, lovely!\n{"prompt": "a ginger cat", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}');
+    fake.enqueue(scriptReply('Done.', READY));
+    const id = await easel.newConversation();
+    await send(id, 'a cat');
+    const second = await send(id, 'ginger');
+    expect(of(second, 'done')[0]).toMatchObject({ attempts: 1, repairs: ['missing-delimiter'] });
+    await send(id, 'go');
+
+    const third = chatRequest(2);
+    expect(third.messages[0]!.role).toBe('system');
+    expect(systemMessages(third)).toHaveLength(1);
+    expect(third.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user', 'assistant', 'user']);
+    expect(third.messages[4]?.content).toBe(
+      'A ginger one, lovely!\n---\n{"prompt": "a ginger cat", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}',
+    );
+  });
+});
+
+describe('lossless repair', () => {
+  const cases: Array<[string, string, string, Partial<typeof READY>]> = [
+    ['missing-delimiter', 'Here it is.\n{"prompt": "x", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}', 'Here it is.', {}],
+    ['code-fence', 'Here it is.\n---\n```json\n{"prompt": "x", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}\n```', 'Here it is.', {}],
+    ['trailing-text', 'Here it is.\n---\n{"prompt": "x", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}\nHope you like it!', 'Here it is.', {}],
+    ['json-syntax', "Here it is.\n---\n{'prompt': 'x', 'generate_image': False, 'steps': 20, 'cfg': 7, 'seed': -1,}", 'Here it is.', {}],
+    ['coerced-types', 'Here it is.\n---\n{"prompt": "x", "generate_image": "false", "steps": "20", "cfg": "7", "seed": -1}', 'Here it is.', {}],
+    ['clamped', 'Here it is.\n---\n{"prompt": "x", "generate_image": false, "steps": 400, "cfg": 7, "seed": -1}', 'Here it is.', { steps: 150 }],
+  ];
+  for (const [repair, reply, text, changed] of cases) {
+    it(`repairs ${repair} without asking the model again`, async () => {
+      fake.enqueue(reply);
+      const id = await easel.newConversation();
+      const events = await send(id, 'a cat');
+      expect(fake.chatRequests()).toHaveLength(1);
+      expect(shownText(events)).toBe(text);
+      expect(of(events, 'metadata')[0]).toMatchObject({ prompt: 'x', generate_image: false, steps: 20, cfg: 7, seed: -1, ...changed });
+      expect(of(events, 'done')[0]!.repairs).toContain(repair);
+      if (repair === 'clamped') expect((of(events, 'metadata')[0]!.notices as string[]).join(' ')).toMatch(/150/);
+    });
+  }
+});
+
+describe('the recovery ladder', () => {
+  it('a format reminder recovers silently', async () => {
+    fake.enqueue('Sure, a cat in a hat. What colour?');
+    fake.enqueue(scriptReply('Sure, a cat in a hat. What colour?', ASKING));
+    const id = await easel.newConversation();
+    const events = await send(id, 'a cat in a hat');
+
+    expect(events.map((e) => e.type)).toContain('retry');
+    expect(of(events, 'retry')).toEqual([{ attempt: 2, level: 'reminder' }]);
+    expect(of(events, 'error')).toEqual([]);
+    expect(shownText(events)).toBe('Sure, a cat in a hat. What colour?');
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 2, level: 'reminder' });
+
+    const first = chatRequest(0);
+    const retry = chatRequest(1);
+    expect(systemMessages(first)).toHaveLength(1);
+    // context, then the failed reply, then ONE reminder system message at the end
+    expect(retry.messages.slice(0, -2)).toEqual(first.messages);
+    expect(retry.messages.at(-2)).toEqual({ role: 'assistant', content: 'Sure, a cat in a hat. What colour?' });
+    expect(retry.messages.at(-1)!.role).toBe('system');
+    expect(retry.messages.at(-1)!.content).toMatch(/---/);
+    for (const key of ['prompt', 'generate_image', 'steps', 'cfg', 'seed']) expect(retry.messages.at(-1)!.content).toContain(key);
+    expect(systemMessages(retry)).toHaveLength(2);
+
+    // The reminder is request-scoped: the next turn's request holds no reminder.
+    fake.enqueue(scriptReply('Orange it is.', READY));
+    await send(id, 'orange');
+    expect(systemMessages(chatRequest(2))).toHaveLength(1);
+  });
+
+  it('two reminders then compaction succeeds, and the context continues from the compacted form', async () => {
+    fake.enqueue(scriptReply('What kind of cat?', ASKING));
+    fake.enqueue('No JSON here.', 'Still no JSON.', 'Nope, prose again.');
+    fake.enqueue(JSON.stringify({ prompt: 'a ginger cat in a wizard hat', generate_image: true, steps: 20, cfg: 7, seed: -1 }));
+    const id = await easel.newConversation();
+    await send(id, 'a cat');
+    const events = await send(id, 'ginger, with a wizard hat');
+
+    expect(of(events, 'retry')).toEqual([
+      { attempt: 2, level: 'reminder' },
+      { attempt: 3, level: 'reminder' },
+      { attempt: 4, level: 'compaction' },
+    ]);
+    expect(shownText(events)).toBe('Nope, prose again.');
+    expect(of(events, 'metadata')[0]).toMatchObject({ prompt: 'a ginger cat in a wizard hat', generate_image: true });
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 4, level: 'compaction' });
+
+    const compaction = chatRequest(4);
+    expect(compaction.format).toMatchObject({ type: 'object', required: expect.arrayContaining(['prompt', 'generate_image', 'steps', 'cfg', 'seed']) });
+    expect(compaction.options).toMatchObject({ temperature: 0 });
+    expect(compaction.options.num_predict).toBeGreaterThan(0);
+    const systems = systemMessages(compaction);
+    expect(systems).toHaveLength(2);
+    expect(systems[1]!.content).toMatch(/^User wants:/);
+    // the user's own words, verbatim, most recent last
+    expect(systems[1]!.content.indexOf('a cat')).toBeLessThan(systems[1]!.content.indexOf('ginger, with a wizard hat'));
+
+    fake.enqueue(scriptReply('Here you go.', READY));
+    await send(id, 'make it night');
+    const after = chatRequest(5);
+    expect(systemMessages(after)).toHaveLength(1);
+    expect(after.messages.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    expect(after.messages[1]!.content).toContain('ginger, with a wizard hat');
+  });
+
+  it('full failure resets the model context but keeps transcript, prompt and settings', async () => {
+    fake.enqueue(scriptReply('A cat!', { ...READY, prompt: 'a cat' }));
+    fake.enqueue('prose 1', 'prose 2', 'prose 3');
+    // Grammar-constrained JSON can still fail: cut off by the num_predict cap.
+    fake.enqueue({ chunks: ['{"prompt": "a cat in a hat, highly detailed, ', 'intricate'], doneReason: 'length' });
+    const id = await easel.newConversation();
+    await send(id, 'a cat');
+    await easel.put(`/api/conversations/${id}/settings`, { steps: 33 });
+    const events = await send(id, 'with a hat');
+
+    expect(of(events, 'reset')).toEqual([{ message: RESET_MESSAGE }]);
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 4, level: 'reset' });
+    expect(easel.logs.some((line) => line.includes('ERROR') && line.includes('prose 2'))).toBe(true);
+
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as Record<string, any>;
+    expect(conversation.prompt).toBe('a cat');
+    expect(conversation.settings.steps).toBe(33);
+    expect(conversation.turns.map((t: any) => t.text)).toEqual(['a cat', 'A cat!', 'with a hat', RESET_MESSAGE]);
+
+    fake.enqueue(scriptReply('Fresh start!', ASKING));
+    await send(id, 'a dog');
+    expect(chatRequest(5).messages.map((m: any) => m.role)).toEqual(['system', 'user']);
+  });
+
+  it('the retry count starts again every turn', async () => {
+    fake.enqueue('no json', scriptReply('ok', ASKING));
+    fake.enqueue('no json', 'no json', scriptReply('ok', ASKING));
+    const id = await easel.newConversation();
+    expect(of(await send(id, 'one'), 'done')[0]).toMatchObject({ attempts: 2, level: 'reminder' });
+    expect(of(await send(id, 'two'), 'done')[0]).toMatchObject({ attempts: 3, level: 'reminder' });
+  });
+});
+
+describe('what the model is told', () => {
+  it('a prompt edit and changed settings reach the model inside the next user message', async () => {
+    fake.enqueue(scriptReply('Here is a cat.', READY), scriptReply('Nice edit.', READY), scriptReply('Ok.', READY));
+    const id = await easel.newConversation();
+    await send(id, 'a cat');
+    expect((await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a black cat under the moon' })).status).toBe(200);
+    expect((await easel.put(`/api/conversations/${id}/settings`, { steps: 30, cfg: 6.5 })).status).toBe(200);
+    await send(id, 'add stars');
+
+    const request = chatRequest(1);
+    const last = request.messages.at(-1)!;
+    expect(last.role).toBe('user');
+    expect(last.content).toContain('[The user edited the prompt to: "a black cat under the moon"]');
+    expect(last.content).toMatch(/\[Current settings:[^\]]*steps 30[^\]]*cfg 6\.5/);
+    expect(last.content.endsWith('add stars')).toBe(true);
+    expect(systemMessages(request)).toHaveLength(1);
+
+    // told once: the turn after carries no note
+    await send(id, 'more stars');
+    expect(chatRequest(2).messages.at(-1)!.content).toBe('more stars');
+  });
+});
+
+describe('failures a person can act on', () => {
+  it('Ollama not running: a clear error event with the remedy; a later turn just works', async () => {
+    const url = fake.url;
+    await fake.close();
+    const id = await easel.newConversation();
+    const events = await send(id, 'a cat');
+    expect(of(events, 'error')[0]).toMatchObject({ code: 'ollama_unreachable', message: expect.stringContaining('ollama serve') });
+    expect(of(events, 'done')[0]).toMatchObject({ level: 'error' });
+    const health = (await (await easel.get('/api/health')).json()) as any;
+    expect(health.ollama).toMatchObject({ reachable: false, modelAvailable: false, remedy: 'ollama serve' });
+    expect(url).toBeTruthy();
+  });
+
+  it('model not pulled: error names the pull command; the message is kept and Retry does not duplicate it', async () => {
+    fake.setModels(['llama3.2:1b']);
+    const id = await easel.newConversation();
+    const events = await send(id, 'a cat');
+    expect(of(events, 'error')[0]).toMatchObject({ code: 'model_not_found', message: expect.stringContaining('ollama pull mistral:7b') });
+    const health = (await (await easel.get('/api/health')).json()) as any;
+    expect(health.ollama).toMatchObject({ reachable: true, modelAvailable: false, remedy: 'ollama pull mistral:7b' });
+
+    fake.setModels(['mistral:7b']);
+    fake.enqueue(scriptReply('A cat!', ASKING));
+    await send(id, 'a cat');
+    expect(chatRequest(-1).messages.filter((m: any) => m.role === 'user').map((m: any) => m.content)).toEqual(['a cat']);
+  });
+
+  it('an error mid-stream ends the turn with an error event, keeping what was shown', async () => {
+    fake.enqueue({ chunks: ['Hello', ' there', ' friend'], errorAfter: { chunks: 2, message: 'llama runner process has terminated' } });
+    const id = await easel.newConversation();
+    const events = await send(id, 'hi');
+    expect(of(events, 'error')[0]).toMatchObject({ code: 'ollama_stream_failed', message: expect.stringContaining('llama runner process has terminated') });
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as any;
+    expect(conversation.turns[1]).toMatchObject({ status: 'error', text: 'Hello there' });
+  });
+});
+
+describe('HTTP edge', () => {
+  it('answers bad input with readable errors', async () => {
+    const id = await easel.newConversation();
+    expect((await easel.get('/api/conversations/nope')).status).toBe(404);
+    expect((await easel.post('/api/conversations/nope/messages', { text: 'hi' })).status).toBe(404);
+    const badJson = await easel.post(`/api/conversations/${id}/messages`, '{"text": ');
+    expect(badJson.status).toBe(400);
+    expect(((await badJson.json()) as any).error).toMatch(/not valid JSON/);
+    expect((await easel.post(`/api/conversations/${id}/messages`, { text: '   ' })).status).toBe(422);
+    const big = await easel.post(`/api/conversations/${id}/messages`, { text: 'x'.repeat(70_000) });
+    expect(big.status).toBe(413);
+    const settings = await easel.put(`/api/conversations/${id}/settings`, { steps: 0, cfg: 'high', colour: 'red' });
+    expect(settings.status).toBe(422);
+    const body = (await settings.json()) as any;
+    expect(Object.keys(body.fields).sort()).toEqual(['cfg', 'colour', 'steps']);
+    expect(body.fields.steps).toMatch(/at least 1/);
+    // nothing changed
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as any;
+    expect(conversation.settings.steps).toBe(20);
+    expect((await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'x'.repeat(2001) })).status).toBe(422);
+  });
+
+  it('a second message while a reply streams gets 409', async () => {
+    let release!: () => void;
+    fake.enqueue({ chunks: ['Thinking', ' hard', '\n---\n{"prompt":"","generate_image":false,"steps":20,"cfg":7,"seed":-1}'], gate: new Promise<void>((r) => (release = r)) });
+    const id = await easel.newConversation();
+    const first = await easel.post(`/api/conversations/${id}/messages`, { text: 'one' });
+    await fake.waitForRequests(1);
+    const second = await easel.post(`/api/conversations/${id}/messages`, { text: 'two' });
+    expect(second.status).toBe(409);
+    expect(((await second.json()) as any).error).toMatch(/still being written/);
+    release();
+    expect(shownText(await readSse(first))).toBe('Thinking hard');
+  });
+
+  it('a client that hangs up aborts the request to Ollama at once', async () => {
+    fake.enqueue({ chunks: Array.from({ length: 200 }, (_, i) => `word${i} `), delayMs: 20 });
+    const id = await easel.newConversation();
+    const controller = new AbortController();
+    const response = await easel.post(`/api/conversations/${id}/messages`, { text: 'tell me a long story' }, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await fake.waitForHangup();
+    expect(fake.hangups).toBe(1);
+    // the lock is released and the partial reply is kept as 'stopped'
+    await expect.poll(async () => ((await (await easel.get(`/api/conversations/${id}`)).json()) as any).busy).toBe(false);
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as any;
+    expect(conversation.turns[1].status).toBe('stopped');
+  });
+
+  it('POST /stop aborts a running reply', async () => {
+    fake.enqueue({ chunks: Array.from({ length: 200 }, (_, i) => `word${i} `), delayMs: 20 });
+    const id = await easel.newConversation();
+    const response = await easel.post(`/api/conversations/${id}/messages`, { text: 'long' });
+    await fake.waitForRequests(1);
+    const stop = await easel.post(`/api/conversations/${id}/stop`, {});
+    expect(await stop.json()).toEqual({ stopped: true });
+    const events = await readSse(response);
+    expect(of(events, 'done')[0]).toMatchObject({ level: 'stopped' });
+    await fake.waitForHangup();
+    expect(((await (await easel.post(`/api/conversations/${id}/stop`, {})).json()) as any).stopped).toBe(false);
+  });
+});

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { formatHelp, parseConfig } from '../../../server/config/index.ts';
+
+function ok(argv: string[], env: Record<string, string> = {}) {
+  const result = parseConfig(argv, env);
+  if (!result.ok || result.value === null) throw new Error(`expected a config, got ${JSON.stringify(result)}`);
+  return result.value;
+}
+
+function failure(argv: string[], env: Record<string, string> = {}) {
+  const result = parseConfig(argv, env);
+  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result)}`);
+  return result.error.message;
+}
+
+describe('parseConfig', () => {
+  it('has the documented defaults', () => {
+    expect(ok([])).toMatchObject({
+      host: '127.0.0.1',
+      port: 8377,
+      ollamaUrl: 'http://127.0.0.1:11434',
+      model: 'mistral:7b',
+      numCtx: 8192,
+      logLevel: 'info',
+      imageBackend: 'none',
+      imageUrl: undefined,
+      unloadLlm: false,
+    });
+    expect(ok([]).llmSeed).toBeUndefined();
+  });
+
+  it('reads OLLAMA_HOST the way Ollama writes it', () => {
+    expect(ok([], { OLLAMA_HOST: '0.0.0.0' }).ollamaUrl).toBe('http://127.0.0.1:11434');
+    expect(ok([], { OLLAMA_HOST: 'gpu-box:11500' }).ollamaUrl).toBe('http://gpu-box:11500');
+    expect(ok([], { OLLAMA_HOST: 'https://ollama.example/' }).ollamaUrl).toBe('https://ollama.example');
+  });
+
+  it('flags win over environment variables', () => {
+    expect(ok(['--model', 'llama3.1:8b'], { EASEL_MODEL: 'qwen2.5:7b' }).model).toBe('llama3.1:8b');
+    expect(ok([], { EASEL_MODEL: 'qwen2.5:7b', EASEL_PORT: '9000' })).toMatchObject({ model: 'qwen2.5:7b', port: 9000 });
+    expect(ok(['--port=0', '--llm-seed', '42', '--unload-llm']).llmSeed).toBe(42);
+  });
+
+  it('fills the image URL per backend', () => {
+    expect(ok(['--image-backend', 'a1111']).imageUrl).toBe('http://127.0.0.1:7860');
+    expect(ok(['--image-backend', 'comfyui']).imageUrl).toBe('http://127.0.0.1:8188');
+    expect(ok(['--image-backend', 'openai', '--image-url', 'http://x:1/']).imageUrl).toBe('http://x:1');
+  });
+
+  it('names the flag and the allowed range on bad input', () => {
+    expect(failure(['--port', '70000'])).toBe('--port must be a whole number from 0 to 65535 (got "70000").');
+    expect(failure(['--num-ctx', 'lots'])).toMatch(/^--num-ctx must be a whole number from 512 to 1048576/);
+    expect(failure(['--log-level', 'chatty'])).toMatch(/^--log-level must be one of debug, info, warn, error/);
+    expect(failure(['--image-backend', 'dalle'])).toMatch(/^--image-backend must be one of none, a1111, comfyui, openai/);
+    expect(failure(['--ollama-url', 'localhost:11434'])).toMatch(/^--ollama-url must be an http/);
+    expect(failure(['--model'])).toMatch(/^--model needs a value/);
+    expect(failure(['--nope'])).toMatch(/Unknown flag --nope/);
+    expect(failure([], { EASEL_UNLOAD_LLM: 'maybe' })).toMatch(/--unload-llm must be true or false/);
+  });
+
+  it('answers --help and --version', () => {
+    expect(parseConfig(['--help'], {})).toEqual({ ok: true, value: null, exit: 'help' });
+    expect(parseConfig(['--version'], {})).toEqual({ ok: true, value: null, exit: 'version' });
+    for (const flag of ['--host', '--port', '--ollama-url', '--model', '--llm-seed', '--num-ctx', '--log-level', '--data-dir']) {
+      expect(formatHelp()).toContain(flag);
+    }
+  });
+});

@@ -1,0 +1,65 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ImageBackendError } from '../../../server/core/errors.ts';
+import type { ImageBackendErrorCode } from '../../../server/core/errors.ts';
+import type { ImageProgress, ImageRequest } from '../../../server/core/ports.ts';
+
+export const REQUEST: ImageRequest = {
+  prompt: 'a red fox in fresh snow, golden hour',
+  negativePrompt: 'blurry, watermark',
+  steps: 6,
+  cfg: 7.5,
+  seed: 123456789,
+  width: 64,
+  height: 96,
+};
+
+/** A URL on 127.0.0.1 where nothing listens: a port that was free a moment ago. */
+export async function findClosedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** A plain HTTP server answering every request with one status, to stand for "something else". */
+export async function startStatusServer(status: number): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((_request, response) => {
+    response.writeHead(status, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Awaits a promise that must reject with ImageBackendError `code`, and returns that error. */
+export async function expectBackendError(promise: Promise<unknown>, code: ImageBackendErrorCode): Promise<ImageBackendError> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (error) {
+    caught = error;
+  }
+  if (!(caught instanceof ImageBackendError)) {
+    throw new Error(`expected ImageBackendError ${code}, got ${caught === undefined ? 'success' : String(caught)}`);
+  }
+  if (caught.code !== code) throw new Error(`expected code ${code}, got ${caught.code}: ${caught.message}`);
+  return caught;
+}
+
+export function recordProgress(): { events: ImageProgress[]; onProgress: (progress: ImageProgress) => void } {
+  const events: ImageProgress[] = [];
+  return { events, onProgress: (progress) => events.push(progress) };
+}
+
+/** Resolves at the first progress event; lets a test cancel a job known to be running. */
+export function waitForFirstProgress(): { onProgress: (progress: ImageProgress) => void; started: Promise<void> } {
+  let resolve: () => void = () => {};
+  const started = new Promise<void>((done) => (resolve = done));
+  return { onProgress: () => resolve(), started };
+}

@@ -1,0 +1,295 @@
+// The fake's own rules, checked over raw HTTP: if these drift from Ollama's real API, every
+// test built on the fake would lie.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeOllama, scriptReply, splitIntoChunks } from '../../fakes/fake-ollama.ts';
+import type { FakeOllama } from '../../fakes/fake-ollama.ts';
+
+let fake: FakeOllama;
+
+beforeEach(async () => {
+  fake = await createFakeOllama();
+});
+
+afterEach(async () => {
+  await fake.close();
+});
+
+const HI = [{ role: 'user', content: 'hello' }];
+
+function post(path: string, body: unknown): Promise<Response> {
+  return fetch(`${fake.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+async function expectError(response: Response, status: number, error: string | RegExp): Promise<void> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toContain('application/json');
+  const body = (await response.json()) as { error: unknown };
+  if (typeof error === 'string') expect(body.error).toBe(error);
+  else expect(body.error).toMatch(error);
+}
+
+async function readLines(response: Response): Promise<Array<Record<string, unknown>>> {
+  const text = await response.text();
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('fake Ollama: model endpoints', () => {
+  it('answers /api/version and / like Ollama', async () => {
+    const version = await fetch(`${fake.url}/api/version`);
+    expect(await version.json()).toEqual({ version: '0.12.6' });
+    expect(await (await fetch(`${fake.url}/`)).text()).toBe('Ollama is running');
+  });
+
+  it('lists models with tags, digests and details', async () => {
+    fake.setModels(['mistral:7b', 'llava']);
+    const body = (await (await fetch(`${fake.url}/api/tags`)).json()) as { models: Array<Record<string, unknown>> };
+
+    expect(body.models.map((model) => [model.name, model.model])).toEqual([
+      ['mistral:7b', 'mistral:7b'],
+      ['llava:latest', 'llava:latest'],
+    ]);
+    expect(body.models[0]).toMatchObject({
+      modified_at: expect.any(String),
+      size: expect.any(Number),
+      digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      details: { format: 'gguf', family: 'llama', parameter_size: '7.2B', quantization_level: 'Q4_0' },
+    });
+  });
+
+  it('shows a model, or 404s an unknown one', async () => {
+    const shown = (await (await post('/api/show', { model: 'mistral:7b' })).json()) as Record<string, unknown>;
+    expect(shown).toMatchObject({
+      modelfile: expect.stringContaining('FROM'),
+      parameters: expect.any(String),
+      template: expect.any(String),
+      details: { format: 'gguf' },
+      model_info: { 'general.architecture': 'llama' },
+      capabilities: ['completion'],
+    });
+    await expectError(await post('/api/show', { model: 'nope:1b' }), 404, "model 'nope:1b' not found");
+  });
+
+  it('answers unknown routes with gin\'s plain-text 404', async () => {
+    const response = await fetch(`${fake.url}/api/nothing`);
+    expect(response.status).toBe(404);
+    expect(await response.text()).toBe('404 page not found');
+  });
+});
+
+describe('fake Ollama: /api/chat validation', () => {
+  it('refuses a body that is not JSON', async () => {
+    await expectError(await post('/api/chat', '{"model": mistral}'), 400, /^invalid character 'm'/);
+    await expectError(await post('/api/chat', ''), 400, 'missing request body');
+  });
+
+  it('refuses a missing model name', async () => {
+    await expectError(await post('/api/chat', { messages: HI }), 400, 'model is required');
+  });
+
+  it('refuses an unknown model with 404', async () => {
+    await expectError(await post('/api/chat', { model: 'gemma3', messages: HI }), 404, "model 'gemma3' not found");
+  });
+
+  it('refuses a bad role', async () => {
+    const response = await post('/api/chat', { model: 'mistral:7b', messages: [{ role: 'narrator', content: 'x' }] });
+    await expectError(response, 400, /invalid role "narrator"/);
+  });
+
+  it('refuses messages that are not an array, and wrongly typed fields', async () => {
+    await expectError(
+      await post('/api/chat', { model: 'mistral:7b', messages: 'hello' }),
+      400,
+      'json: cannot unmarshal string into Go struct field ChatRequest.messages of type []api.Message',
+    );
+    await expectError(await post('/api/chat', { model: 'mistral:7b', messages: HI, stream: 'yes' }), 400, /ChatRequest\.stream/);
+    await expectError(
+      await post('/api/chat', { model: 'mistral:7b', messages: HI, format: 'yaml' }),
+      400,
+      'invalid format: expected "json" or a valid JSON schema',
+    );
+  });
+
+  it('fails loudly when no scripted reply is left', async () => {
+    await expectError(await post('/api/chat', { model: 'mistral:7b', messages: HI }), 500, 'fake-ollama: no scripted reply left');
+    expect(fake.scriptErrors).toEqual(['fake-ollama: no scripted reply left']);
+  });
+
+  it('only loads the model when there are no messages, without using a scripted reply', async () => {
+    const response = await post('/api/chat', { model: 'mistral:7b', messages: [] });
+    expect(await response.json()).toMatchObject({ model: 'mistral:7b', done: true, done_reason: 'load' });
+    expect(fake.unloads).toEqual([]);
+  });
+});
+
+describe('fake Ollama: /api/chat replies', () => {
+  it('streams NDJSON by default, ending with done and the stats', async () => {
+    fake.enqueue({ chunks: ['Hel', 'lo'], promptEvalCount: 12 });
+    const response = await post('/api/chat', { model: 'mistral:7b', messages: HI });
+
+    expect(response.headers.get('content-type')).toBe('application/x-ndjson');
+    const lines = await readLines(response);
+    expect(lines).toEqual([
+      { model: 'mistral:7b', created_at: expect.any(String), message: { role: 'assistant', content: 'Hel' }, done: false },
+      { model: 'mistral:7b', created_at: expect.any(String), message: { role: 'assistant', content: 'lo' }, done: false },
+      {
+        model: 'mistral:7b',
+        created_at: expect.any(String),
+        message: { role: 'assistant', content: '' },
+        done: true,
+        done_reason: 'stop',
+        total_duration: expect.any(Number),
+        load_duration: expect.any(Number),
+        prompt_eval_count: 12,
+        prompt_eval_duration: expect.any(Number),
+        eval_count: 2,
+        eval_duration: expect.any(Number),
+      },
+    ]);
+  });
+
+  it('answers stream:false with one object holding the whole content', async () => {
+    fake.enqueue({ chunks: ['Hel', 'lo'], evalCount: 5, doneReason: 'length' });
+    const response = await post('/api/chat', { model: 'mistral:7b', messages: HI, stream: false });
+
+    expect(response.headers.get('content-type')).toContain('application/json');
+    expect(await response.json()).toMatchObject({
+      message: { role: 'assistant', content: 'Hello' },
+      done: true,
+      done_reason: 'length',
+      eval_count: 5,
+    });
+  });
+
+  it('uses scripted replies in order, calling functions with the request', async () => {
+    fake.enqueue('first reply', (request) => `you said ${request.messages?.at(-1)?.content}`);
+    const first = await readLines(await post('/api/chat', { model: 'mistral:7b', messages: HI }));
+    const second = await readLines(await post('/api/chat', { model: 'mistral:7b', messages: HI }));
+
+    const contentOf = (lines: Array<Record<string, unknown>>): string =>
+      lines.map((line) => (line.message as { content: string }).content).join('');
+    expect(contentOf(first)).toBe('first reply');
+    expect(contentOf(second)).toBe('you said hello');
+    expect(first.length).toBeGreaterThan(2);
+    expect(fake.pendingReplies).toBe(0);
+  });
+
+  it('sends an {"error"} line after some chunks and ends the response', async () => {
+    fake.enqueue({ chunks: ['a', 'b', 'c'], errorAfter: { chunks: 2, message: 'llama runner process has terminated' } });
+    const lines = await readLines(await post('/api/chat', { model: 'mistral:7b', messages: HI }));
+
+    expect(lines.map((line) => line.error ?? (line.message as { content: string }).content)).toEqual([
+      'a',
+      'b',
+      'llama runner process has terminated',
+    ]);
+  });
+
+  it('refuses an impossible scripted reply when format is set', async () => {
+    const format = { type: 'object', properties: { prompt: { type: 'string' } }, required: ['prompt'] };
+    fake.enqueue('{"caption": "x"}', 'not json at all', '{"prompt": 3}');
+
+    for (let i = 0; i < 3; i++) {
+      await expectError(
+        await post('/api/chat', { model: 'mistral:7b', messages: HI, format }),
+        500,
+        'fake-ollama: scripted reply does not satisfy the requested format',
+      );
+    }
+    expect(fake.scriptErrors).toEqual([
+      expect.stringContaining('missing required property "prompt"'),
+      expect.stringContaining('not valid JSON'),
+      expect.stringContaining('$.prompt is number, expected string'),
+    ]);
+  });
+
+  it('accepts a reply that satisfies the format, and "json" needs an object', async () => {
+    const format = { type: 'object', properties: { prompt: { type: 'string' } }, required: ['prompt'] };
+    fake.enqueue('{"prompt": "a cat", "extra": 1}', '[1, 2]');
+
+    const ok = await post('/api/chat', { model: 'mistral:7b', messages: HI, format, stream: false });
+    expect(await ok.json()).toMatchObject({ message: { content: '{"prompt": "a cat", "extra": 1}' } });
+    await expectError(
+      await post('/api/chat', { model: 'mistral:7b', messages: HI, format: 'json' }),
+      500,
+      'fake-ollama: scripted reply does not satisfy the requested format',
+    );
+  });
+
+  it('counts a client hang-up and stops sending', async () => {
+    let openGate!: () => void;
+    fake.enqueue({ chunks: ['first', 'second'], gate: new Promise<void>((resolve) => (openGate = resolve)) });
+    const controller = new AbortController();
+    const response = await fetch(`${fake.url}/api/chat`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'mistral:7b', messages: HI }),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('"first"');
+
+    controller.abort();
+    await fake.waitForHangup();
+    openGate();
+
+    expect(fake.hangups).toBe(1);
+    expect(fake.requests[0]?.aborted).toBe(true);
+  });
+});
+
+describe('fake Ollama: control', () => {
+  it('records an unload from /api/generate with keep_alive 0', async () => {
+    const response = await post('/api/generate', { model: 'mistral:7b', prompt: '', keep_alive: 0 });
+
+    expect(await response.json()).toMatchObject({
+      model: 'mistral:7b',
+      response: '',
+      done: true,
+      done_reason: 'unload',
+    });
+    expect(fake.unloads).toEqual(['mistral:7b']);
+  });
+
+  it('drops every connection while down, and serves again once up', async () => {
+    fake.setDown(true);
+    await expect(fetch(`${fake.url}/api/version`)).rejects.toThrow('fetch failed');
+
+    fake.setDown(false);
+    expect((await fetch(`${fake.url}/api/version`)).status).toBe(200);
+  });
+
+  it('waits for requests and records them with parsed bodies', async () => {
+    const waiting = fake.waitForRequests(2, '/api/show');
+    await post('/api/show', { model: 'mistral:7b' });
+    await post('/api/show', { model: 'mistral:7b' });
+    await waiting;
+
+    expect(fake.requests).toMatchObject([
+      { method: 'POST', path: '/api/show', body: { model: 'mistral:7b' }, aborted: false },
+      { method: 'POST', path: '/api/show', body: { model: 'mistral:7b' }, aborted: false },
+    ]);
+    expect(fake.requests[0]?.receivedAt).toEqual(expect.any(Number));
+  });
+});
+
+describe('scriptReply and splitIntoChunks', () => {
+  it('builds prose, a --- line and the metadata JSON, in small chunks', () => {
+    const reply = scriptReply('A cat.', { steps: 20 }, { doneReason: 'stop' });
+
+    expect(reply.chunks.join('')).toBe('A cat.\n---\n{"steps":20}');
+    expect(reply.doneReason).toBe('stop');
+    expect(reply.chunks.every((chunk) => chunk.length >= 1 && chunk.length <= 6)).toBe(true);
+  });
+
+  it('never splits a surrogate pair', () => {
+    const chunks = splitIntoChunks('🐱🐱🐱🐱🐱🐱🐱');
+    expect(chunks.join('')).toBe('🐱🐱🐱🐱🐱🐱🐱');
+    expect(chunks.every((chunk) => Array.from(chunk).every((c) => c === '🐱'))).toBe(true);
+  });
+});

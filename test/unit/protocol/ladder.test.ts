@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from '../../../server/protocol/index.ts';
+
+describe('planRecovery', () => {
+  it('has two reminders, one compaction and four attempts in all', () => {
+    expect([MAX_REMINDERS, MAX_COMPACTIONS, MAX_ATTEMPTS]).toEqual([2, 1, 4]);
+  });
+
+  it.each([
+    [1, { level: 'reminder', attempt: 2 }],
+    [2, { level: 'reminder', attempt: 3 }],
+    [3, { level: 'compaction', attempt: 4 }],
+    [4, { level: 'reset' }],
+    [5, { level: 'reset' }],
+  ])('after %i failed attempt(s) plans %o', (failed, plan) => {
+    expect(planRecovery(failed)).toEqual(plan);
+  });
+
+  it('never plans an attempt beyond MAX_ATTEMPTS', () => {
+    for (let failed = 1; failed <= 10; failed += 1) {
+      const plan = planRecovery(failed);
+      if (plan.level !== 'reset') expect(plan.attempt).toBeLessThanOrEqual(MAX_ATTEMPTS);
+    }
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('refuses %s failed attempts', (failed) => {
+    expect(() => planRecovery(failed)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,231 @@
+// Easel's page behaviour that htmx does not cover. The page runs under a strict CSP, so there are no
+// inline handlers and no eval: everything is wired here with addEventListener.
+(() => {
+  'use strict';
+
+  const byId = (id) => document.getElementById(id);
+  const composer = byId('composer');
+  if (!composer) return; // not a conversation page
+
+  const message = byId('message');
+  const send = byId('send');
+  const composerStatus = byId('composer-status');
+  const log = byId('log');
+  const prompt = byId('prompt');
+  const suggestion = byId('suggestion');
+  const suggestionText = byId('suggestion-text');
+  const promptSaved = byId('prompt-saved');
+  const inbox = byId('metadata-inbox');
+
+  /** Each send carries a fresh key; the server refuses a key it has seen, so no reply runs twice. */
+  function newSendKey() {
+    const bytes = new Uint8Array(18);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
+  function isStreamSource(elt) {
+    return elt instanceof Element && elt.matches('[data-stream]');
+  }
+
+  // ---- Composer: Enter sends, Shift+Enter is a new line, empty messages are not sent ----
+
+  message.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    if (send.disabled) return;
+    composer.requestSubmit();
+  });
+
+  let pendingText = '';
+
+  document.addEventListener('htmx:config:request', (event) => {
+    const ctx = event.detail.ctx;
+    if (!isStreamSource(ctx.sourceElement)) return;
+    const body = ctx.request.body;
+    if (String(body.get('text') ?? '').trim() === '') {
+      event.preventDefault();
+      composerStatus.textContent = 'Type a message first.';
+      message.focus();
+      return;
+    }
+    body.set('sendKey', newSendKey());
+    // An edit not saved yet travels with the message, so the model hears of it in this turn.
+    if (promptState.unsaved) {
+      body.set('prompt', prompt.value);
+      promptState.unsaved = false;
+    }
+  });
+
+  document.addEventListener('htmx:before:request', (event) => {
+    const elt = event.detail.ctx.sourceElement;
+    if (!isStreamSource(elt)) return;
+    composerStatus.textContent = '';
+    pinned = true;
+    if (elt === composer) {
+      pendingText = message.value;
+      message.value = '';
+    }
+  });
+
+  document.addEventListener('htmx:finally:request', (event) => {
+    const ctx = event.detail.ctx;
+    const elt = ctx.sourceElement;
+    if (!isStreamSource(elt)) return;
+    const status = ctx.response?.status;
+    // The user's text is never lost: a send that did not start puts it back.
+    if (elt === composer && status !== 200 && message.value === '') message.value = pendingText;
+    if (status === undefined && composerStatus.textContent === '') {
+      composerStatus.textContent = 'Could not reach Easel. Is it still running? Your text is kept.';
+    }
+    if (status === 200 && elt.matches('form.retry')) elt.remove();
+    for (const dots of log.querySelectorAll('.typing')) dots.remove();
+    if (promptState.resave) {
+      promptState.resave = false;
+      htmx.trigger(prompt, 'easel:save');
+    }
+    htmx.trigger(document.body, 'easel:status');
+  });
+
+  // ---- Chat log: follow new text only while the reader is at the bottom ----
+
+  let pinned = true;
+  const isAtBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  log.addEventListener('scroll', () => { pinned = isAtBottom(); }, { passive: true });
+  new MutationObserver(() => {
+    if (pinned) log.scrollTop = log.scrollHeight;
+  }).observe(log, { childList: true, subtree: true, characterData: true });
+  log.scrollTop = log.scrollHeight;
+
+  // ---- Prompt pane: the user's edits win over the model's suggestions ----
+
+  const promptState = { edited: false, unsaved: false, resave: false, sending: null };
+
+  prompt.addEventListener('input', () => {
+    promptState.edited = true;
+    promptState.unsaved = true;
+    promptSaved.textContent = '';
+  });
+
+  document.addEventListener('htmx:config:request', (event) => {
+    const ctx = event.detail.ctx;
+    if (ctx.sourceElement === prompt) promptState.sending = String(ctx.request.body.get('prompt') ?? '');
+  });
+
+  document.addEventListener('htmx:after:request', (event) => {
+    const ctx = event.detail.ctx;
+    if (ctx.sourceElement !== prompt || ctx.response?.status !== 200) return;
+    if (prompt.value === promptState.sending) promptState.unsaved = false;
+  });
+
+  function showSuggestion(text) {
+    suggestionText.textContent = text;
+    suggestion.hidden = false;
+  }
+
+  function hideSuggestion() {
+    suggestion.hidden = true;
+    suggestionText.textContent = '';
+  }
+
+  byId('use-suggestion').addEventListener('click', () => {
+    prompt.value = suggestionText.textContent;
+    hideSuggestion();
+    promptState.edited = false;
+    promptState.unsaved = true;
+    htmx.trigger(prompt, 'easel:save');
+    prompt.focus();
+  });
+
+  byId('dismiss-suggestion').addEventListener('click', () => {
+    hideSuggestion();
+    prompt.focus();
+  });
+
+  byId('copy-prompt').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(prompt.value);
+      promptSaved.textContent = 'Copied.';
+    } catch {
+      prompt.select();
+      promptSaved.textContent = document.execCommand('copy') ? 'Copied.' : 'Select the prompt and press Ctrl+C to copy it.';
+    }
+  });
+
+  function applyPrompt(suggested) {
+    if (suggested === '' || suggested === prompt.value) {
+      if (suggested !== '') hideSuggestion();
+      return;
+    }
+    const editing = document.activeElement === prompt;
+    if (promptState.edited || editing) {
+      showSuggestion(suggested);
+      // The server stored the model's prompt; saving the text on screen keeps both in step.
+      promptState.resave = true;
+    } else {
+      prompt.value = suggested;
+      hideSuggestion();
+    }
+    if (!editing) promptState.edited = false;
+  }
+
+  // ---- Settings: the model's values fill the fields the user is not editing ----
+
+  const settingsFields = { steps: 'setting-steps', cfg: 'setting-cfg', seed: 'setting-seed', negativePrompt: 'setting-negativePrompt' };
+
+  function applySettings(values) {
+    for (const [key, id] of Object.entries(settingsFields)) {
+      const field = byId(id);
+      const value = values[key];
+      if (!field || value === undefined || document.activeElement === field) continue;
+      field.value = value;
+      const error = byId(`error-${field.name}`);
+      if (error) error.textContent = '';
+    }
+  }
+
+  new MutationObserver(() => {
+    const carrier = inbox.querySelector('.metadata');
+    if (!carrier) return;
+    const data = carrier.dataset;
+    inbox.replaceChildren();
+    applyPrompt(data.prompt ?? '');
+    applySettings({ steps: data.steps, cfg: data.cfg, seed: data.seed, negativePrompt: data.negativePrompt });
+  }).observe(inbox, { childList: true });
+
+  const seed = byId('setting-seed');
+  byId('random-seed').addEventListener('click', () => {
+    seed.value = '-1';
+    seed.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+
+  const preset = byId('size-preset');
+  const width = byId('setting-width');
+  const height = byId('setting-height');
+  // Runs on the select itself, before the change bubbles to the form that saves the settings.
+  preset.addEventListener('change', () => {
+    const [w, h] = preset.value.split('x');
+    if (!w || !h) return;
+    width.value = w;
+    height.value = h;
+  });
+  const matchPreset = () => {
+    const value = `${width.value}x${height.value}`;
+    preset.value = [...preset.options].some((option) => option.value === value) ? value : '';
+  };
+  width.addEventListener('input', matchPreset);
+  height.addEventListener('input', matchPreset);
+
+  // A message next to a field also marks the field invalid for assistive technology.
+  const markInvalid = () => {
+    for (const slot of document.querySelectorAll('.field-error[id^="error-"]')) {
+      const field = byId(`setting-${slot.id.slice('error-'.length)}`);
+      if (field) field.setAttribute('aria-invalid', slot.textContent.trim() ? 'true' : 'false');
+    }
+    prompt.setAttribute('aria-invalid', byId('prompt-error').textContent.trim() ? 'true' : 'false');
+  };
+  const invalidObserver = new MutationObserver(markInvalid);
+  for (const region of [byId('settings-form'), byId('prompt-error')]) {
+    invalidObserver.observe(region, { childList: true, subtree: true, characterData: true });
+  }
+})();
