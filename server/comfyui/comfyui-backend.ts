@@ -358,11 +358,13 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     const job = new AbortController();
     let stopReason: StopReason | undefined;
     let promptId: string | undefined;
+    let submitted = false;
     let interrupted: Promise<void> = Promise.resolve();
     const stop = (reason: StopReason) => {
       if (stopReason !== undefined) return;
       stopReason = reason;
-      interrupted = interrupt(promptId);
+      // Before /prompt nothing of ours runs, and a bare /interrupt would stop someone else's job.
+      if (submitted) interrupted = interrupt(promptId);
       job.abort();
     };
     const onAbort = () => stop('cancelled');
@@ -375,6 +377,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       // The socket opens first so that no progress message can come before we listen.
       socket = await openSocket(clientId, job.signal);
       const watcher = watchSocket(socket);
+      submitted = true;
       promptId = await queuePrompt(workflow, clientId, job.signal);
       if (stopReason !== undefined) interrupted = interrupt(promptId);
       let announced: OutputImage[];

@@ -64,6 +64,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   const baseMessages = renderContext(turnContext, { numCtx: deps.numCtx });
   const history: Array<{ messages: ChatMessage[]; reply: string }> = [];
   let level: DoneEvent['level'] = 'clean';
+  let truncated = false;
   let shownSoFar = '';
   let previousShown = '';
 
@@ -110,6 +111,10 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     for (;;) {
       const attempt = yield* streamAttempt(request);
       history.push({ messages: request.messages, reply: attempt.raw });
+      if (attempt.doneReason === 'length') {
+        truncated = true;
+        deps.logger.warn('the model reply was cut by the length limit', { conversationId: deps.conversationId, numCtx: deps.numCtx });
+      }
       const parsed = parseReply(attempt.raw, { doneReason: attempt.doneReason });
       if (parsed.ok) {
         const compacted = level === 'compaction';
@@ -119,7 +124,8 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           text = previousShown || NEUTRAL_FALLBACK_TEXT;
           yield { type: 'delta', text };
         }
-        const { metadata, notices, repairs } = parsed.value;
+        const { metadata, repairs } = parsed.value;
+        const notices = attempt.doneReason === 'length' ? [...parsed.value.notices, truncationNotice(deps.numCtx)] : parsed.value.notices;
         yield { type: 'metadata', ...metadata, notices };
         const assistant: ContextEntry = { kind: 'assistant', text, metadata };
         const context = compacted
@@ -143,6 +149,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           history,
         });
         yield { type: 'reset', message: RESET_MESSAGE };
+        if (truncated) yield { type: 'error', code: 'reply_truncated', message: truncationNotice(deps.numCtx) };
         return { turn: { role: 'assistant', text: RESET_MESSAGE, status: 'reset' }, context: [], done: done('reset') };
       }
       level = step.level;
@@ -211,6 +218,10 @@ function describeFailure(error: unknown): { code: string; message: string } {
     code: 'internal_error',
     message: 'Something went wrong inside Easel while answering; the details are in the server log. Your message is kept: press Retry.',
   };
+}
+
+function truncationNotice(numCtx: number): string {
+  return `The model's reply was cut off by the length limit (context window ${numCtx} tokens). Start Easel with a larger --num-ctx, e.g. ${numCtx * 2}.`;
 }
 
 function round(value: number, digits: number): number {

@@ -76,7 +76,8 @@ function encodeTextChunk(keyword: string, text: string): PngChunk {
 
 /**
  * Returns a copy of `png` whose `keyword` entry is `text`: any earlier tEXt/zTXt/iTXt entry
- * with that keyword is removed and the new chunk goes just before IEND. Latin-1 text is
+ * with that keyword is removed and the new chunk goes just before the first IDAT, where A1111
+ * (through Pillow) writes it and where readers find it without decoding the image. Latin-1 text is
  * stored as tEXt, anything else as UTF-8 iTXt. Throws PngError on bytes that are not a PNG,
  * an invalid keyword, or text containing NUL.
  */
@@ -95,7 +96,7 @@ export function writePngText(png: Uint8Array, keyword: string, text: string): Ui
   const kept = chunks.value.filter(
     (chunk) => !(TEXT_CHUNK_TYPES.has(chunk.type) && readChunkKeyword(chunk) === keyword),
   );
-  const endIndex = kept.findIndex((chunk) => chunk.type === 'IEND');
-  kept.splice(endIndex, 0, encodeTextChunk(keyword, text));
+  const firstData = kept.findIndex((chunk) => chunk.type === 'IDAT' || chunk.type === 'IEND');
+  kept.splice(firstData, 0, encodeTextChunk(keyword, text));
   return encodePng(kept);
 }

@@ -203,6 +203,20 @@ describe('the recovery ladder', () => {
     expect(chatRequest(5).messages.map((m: any) => m.role)).toEqual(['system', 'user']);
   });
 
+  it('says so when replies were cut by the length limit', async () => {
+    fake.enqueue({ chunks: ['Sure! ', 'A long', ' answer'], doneReason: 'length' });
+    fake.enqueue({ chunks: ['Again', ' long'], doneReason: 'length' }, { chunks: ['Still'], doneReason: 'length' });
+    fake.enqueue({ chunks: ['{"prompt": "a cat'], doneReason: 'length' });
+    const id = await easel.newConversation();
+    const events = await send(id, 'a cat');
+    expect(events.map((e) => e.type).slice(-3)).toEqual(['reset', 'error', 'done']);
+    expect(of(events, 'error')[0]).toMatchObject({ code: 'reply_truncated', message: expect.stringContaining('--num-ctx') });
+
+    fake.enqueue({ chunks: ['Cut but usable.\n---\n{"prompt": "x", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}'], doneReason: 'length' });
+    const accepted = await send(id, 'again');
+    expect((of(accepted, 'metadata')[0]!.notices as string[]).join(' ')).toMatch(/cut off by the length limit/);
+  });
+
   it('the retry count starts again every turn', async () => {
     fake.enqueue('no json', scriptReply('ok', ASKING));
     fake.enqueue('no json', 'no json', scriptReply('ok', ASKING));

@@ -86,12 +86,12 @@ describe('readPngChunks', () => {
 });
 
 describe('writePngText / readPngText', () => {
-  it('round-trips ASCII parameters as a tEXt chunk before IEND, with valid CRCs', () => {
+  it('round-trips ASCII parameters as a tEXt chunk before IDAT (where A1111 writes it), with valid CRCs', () => {
     const text = 'a red fox\nNegative prompt: blurry\nSteps: 20, CFG scale: 7, Seed: 1, Size: 4x4';
     const written = writePngText(makePng(4, 4, [9, 8, 7]), 'parameters', text);
 
     expect(readPngText(written)).toEqual({ parameters: text });
-    expect(chunkTypes(written)).toEqual(['IHDR', 'IDAT', 'tEXt', 'IEND']);
+    expect(chunkTypes(written)).toEqual(['IHDR', 'tEXt', 'IDAT', 'IEND']);
     expect(hasValidCrcs(written)).toBe(true);
     expect(decodeSolidPng(written)).toEqual({ width: 4, height: 4, rgb: [9, 8, 7] });
   });
@@ -103,7 +103,7 @@ describe('writePngText / readPngText', () => {
 
     const unicode = '猫が雪の中で, Ünïcödé ✓ 🎨\nNegative prompt: ぼやけ';
     const written = writePngText(makePng(2, 2), 'parameters', unicode);
-    expect(chunkTypes(written)).toEqual(['IHDR', 'IDAT', 'iTXt', 'IEND']);
+    expect(chunkTypes(written)).toEqual(['IHDR', 'iTXt', 'IDAT', 'IEND']);
     expect(readPngText(written)).toEqual({ parameters: unicode });
     expect(hasValidCrcs(written)).toBe(true);
   });
@@ -114,7 +114,7 @@ describe('writePngText / readPngText', () => {
     png = writePngText(png, 'parameters', 'second');
 
     expect(readPngText(png)).toEqual({ parameters: 'second', Software: 'Easel' });
-    expect(chunkTypes(png)).toEqual(['IHDR', 'IDAT', 'tEXt', 'tEXt', 'IEND']);
+    expect(chunkTypes(png)).toEqual(['IHDR', 'tEXt', 'tEXt', 'IDAT', 'IEND']);
   });
 
   it('reads compressed zTXt and iTXt chunks as other tools write them', () => {
