@@ -82,7 +82,8 @@ async function createImageBackend(config: Config): Promise<ImageBackend | null> 
   const timeoutMs = config.imageTimeout * 1000;
   const url = config.imageUrl;
   if (config.imageBackend === 'none' || url === undefined) return null;
-  if (config.imageBackend === 'a1111') return createA1111Backend({ url, timeoutMs });
+  // The progress endpoint is local and cheap: a quarter second keeps the bar smooth.
+  if (config.imageBackend === 'a1111') return createA1111Backend({ url, timeoutMs, pollIntervalMs: 250 });
   if (config.imageBackend === 'openai') {
     return createOpenAiImagesBackend({ url, timeoutMs, ...(config.imageModel ? { model: config.imageModel } : {}) });
   }

@@ -24,6 +24,8 @@ export interface RecordedRequest {
   query: Record<string, string>;
   /** Parsed JSON body, the raw text when it is not JSON, undefined when empty. */
   body: unknown;
+  /** performance.now() when the request arrived. */
+  at: number;
 }
 
 export interface FakeA1111 {
@@ -247,7 +249,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     const address = new URL(request.url ?? '/', 'http://127.0.0.1');
     const text = await readBody(request);
     const method = request.method ?? 'GET';
-    requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body: parseBody(text) });
+    requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body: parseBody(text), at: performance.now() });
     const route = `${method} ${address.pathname}`;
     switch (route) {
       case 'POST /sdapi/v1/txt2img':
