@@ -61,7 +61,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     if (ollama.reachable && ollama.modelAvailable) {
       logger.info(`Ollama ${ollama.version ?? ''} is ready with ${ollama.model}`.replace('  ', ' '));
     } else {
-      logger.warn(`${ollama.problem ?? 'Ollama is not ready.'} Fix: run \`${ollama.remedy ?? 'ollama serve'}\``);
+      const problem = ollama.problem ?? 'Ollama is not ready.';
+      const remedy = ollama.remedy ?? 'ollama serve';
+      logger.warn(problem.includes(remedy) ? problem : `${problem} Run \`${remedy}\`.`);
     }
   });
 

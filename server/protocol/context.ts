@@ -94,12 +94,21 @@ function renderSummary(userWords: string[], text: string): string {
 
 /**
  * The retry after a reply that could not be parsed: the turn's context, the failed reply (so the
- * model sees what it wrote) and one format reminder. The reminder is request-scoped and never
- * stored, so it can never pile up (seed 000); extra system messages in the input are dropped.
+ * model sees what it wrote), one format reminder, then the user's last message asked again.
+ * The reminder is request-scoped and never stored, so it can never pile up (seed 000); extra system
+ * messages in the input are dropped. The question is repeated because Ollama's Mistral template
+ * renders system text only into a final user turn: a request ending in the reminder would reach the
+ * model with neither the system prompt nor the reminder (the fake Ollama renders that template).
  */
 export function buildReminderRequest(contextMessages: ChatMessage[], failedReply: string): ChatMessage[] {
   const context = contextMessages.filter((message, index) => message.role !== 'system' || index === 0);
-  return [...context, { role: 'assistant', content: failedReply }, { role: 'system', content: buildReminder() }];
+  const question = context.findLast((message) => message.role === 'user');
+  return [
+    ...context,
+    { role: 'assistant', content: failedReply },
+    { role: 'system', content: buildReminder() },
+    ...(question ? [question] : []),
+  ];
 }
 
 export interface CompactionRequestInput extends CompactionInput {

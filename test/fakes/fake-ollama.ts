@@ -75,6 +75,11 @@ export interface FakeOllama {
   enqueue(...replies: FakeOllamaScript[]): void;
   /** Parsed bodies of every /api/chat request, in arrival order. */
   chatRequests(): FakeChatRequestBody[];
+  /**
+   * What the model would actually read for each /api/chat request: the messages rendered through
+   * Ollama's template for mistral:7b. Shows what a template silently drops.
+   */
+  renderedPrompts(): string[];
   setModels(names: string[]): void;
   /** While down, every connection is destroyed at once, as if Ollama were not running. */
   setDown(down: boolean): void;
@@ -373,6 +378,9 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       return requests
         .filter((request) => request.path === '/api/chat' && isRecord(request.body))
         .map((request) => request.body as FakeChatRequestBody);
+    },
+    renderedPrompts() {
+      return this.chatRequests().map((body) => renderMistralPrompt(body.messages ?? []));
     },
     setModels(names) {
       models = names.map(withTag);
@@ -814,4 +822,27 @@ function hasJsonType(value: unknown, type: unknown): boolean {
 
 function isDeepEqual(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Ollama's chat template for mistral:7b (v0.3), as Ollama executes it: `collate` joins consecutive
+ * messages of one role and gathers every system message into $.System, and the template renders
+ * $.System only inside the LAST message, and only when that message is a user turn. System
+ * messages anywhere else are not rendered at all.
+ */
+export function renderMistralPrompt(messages: readonly FakeChatMessage[]): string {
+  const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+  const collated: FakeChatMessage[] = [];
+  for (const message of messages) {
+    const previous = collated.at(-1);
+    if (previous && previous.role === message.role) previous.content += `\n\n${message.content}`;
+    else collated.push({ role: message.role, content: message.content });
+  }
+  let prompt = '';
+  collated.forEach((message, index) => {
+    const last = index === collated.length - 1;
+    if (message.role === 'user') prompt += `[INST] ${system && last ? `${system}\n\n` : ''}${message.content}[/INST]`;
+    else if (message.role === 'assistant') prompt += `${message.content ? ` ${message.content}` : ''}</s>`;
+  });
+  return prompt;
 }

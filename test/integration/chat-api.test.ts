@@ -16,6 +16,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  // Whatever the request, mistral:7b must read the system prompt (Ollama's template can drop it).
+  for (const rendered of fake.renderedPrompts()) expect(rendered).toContain('ALWAYS include the delimiter and JSON');
   await easel.close();
   await fake.close();
 });
@@ -130,13 +132,21 @@ describe('the recovery ladder', () => {
     const first = chatRequest(0);
     const retry = chatRequest(1);
     expect(systemMessages(first)).toHaveLength(1);
-    // context, then the failed reply, then ONE reminder system message at the end
-    expect(retry.messages.slice(0, -2)).toEqual(first.messages);
-    expect(retry.messages.at(-2)).toEqual({ role: 'assistant', content: 'Sure, a cat in a hat. What colour?' });
-    expect(retry.messages.at(-1)!.role).toBe('system');
-    expect(retry.messages.at(-1)!.content).toMatch(/---/);
-    for (const key of ['prompt', 'generate_image', 'steps', 'cfg', 'seed']) expect(retry.messages.at(-1)!.content).toContain(key);
+    // context, then the failed reply, then ONE reminder system message, then the question again
+    expect(retry.messages.slice(0, -3)).toEqual(first.messages);
+    expect(retry.messages.at(-3)).toEqual({ role: 'assistant', content: 'Sure, a cat in a hat. What colour?' });
+    const reminder = retry.messages.at(-2)!;
+    expect(reminder.role).toBe('system');
+    expect(reminder.content).toMatch(/---/);
+    for (const key of ['prompt', 'generate_image', 'steps', 'cfg', 'seed']) expect(reminder.content).toContain(key);
+    expect(retry.messages.at(-1)).toEqual(first.messages.at(-1));
     expect(systemMessages(retry)).toHaveLength(2);
+
+    // What mistral:7b actually reads: the system prompt and the reminder must survive Ollama's template.
+    const rendered = fake.renderedPrompts()[1]!;
+    expect(rendered).toContain('Please end your response with `---`');
+    expect(rendered).toContain('ALWAYS include the delimiter and JSON');
+    expect(rendered).toContain('Sure, a cat in a hat. What colour?</s>');
 
     // The reminder is request-scoped: the next turn's request holds no reminder.
     fake.enqueue(scriptReply('Orange it is.', READY));
@@ -165,6 +175,7 @@ describe('the recovery ladder', () => {
     expect(compaction.format).toMatchObject({ type: 'object', required: expect.arrayContaining(['prompt', 'generate_image', 'steps', 'cfg', 'seed']) });
     expect(compaction.options).toMatchObject({ temperature: 0 });
     expect(compaction.options.num_predict).toBeGreaterThan(0);
+    expect(fake.renderedPrompts()[4]).toMatch(/\[INST\] You are Easel[\s\S]*User wants:[\s\S]*ginger, with a wizard hat\[\/INST\]$/);
     const systems = systemMessages(compaction);
     expect(systems).toHaveLength(2);
     expect(systems[1]!.content).toMatch(/^User wants:/);

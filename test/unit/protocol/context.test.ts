@@ -124,23 +124,26 @@ describe('buildReminderRequest', () => {
     { role: 'user', content: 'a fox' },
   ];
 
-  it('appends the failed reply and one reminder at the end', () => {
+  it('appends the failed reply, one reminder, then the question again', () => {
     const request = buildReminderRequest(context, 'A fox! {"prompt": "a fox"}');
     expect(request).toEqual([
       ...context,
       { role: 'assistant', content: 'A fox! {"prompt": "a fox"}' },
       { role: 'system', content: buildReminder() },
+      { role: 'user', content: 'a fox' },
     ]);
     expect(request.filter((message) => message.role === 'system')).toHaveLength(2);
     expect(context).toHaveLength(2);
   });
 
   it('never carries an older reminder along', () => {
-    const once = buildReminderRequest(context, 'first failure');
-    const twice = buildReminderRequest(once, 'second failure');
-    expect(twice.filter((message) => message.role === 'system')).toHaveLength(2);
-    expect(twice.at(-1)).toEqual({ role: 'system', content: buildReminder() });
-    expect(twice.at(-2)).toEqual({ role: 'assistant', content: 'second failure' });
+    const withStray = [...context, { role: 'system' as const, content: 'an old reminder' }];
+    const request = buildReminderRequest(withStray, 'second failure');
+    expect(request.filter((message) => message.role === 'system')).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'system', content: buildReminder() },
+    ]);
+    expect(request.at(-3)).toEqual({ role: 'assistant', content: 'second failure' });
   });
 });
 
