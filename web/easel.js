@@ -41,7 +41,9 @@
 
   document.addEventListener('htmx:config:request', (event) => {
     const ctx = event.detail.ctx;
-    if (!isStreamSource(ctx.sourceElement)) return;
+    const elt = ctx.sourceElement;
+    if (elt instanceof Element && elt.matches('[data-one-shot]')) ctx.request.body.set('sendKey', newSendKey());
+    if (!isStreamSource(elt)) return;
     const body = ctx.request.body;
     if (String(body.get('text') ?? '').trim() === '') {
       event.preventDefault();
@@ -61,7 +63,7 @@
     const elt = event.detail.ctx.sourceElement;
     if (!isStreamSource(elt)) return;
     composerStatus.textContent = '';
-    pinned = true;
+    scrollToEnd();
     if (elt === composer) {
       pendingText = message.value;
       message.value = '';
@@ -89,13 +91,19 @@
 
   // ---- Chat log: follow new text only while the reader is at the bottom ----
 
-  let pinned = true;
-  const isAtBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight < 40;
-  log.addEventListener('scroll', () => { pinned = isAtBottom(); }, { passive: true });
+  // Measured against the height before the change, and read now rather than from a scroll event
+  // (those arrive a frame late): a reader who just scrolled up is never pulled back down.
+  let knownHeight = 0;
+  const scrollToEnd = () => {
+    log.scrollTop = log.scrollHeight;
+    knownHeight = log.scrollHeight;
+  };
   new MutationObserver(() => {
-    if (pinned) log.scrollTop = log.scrollHeight;
+    const wasAtBottom = knownHeight - log.scrollTop - log.clientHeight < 40;
+    if (wasAtBottom) log.scrollTop = log.scrollHeight;
+    knownHeight = log.scrollHeight;
   }).observe(log, { childList: true, subtree: true, characterData: true });
-  log.scrollTop = log.scrollHeight;
+  scrollToEnd();
 
   // ---- Prompt pane: the user's edits win over the model's suggestions ----
 

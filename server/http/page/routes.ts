@@ -104,6 +104,10 @@ export function createPageRoutes(deps: PageDeps): Hono {
   page.post('/c/:id/generations', async (c) => {
     const id = c.req.param('id');
     const form = await c.req.parseBody();
+    if (!isSendKey(form.sendKey) || !sends.claim(form.sendKey)) {
+      const message = isSendKey(form.sendKey) ? 'This image was already asked for once; it is not made twice.' : 'This page is out of date: reload it.';
+      return sendHtml(c, renderPartial('#image-status', 'innerHTML', html`<p class="image-error" role="alert">${message}</p>`), 409);
+    }
     const hangup = new AbortController();
     const overrides = typeof form.prompt === 'string' ? { prompt: form.prompt } : {};
     const result = service.generate(id, overrides, hangup.signal);

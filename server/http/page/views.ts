@@ -64,7 +64,7 @@ export function renderConversationPage(conversation: ConversationView, imageStat
 <div id="status" class="status" role="status" hx-get="/status" hx-trigger="load, every 30s, easel:status from:body" hx-swap="innerMorph">Checking Ollama…</div>
 <form method="post" action="/c" class="new-conversation"><button type="submit">New conversation</button></form>
 </header>
-<main class="layout" data-conversation="${id}">
+<main class="layout">
 <section class="chat" aria-label="Chat">
 <div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation">
 ${conversation.turns.length === 0 ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns)}
@@ -110,7 +110,7 @@ function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus):
 </div>
 <div class="row prompt-actions">
 <button type="button" id="copy-prompt">Copy</button>
-<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt" hx-swap="none" hx-disable="#generate" novalidate>
+<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt" hx-swap="none" hx-disable="#generate" data-one-shot novalidate>
 <button type="submit" id="generate" class="primary" aria-describedby="generate-help"${canGenerate ? EMPTY : html` disabled`}>Generate</button>
 </form>
 <span id="prompt-saved" class="hint" aria-live="polite"></span>
@@ -162,7 +162,7 @@ function renderTranscript(conversationId: string, turns: readonly TranscriptTurn
       const previous = turns[index - 1];
       const notes: Html[] = [];
       if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
-      if (turn.status === 'error' && turn.error) {
+      if (turn.error) {
         // Retry is offered on the latest failed turn only: older ones were answered since.
         const retryText = turn === lastAssistant && previous?.role === 'user' ? previous.text : undefined;
         notes.push(renderErrorBox(conversationId, turn.error.message, retryText));
