@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageBackendError } from '../core/errors.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
+import { formatDuration, isRecord, NOT_LISTENING_CODES, parseJson, readErrorCode, truncate } from '../util/index.ts';
 
 export interface A1111BackendOptions {
   /** Base URL, e.g. http://127.0.0.1:7860 */
@@ -20,41 +21,6 @@ type StopReason = 'cancelled' | 'timeout';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
-const MAX_QUOTED_CHARS = 400;
-// Codes meaning nothing is listening at that address (as opposed to a connection that broke).
-const NOT_LISTENING_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-function readErrorCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function formatDuration(ms: number): string {
-  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
-  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
-}
-
-function truncate(text: string): string {
-  const flat = text.trim();
-  return flat.length > MAX_QUOTED_CHARS ? `${flat.slice(0, MAX_QUOTED_CHARS)}…` : flat;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
 
 /** The backend's own words from a FastAPI 422 detail list or A1111's {error, detail, body, errors}. */
 export function describeA1111Error(bodyText: string): string {

@@ -3,6 +3,7 @@
 import { ImageBackendError } from '../core/errors.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
+import { formatDuration, isRecord, NOT_LISTENING_CODES, parseJson, readErrorCode, truncate } from '../util/index.ts';
 
 export interface OpenAiImagesBackendOptions {
   /** Base URL, with or without a trailing /v1, e.g. http://127.0.0.1:8080 */
@@ -22,40 +23,6 @@ type StopReason = 'cancelled' | 'timeout';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
-const MAX_QUOTED_CHARS = 400;
-const NOT_LISTENING_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function readErrorCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function truncate(text: string): string {
-  const flat = text.trim();
-  return flat.length > MAX_QUOTED_CHARS ? `${flat.slice(0, MAX_QUOTED_CHARS)}…` : flat;
-}
-
-function formatDuration(ms: number): string {
-  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
-  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
-}
 
 /** The server's words from `{ error: { message } }`, `{ error: "…" }`, `{ detail }` or plain text. */
 export function describeOpenAiError(bodyText: string): string {

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { makePng } from './png-bytes.ts';
+import { parseBody, readBody, sendJson } from './http-body.ts';
 
 export interface FakeA1111Options {
   /** Simulated time per sampling step. */
@@ -113,26 +114,6 @@ function validateTxt2Img(text: string): { ok: true; value: Record<string, unknow
     else detail.push({ loc: ['body', key], ...FIELD_ERRORS[type] });
   }
   return detail.length > 0 ? { ok: false, detail } : { ok: true, value: values };
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const part of request) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
-}
-
-function parseBody(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json' }).end(text);
 }
 
 function numberOr(value: unknown, fallback: number): number {

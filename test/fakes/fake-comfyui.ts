@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { makePng } from './png-bytes.ts';
+import { parseBody, readBody, sendJson } from './http-body.ts';
 
 export interface FakeComfyUiOptions {
   /** Simulated time per sampling step. */
@@ -90,26 +91,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function promptError(type: string, message: string, details = ''): PromptError {
   return { type, message, details, extra_info: {} };
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const part of request) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
-}
-
-function parseBody(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json' }).end(text);
 }
 
 type Validation =

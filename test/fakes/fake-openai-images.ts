@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { makePng } from './png-bytes.ts';
+import { parseBody, readBody, sendJson } from './http-body.ts';
 
 export interface FakeOpenAiImagesOptions {
   /** /v1/images/generations answers with this status and body (objects are sent as JSON). */
@@ -33,26 +34,6 @@ export interface FakeOpenAiImages {
 
 function openAiError(message: string, param: string | null, code: string | null, type = 'invalid_request_error') {
   return { error: { message, type, param, code } };
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const part of request) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
-}
-
-function parseBody(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json' }).end(text);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
