@@ -361,3 +361,27 @@ describe('HTTP edge', () => {
     expect(((await (await easel.post(`/api/conversations/${id}/stop`, {})).json()) as any).stopped).toBe(false);
   });
 });
+
+describe('the working context stays within --num-ctx', () => {
+  it('drops the oldest turns, never the system prompt or the latest message, and passes num_ctx to Ollama', async () => {
+    const small = await startTestEasel({ ollamaUrl: fake.url, flags: ['--num-ctx', '2048'] });
+    try {
+      const id = await small.newConversation();
+      const long = (n: number) => `message ${n}: ${'a very detailed description of the picture '.repeat(40).trim()}`;
+      for (let n = 0; n < 6; n++) {
+        fake.enqueue(scriptReply(`Reply ${n}.`, ASKING));
+        await readSse(await small.post(`/api/conversations/${id}/messages`, { text: long(n) }));
+      }
+      const last = chatRequest(-1);
+      expect(last.options.num_ctx).toBe(2048);
+      expect(last.messages[0]!.role).toBe('system');
+      expect(last.messages.at(-1)!.content).toBe(long(5));
+      expect(last.messages.some((m) => m.content === long(0))).toBe(false);
+      expect(last.messages.length).toBeLessThan(chatRequest(2).messages.length + 6);
+      const chars = last.messages.reduce((sum, m) => sum + m.content.length, 0);
+      expect(chars / 3.5).toBeLessThan(2048);
+    } finally {
+      await small.close();
+    }
+  });
+});
