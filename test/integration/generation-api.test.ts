@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseA1111Parameters, readPngText, readPngSize } from '../../server/png/index.ts';
 import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { createFakeOllama, scriptReply } from '../fakes/fake-ollama.ts';
 import { createFakeComfyUi } from '../fakes/fake-comfyui.ts';
 import { createFakeOpenAiImages } from '../fakes/fake-openai-images.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
