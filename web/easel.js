@@ -73,6 +73,8 @@
   document.addEventListener('htmx:finally:request', (event) => {
     const ctx = event.detail.ctx;
     const elt = ctx.sourceElement;
+    // A failed image may mean the backend went away: the status line says so at once.
+    if (elt instanceof Element && elt.id === 'generate-form') htmx.trigger(document.body, 'easel:status');
     if (!isStreamSource(elt)) return;
     const status = ctx.response?.status;
     // The user's text is never lost: a send that did not start puts it back.
@@ -223,6 +225,94 @@
   };
   width.addEventListener('input', matchPreset);
   height.addEventListener('input', matchPreset);
+
+  // ---- Large view of an image: its settings, "Use these settings" and "Reuse seed" ----
+
+  const dialog = byId('image-dialog');
+  const settingsForm = byId('settings-form');
+  let opener = null;
+  let shown = null;
+
+  const isOwnImageUrl = (url) => /^\/images\/[A-Za-z0-9._-]+$/.test(url) && !url.includes('..');
+
+  /** Every value is set with textContent or a checked URL: a prompt stays text, whatever it holds. */
+  function showImage(trigger) {
+    const data = trigger.dataset;
+    if (!isOwnImageUrl(data.url ?? '')) return;
+    shown = data;
+    const image = byId('image-dialog-img');
+    image.src = data.url;
+    image.alt = `Image: ${data.prompt ?? ''}`;
+    byId('image-dialog-link').href = data.url;
+    const fill = (id, value) => {
+      byId(`image-dialog-${id}`).textContent = value === undefined || value === '' ? '—' : value;
+    };
+    fill('prompt', data.prompt);
+    fill('negative-prompt', data.negativePrompt);
+    fill('steps', data.steps);
+    fill('cfg', data.cfg);
+    fill('seed', data.seed);
+    fill('size', data.width && data.height ? `${data.width} × ${data.height}` : undefined);
+    fill('model', data.model);
+    // Older records may lack some settings; only what is known can be reused.
+    byId('use-settings').disabled = data.steps === undefined;
+    opener = trigger;
+    dialog.showModal();
+  }
+
+  document.addEventListener('click', (event) => {
+    const trigger = event.target instanceof Element ? event.target.closest('[data-image-view]') : null;
+    if (!trigger) return;
+    event.preventDefault();
+    showImage(trigger);
+  });
+
+  byId('image-dialog-close').addEventListener('click', () => dialog.close());
+  // A click on the backdrop (the dialog box itself, outside its inner wrapper) closes it too.
+  dialog.addEventListener('click', (event) => {
+    if (event.target === dialog) dialog.close();
+  });
+  dialog.addEventListener('close', () => {
+    // A thumbnail replaced while the dialog was open falls back to the big image.
+    const target = opener?.isConnected ? opener : document.querySelector('#image-frame [data-image-view]');
+    opener = null;
+    target?.focus();
+  });
+
+  /** Like the user typing into the field: the change event saves the whole settings form. */
+  function setSetting(field, value) {
+    if (value === undefined) return;
+    field.value = value;
+    const error = byId(`error-${field.name}`);
+    if (error) error.textContent = '';
+  }
+
+  byId('use-settings').addEventListener('click', () => {
+    if (!shown) return;
+    prompt.value = shown.prompt ?? '';
+    hideSuggestion();
+    promptSaved.textContent = '';
+    // The user chose this prompt: later suggestions are offered beside it, not written over it.
+    promptState.edited = true;
+    promptState.unsaved = true;
+    htmx.trigger(prompt, 'easel:save');
+    setSetting(byId('setting-steps'), shown.steps);
+    setSetting(byId('setting-cfg'), shown.cfg);
+    setSetting(seed, shown.seed);
+    setSetting(width, shown.width);
+    setSetting(height, shown.height);
+    setSetting(byId('setting-negativePrompt'), shown.negativePrompt ?? '');
+    matchPreset();
+    settingsForm.dispatchEvent(new Event('change', { bubbles: true }));
+    dialog.close();
+  });
+
+  byId('reuse-seed').addEventListener('click', () => {
+    if (!shown) return;
+    setSetting(seed, shown.seed);
+    seed.dispatchEvent(new Event('change', { bubbles: true }));
+    dialog.close();
+  });
 
   // A message next to a field also marks the field invalid for assistive technology.
   const markInvalid = () => {

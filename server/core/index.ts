@@ -6,6 +6,6 @@ export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, MAX_MESSAGE_CHARS } from './service.ts';
 export type { ConversationView, EaselService, Health, Result, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
-export { DEFAULT_SETTINGS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
+export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
 export { createImageGenerator, NO_BACKEND_MESSAGE } from './generation.ts';
 export type { GenerateInput, ImageBackendStatus, ImageGenerator, ImageGeneratorDeps } from './generation.ts';

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { LIMITS } from '../protocol/limits.ts';
 
+/** The ranges the settings accept (the same ones the model's metadata is clamped to). */
+export const SETTING_LIMITS = LIMITS;
+
 const wholeNumber = (name: string, min: number, max: number) =>
   z.int({ error: `${name} must be a whole number from ${min} to ${max}.` }).min(min, `${name} must be at least ${min}.`).max(max, `${name} must be at most ${max}.`);
 

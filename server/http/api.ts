@@ -44,6 +44,8 @@ export function createApiRoutes(deps: ApiDeps): Hono {
         ...(turn.images.length > 0 ? { images: turn.images.map(toImageJson) } : {}),
         createdAt: turn.createdAt,
       })),
+      // Every image, also those of the Generate button (they belong to no turn), oldest first.
+      images: conversation.images.map(toImageJson),
     });
   });
 

@@ -1,16 +1,38 @@
-// The image area in a real browser, against the fake AUTOMATIC1111: auto-generation, Generate, Cancel.
+// The image area in a real browser, against the fake AUTOMATIC1111: auto-generation on and off,
+// Generate, progress, Cancel, a backend that is down, and the large view with its settings.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
+import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+
+const meta = (prompt: string, extra: Record<string, unknown> = {}) => ({ prompt, generate_image: false, steps: 4, cfg: 7, seed: -1, ...extra });
+
+interface StoredConversation {
+  prompt: string;
+  settings: Record<string, unknown>;
+  turns: Array<{ role: string; images?: unknown[] }>;
+}
+
+/** A loopback port with nothing listening on it: the image backend is down. */
+async function findClosedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 describeInBrowser('the image area', () => {
   let a1111: FakeA1111;
   let stage: Stage;
   let open: OpenPage;
   let page: Page;
+  let extraEasel: TestEasel | undefined;
 
   beforeAll(async () => {
     a1111 = await createFakeA1111({ stepDelayMs: 40 });
@@ -22,64 +44,305 @@ describeInBrowser('the image area', () => {
     await stage?.close();
     await a1111?.close();
   });
-  beforeEach(async () => {
-    await openNewConversation(stage, open);
-    await poll(() => page.locator('#status').textContent()).toContain('AUTOMATIC1111 answers');
-  });
-  afterEach(() => {
+  afterEach(async () => {
+    await extraEasel?.close();
+    extraEasel = undefined;
+    // A clean page logs nothing: no CSP violation, no script error, no htmx warning.
     expect(open.problems).toEqual([]);
+    expect(stage.fake.scriptErrors).toEqual([]);
     expect(stage.fake.pendingReplies).toBe(0);
   });
 
   const txt2img = () => a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img');
   const imageInFrame = () => page.locator('#image-frame img');
+  const promptBox = () => page.getByRole('textbox', { name: 'Prompt', exact: true });
+  const field = (label: string) => page.getByLabel(label, { exact: true });
+  const dialog = () => page.getByRole('dialog', { name: 'Image and its settings' });
+  const stored = async (id: string) => (await (await stage.easel.get(`/api/conversations/${id}`)).json()) as StoredConversation;
 
-  it('makes the image when the assistant is ready: progress, then the picture and a thumbnail in the reply', async () => {
+  /** A new conversation, its settings set first (few steps keep the suite fast), the backend seen as up. */
+  async function openConversation(settings: Record<string, unknown> = { steps: 4 }): Promise<string> {
+    const id = await stage.easel.newConversation();
+    expect((await stage.easel.put(`/api/conversations/${id}/settings`, settings)).status).toBe(200);
+    open.problems.length = 0;
+    open.requests.length = 0;
+    await page.goto(`${stage.easel.url}/c/${encodeURIComponent(id)}`);
+    await poll(() => page.locator('#status').textContent()).toContain('AUTOMATIC1111 answers');
+    await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
+    return id;
+  }
+
+  async function send(text: string): Promise<void> {
+    await page.getByRole('textbox', { name: 'Message' }).fill(text);
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+  }
+
+  async function waitForReply(): Promise<void> {
+    await poll(() => page.locator('#log .typing').count()).toBe(0);
+    await poll(() => page.getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+  }
+
+  /** Generate from the prompt pane; resolves once the new image fills the image area. */
+  async function generate(promptText: string): Promise<void> {
+    const before = (await imageInFrame().count()) > 0 ? await imageInFrame().getAttribute('src') : null;
+    await promptBox().fill(promptText);
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await poll(async () => ((await imageInFrame().count()) > 0 ? imageInFrame().getAttribute('src') : null)).not.toBe(before);
+    await poll(() => page.locator('#image-status .generation').count()).toBe(0);
+    await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
+  }
+
+  /** Records every state of the progressbar: its aria-valuenow, or "indeterminate" when it has none. */
+  async function recordProgress(): Promise<() => Promise<string[]>> {
     await page.evaluate(() => {
       const seen: string[] = [];
       (window as unknown as { __progress: string[] }).__progress = seen;
       new MutationObserver(() => {
-        const bar = document.getElementById('image-progress');
-        if (bar) seen.push(bar.getAttribute('value') ?? 'indeterminate');
+        const bar = document.querySelector('#image-status [role="progressbar"]');
+        if (bar) seen.push(bar.getAttribute('aria-valuenow') ?? 'indeterminate');
       }).observe(document.getElementById('image-status')!, { childList: true, subtree: true, attributes: true });
     });
-    stage.fake.enqueue(scriptReply('Here it comes.', { prompt: 'a paper boat on a pond', generate_image: true, steps: 6, cfg: 7, seed: 42 }));
-    await page.getByRole('textbox', { name: 'Message' }).fill('a paper boat');
-    await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+    return () => page.evaluate(() => (window as unknown as { __progress: string[] }).__progress);
+  }
+
+  it('makes the image when the assistant is ready: it fills the image area and is a thumbnail in the reply', async () => {
+    await openConversation({ autoGenerate: true });
+    const requestsBefore = txt2img().length;
+    const progress = await recordProgress();
+    stage.fake.enqueue(scriptReply('Here it comes.', meta('a paper boat on a pond', { generate_image: true, steps: 6, seed: 42 })));
+    await send('a paper boat');
 
     await poll(() => imageInFrame().getAttribute('src')).toMatch(/^\/images\/[a-f0-9]{32}\.png$/);
     expect(await imageInFrame().evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     expect(await page.locator('#image-frame').textContent()).toContain('Seed 42');
-    await poll(() => page.locator('#log .msg.assistant').last().locator('.thumbs img').count()).toBe(1);
-    expect(await page.evaluate(() => (window as unknown as { __progress: string[] }).__progress.length)).toBeGreaterThan(0);
+    const reply = page.locator('#log .msg.assistant').last();
+    await poll(() => reply.locator('.thumbs img').count()).toBe(1);
+    expect(await reply.locator('.thumbs img').getAttribute('alt')).toBe('Image: a paper boat on a pond');
+    // The bar was shown (the backend's first poll comes only after a while) and is gone again.
+    expect((await progress()).length).toBeGreaterThan(0);
+    await poll(() => page.getByRole('progressbar').count()).toBe(0);
+    expect(txt2img().length).toBe(requestsBefore + 1);
     expect(txt2img().at(-1)?.body).toMatchObject({ prompt: 'a paper boat on a pond', steps: 6, seed: 42 });
+
+    // A big picture scrolls inside the side column: the composer stays in view.
+    const sendBox = await page.getByRole('button', { name: 'Send' }).boundingBox();
+    expect(sendBox!.y + sendBox!.height).toBeLessThanOrEqual(page.viewportSize()!.height);
 
     await page.reload();
     await poll(() => imageInFrame().count()).toBe(1);
-    expect(await page.locator('#log .thumbs img').count()).toBe(1);
+    expect(await page.locator('#log .msg.assistant .thumbs img').count()).toBe(1);
   });
 
-  it('Generate uses the prompt on screen, even an edit not saved yet', async () => {
-    const generate = page.getByRole('button', { name: 'Generate' });
-    await poll(() => generate.isEnabled()).toBe(true);
-    await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('a lantern in the fog');
-    await generate.click();
-    await poll(() => imageInFrame().getAttribute('alt')).toBe('Image: a lantern in the fog');
-    expect(txt2img().at(-1)?.body).toMatchObject({ prompt: 'a lantern in the fog' });
-  });
-
-  it('Cancel interrupts the backend and says so, keeping the prompt', async () => {
-    const steps = page.getByLabel('Steps', { exact: true });
-    await steps.fill('150');
-    await steps.press('Tab');
+  it('makes no image when "Generate automatically" is off: no request reaches the backend', async () => {
+    await openConversation();
+    const auto = page.getByRole('checkbox', { name: /Generate automatically/ });
+    expect(await auto.isChecked()).toBe(true);
+    await auto.uncheck();
     await poll(() => page.locator('#settings-status').textContent()).toBe('Saved.');
-    await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('a slow sunrise');
+    const requestsBefore = a1111.requests.length;
+
+    stage.fake.enqueue(scriptReply('Ready when you are.', meta('a red kite over dunes', { generate_image: true })));
+    await send('a kite');
+    await waitForReply();
+    await poll(() => promptBox().inputValue()).toBe('a red kite over dunes');
+    expect(await page.locator('#image-status').innerHTML()).toBe('');
+    expect(await imageInFrame().count()).toBe(0);
+    expect(await page.locator('#log .thumbs img').count()).toBe(0);
+    // Health checks may still ask for the options; nothing else goes to the backend.
+    expect(a1111.requests.slice(requestsBefore).filter((r) => r.path !== '/sdapi/v1/options')).toEqual([]);
+  });
+
+  it('Generate uses the prompt and settings on screen and puts the image in the chat where it was made', async () => {
+    const id = await openConversation();
+    stage.fake.enqueue(scriptReply('A lantern, then.', meta('a lantern')), scriptReply('Brighter it is.', meta('a bright lantern')));
+    await send('a lantern');
+    await waitForReply();
+
+    // The steps edit is still being saved when Generate is pressed: the request carries it anyway.
+    await field('Steps').fill('5');
+    await promptBox().fill('a lantern in the fog');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await poll(() => imageInFrame().getAttribute('alt')).toBe('Image: a lantern in the fog');
+    expect(txt2img().at(-1)?.body).toMatchObject({ prompt: 'a lantern in the fog', steps: 5 });
+    await poll(() => page.locator('#log .msg.generated .thumbs img').count()).toBe(1);
+
+    await send('brighter');
+    await waitForReply();
+    const order = () => page.locator('#log > *').evaluateAll((nodes) => nodes.map((node) => node.className));
+    const expected = ['msg user', 'msg assistant', 'msg generated', 'msg user', 'msg assistant'];
+    expect(await order()).toEqual(expected);
+    // Made by the button, it belongs to no turn; the reload places it by time.
+    expect((await stored(id)).turns.some((turn) => turn.images !== undefined)).toBe(false);
+
+    await page.reload();
+    await poll(order).toEqual(expected);
+    expect(await page.locator('#log .msg.generated img').getAttribute('alt')).toBe('Image: a lantern in the fog');
+  });
+
+  it('shows the progress the backend reports: an indeterminate bar, then a growing aria-valuenow', async () => {
+    await openConversation({ steps: 40 });
+    const progress = await recordProgress();
+    await promptBox().fill('a slow tide');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const bar = page.getByRole('progressbar', { name: 'Image progress' });
+    await poll(() => bar.getAttribute('aria-valuenow')).toMatch(/^\d+$/);
+    await poll(() => imageInFrame().getAttribute('alt')).toBe('Image: a slow tide');
+
+    const states = await progress();
+    expect(states[0]).toBe('indeterminate');
+    const values = [...new Set(states.filter((s) => s !== 'indeterminate').map(Number))];
+    expect(values.length).toBeGreaterThanOrEqual(3);
+    expect(values).toEqual([...values].sort((a, b) => a - b));
+    expect(values.every((v) => v >= 0 && v <= 100)).toBe(true);
+    expect(await bar.count()).toBe(0);
+  });
+
+  it('Cancel interrupts the backend and says so inline, keeping the prompt', async () => {
+    await openConversation({ steps: 150 });
+    await promptBox().fill('a slow sunrise');
     const interrupts = a1111.interrupts;
     await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
-    await poll(() => page.locator('#image-status [role="alert"]').textContent()).toMatch(/cancel/i);
-    expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).inputValue()).toBe('a slow sunrise');
+    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    await poll(() => page.getByRole('progressbar').count()).toBe(0);
+    expect(await promptBox().inputValue()).toBe('a slow sunrise');
     expect(await imageInFrame().count()).toBe(0);
+    await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
+  });
+
+  it('Cancel during a reply stops the image only: the reply is written to the end', async () => {
+    await openConversation({ steps: 150 });
+    const words = Array.from({ length: 30 }, (_, i) => `word${i} `);
+    stage.fake.enqueue({ chunks: [...words, '\n---\n{"prompt": "a lake", "generate_image": false, "steps": 4, "cfg": 7, "seed": -1}'], delayMs: 30 });
+    const hangups = stage.fake.hangups;
+    await send('tell me a long story');
+    await poll(() => page.locator('#log .msg.assistant .text').last().textContent()).toContain('word1');
+    await promptBox().fill('a quick sketch');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toContain('cancelled');
+    await waitForReply();
+    expect(await page.locator('#log .msg.assistant .text').last().textContent()).toContain('word29');
+    expect(await page.locator('#log .msg.assistant .notes').last().textContent()).not.toContain('Stopped');
+    expect(stage.fake.hangups).toBe(hangups);
+  });
+
+  it('a backend that is down shows in the status line and inline; the chat goes on', async () => {
+    const port = await findClosedPort();
+    extraEasel = await startTestEasel({ ollamaUrl: stage.fake.url, flags: ['--image-backend', 'a1111', '--image-url', `http://127.0.0.1:${port}`] });
+    const id = await extraEasel.newConversation();
+    await page.goto(`${extraEasel.url}/c/${id}`);
+    await poll(() => page.locator('#status .state.warn').textContent()).toContain(`127.0.0.1:${port} is not answering`);
+
+    stage.fake.enqueue(scriptReply('Making it now.', meta('a windmill at dusk', { generate_image: true })), scriptReply('Sure, taller.', meta('a tall windmill at dusk')));
+    await send('a windmill');
+    await waitForReply();
+    await poll(() => page.locator('#log .msg.assistant .text').last().textContent()).toBe('Making it now.');
+    const error = page.locator('#image-error [role="alert"]');
+    await poll(() => error.textContent()).toContain('is not answering');
+    expect(await error.textContent()).toContain('The prompt is kept');
+    expect(await promptBox().inputValue()).toBe('a windmill at dusk');
+    expect(await page.getByRole('progressbar').count()).toBe(0);
+
+    await send('taller');
+    await waitForReply();
+    await poll(() => page.locator('#log .msg.assistant .text').last().textContent()).toBe('Sure, taller.');
+    expect(await page.locator('#log .error-box').count()).toBe(0);
+  });
+
+  it('the large view shows the settings; "Use these settings" fills the panes and the model hears of it', async () => {
+    const id = await openConversation({ steps: 6, cfg: 5.5, seed: 1234, width: 640, height: 448, negativePrompt: 'blurry, text' });
+    await generate('a grey heron in reeds, morning mist');
+
+    // Change everything, then take it back from the picture.
+    expect((await stage.easel.put(`/api/conversations/${id}/settings`, { steps: 30, cfg: 9, seed: -1, width: 512, height: 512, negativePrompt: '' })).status).toBe(200);
+    expect((await stage.easel.put(`/api/conversations/${id}/prompt`, { prompt: 'something else entirely' })).status).toBe(200);
+    await page.reload();
+    await poll(() => promptBox().inputValue()).toBe('something else entirely');
+    expect(await field('Steps').inputValue()).toBe('30');
+
+    const thumb = page.locator('#log .msg.generated .thumb');
+    await thumb.click();
+    await poll(() => dialog().isVisible()).toBe(true);
+    const shown = (name: string) => page.locator(`#image-dialog-${name}`).textContent();
+    expect(await shown('prompt')).toBe('a grey heron in reeds, morning mist');
+    expect(await shown('negative-prompt')).toBe('blurry, text');
+    expect(await shown('steps')).toBe('6');
+    expect(await shown('cfg')).toBe('5.5');
+    expect(await shown('seed')).toBe('1234');
+    expect(await shown('size')).toBe('640 × 448');
+    expect(await shown('model')).toBe('v1-5-pruned-emaonly');
+    expect(await page.locator('#image-dialog-img').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth === 640)).toBe(true);
+
+    // Escape closes it and focus goes back to the thumbnail.
+    await page.keyboard.press('Escape');
+    await poll(() => dialog().isVisible()).toBe(false);
+    expect(await thumb.evaluate((el) => el === document.activeElement)).toBe(true);
+
+    await thumb.click();
+    await poll(() => dialog().isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Use these settings' }).click();
+    await poll(() => dialog().isVisible()).toBe(false);
+    expect(await thumb.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await promptBox().inputValue()).toBe('a grey heron in reeds, morning mist');
+    expect(await field('Steps').inputValue()).toBe('6');
+    expect(await field('CFG').inputValue()).toBe('5.5');
+    expect(await field('Seed').inputValue()).toBe('1234');
+    expect(await field('Width').inputValue()).toBe('640');
+    expect(await field('Height').inputValue()).toBe('448');
+    expect(await page.getByRole('textbox', { name: 'Negative prompt' }).inputValue()).toBe('blurry, text');
+    await poll(async () => (await stored(id)).prompt).toBe('a grey heron in reeds, morning mist');
+    await poll(async () => (await stored(id)).settings).toMatchObject({ steps: 6, cfg: 5.5, seed: 1234, width: 640, height: 448, negativePrompt: 'blurry, text' });
+
+    stage.fake.enqueue(scriptReply('Back to the heron.', meta('a grey heron in reeds, morning mist')));
+    await send('that one again');
+    await waitForReply();
+    const told = stage.fake.chatRequests().at(-1)?.messages?.at(-1)?.content ?? '';
+    expect(told).toContain('[The user edited the prompt to: "a grey heron in reeds, morning mist"]');
+    expect(told).toContain('[Current settings: steps 6, cfg 5.5, seed 1234, size 640x448, negative prompt "blurry, text"]');
+  });
+
+  it('"Reuse seed" takes only the seed; the Close button closes the view', async () => {
+    const id = await openConversation({ seed: 987654 });
+    await generate('a copper kettle');
+    await field('Seed').fill('5');
+    await field('Seed').press('Tab');
+    await poll(() => page.locator('#settings-status').textContent()).toBe('Saved.');
+    await field('Steps').fill('12');
+    await field('Steps').press('Tab');
+    await poll(async () => (await stored(id)).settings).toMatchObject({ seed: 5, steps: 12 });
+
+    const big = page.locator('#image-frame .current');
+    await big.click();
+    await poll(() => dialog().isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Close' }).click();
+    await poll(() => dialog().isVisible()).toBe(false);
+    expect(await big.evaluate((el) => el === document.activeElement)).toBe(true);
+
+    await big.click();
+    await page.getByRole('button', { name: 'Reuse seed' }).click();
+    await poll(() => dialog().isVisible()).toBe(false);
+    expect(await field('Seed').inputValue()).toBe('987654');
+    expect(await field('Steps').inputValue()).toBe('12');
+    expect(await promptBox().inputValue()).toBe('a copper kettle');
+    await poll(async () => (await stored(id)).settings).toMatchObject({ seed: 987654, steps: 12 });
+  });
+
+  it('a prompt holding markup shows as text in the large view and runs nothing', async () => {
+    await openConversation();
+    const hostile = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+    await generate(hostile);
+    await page.locator('#image-frame .current').click();
+    await poll(() => dialog().isVisible()).toBe(true);
+    expect(await page.locator('#image-dialog-prompt').textContent()).toBe(hostile);
+    expect(await page.locator('#image-dialog-prompt').evaluate((dd) => dd.children.length)).toBe(0);
+    expect(await imageInFrame().getAttribute('alt')).toBe(`Image: ${hostile}`);
+    expect(await page.evaluate(() => document.querySelectorAll('img[src="x"], #log script, #image-frame script').length)).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    await page.keyboard.press('Escape');
+    await poll(() => dialog().isVisible()).toBe(false);
+    expect(conversationIdOf(page)).toBeTruthy();
   });
 });

@@ -37,10 +37,73 @@ describe('renderEventHtml', () => {
     );
   });
 
-  it('sends errors after an image started to the image area, not the reply', () => {
-    const markup = String(renderEventHtml({ type: 'error', code: 'cancelled', message: 'Cancelled.' }, { ...view, imageStarted: true }));
-    expect(markup).toContain('hx-target="#image-status"');
+  it('sends errors after an image started to the image area, not the reply, and removes that image\'s bar', () => {
+    const markup = String(renderEventHtml({ type: 'error', code: 'cancelled', message: 'Cancelled.' }, { ...view, imageStarted: true, generationId: 'g1' }));
+    expect(markup).toContain('<hx-partial hx-target="#image-error" hx-swap="innerHTML"><p class="image-error" role="alert">Cancelled.</p>');
+    expect(markup).toContain('<hx-partial hx-target="#generation-g1" hx-swap="delete">');
     expect(markup).not.toContain('Retry');
+  });
+
+  it('starts an image with an indeterminate progressbar and a Cancel that stops only images', () => {
+    const markup = String(renderEventHtml({ type: 'generation', id: 'g1' }, view));
+    const bar = /<div class="progress" id="generation-g1-bar" role="progressbar"[^>]*>/.exec(markup)?.[0] ?? '';
+    expect(bar).toContain('aria-label="Image progress"');
+    expect(bar).not.toContain('aria-valuenow');
+    expect(markup).toContain('<progress max="100" aria-hidden="true"></progress>');
+    expect(markup).toContain('hx-post="/c/c1/images/cancel"');
+    expect(markup).toContain('Making the image…');
+  });
+
+  it('reports a known fraction as aria-valuenow in percent, with the step as text', () => {
+    const markup = String(renderEventHtml({ type: 'progress', id: 'g1', fraction: 0.254, step: 3, steps: 12 }, view));
+    expect(markup).toContain('<hx-partial hx-target="#generation-g1-bar" hx-swap="outerHTML">');
+    expect(markup).toContain('aria-valuenow="25" aria-valuetext="25%, step 3 of 12"');
+    expect(markup).toContain('<progress max="100" value="25" aria-hidden="true">');
+    expect(String(renderEventHtml({ type: 'progress', id: 'g1', step: 6, steps: 12 }, view))).toContain('aria-valuenow="50"');
+  });
+
+  it('keeps the bar indeterminate when the backend reports no fraction (sd-server)', () => {
+    const markup = String(renderEventHtml({ type: 'progress', id: 'g1' }, view));
+    expect(markup).toContain('role="progressbar"');
+    expect(markup).not.toContain('aria-valuenow');
+    expect(markup).not.toContain(' value=');
+  });
+
+  it('never puts a generation id that is not a plain token into a selector', () => {
+    expect(String(renderEventHtml({ type: 'generation', id: '"] *' }, view))).toBe('');
+    expect(String(renderEventHtml({ type: 'progress', id: 'a b', fraction: 0.5 }, view))).toBe('');
+  });
+
+  it('gives a thumbnail every stored setting, escaped, for the large view', () => {
+    const record = {
+      url: '/images/0123456789abcdef0123456789abcdef.png',
+      prompt: HOSTILE,
+      negativePrompt: HOSTILE,
+      steps: 6,
+      cfg: 5.5,
+      seed: 9,
+      width: 640,
+      height: 448,
+      model: HOSTILE,
+    };
+    const event: TurnEvent = { type: 'image', id: 'g1', url: record.url, seed: 9, width: 640, height: 448, prompt: HOSTILE };
+    const markup = String(renderEventHtml(event, { ...view, findImage: (id) => (id === 'g1' ? record : undefined) }));
+    expect(markup).toContain('hx-target="#reply-1-images"');
+    expect(markup).toContain('data-steps="6" data-cfg="5.5"');
+    expect(markup).toContain('data-negative-prompt="&lt;script&gt;');
+    expect(markup).not.toContain('<script');
+    expect(markup).not.toContain('" hx-get="/x');
+  });
+
+  it('puts an image from the Generate button in the chat as an entry of its own', () => {
+    const markup = String(
+      renderEventHtml(
+        { type: 'image', id: 'g1', url: '/images/0123456789abcdef0123456789abcdef.png', seed: 1, width: 8, height: 8, prompt: 'p' },
+        { conversationId: 'c1', imageStarted: true, generationId: 'g1' },
+      ),
+    );
+    expect(markup).toContain('<hx-partial hx-target="#log" hx-swap="beforeend"><article class="msg generated">');
+    expect(markup).toContain('<hx-partial hx-target="#generation-g1" hx-swap="delete">');
   });
 
   it('never links an image URL that is not one of ours', () => {

@@ -1,13 +1,97 @@
-// Saves docs/screenshot.png: the page mid-conversation, the prompt pane filled and a reply streaming.
+// Saves docs/screenshot.png: the page mid-conversation, with a generated image in the image area and
+// as a thumbnail in the chat, the prompt pane filled and the next reply streaming.
 // Run with: npx tsx test/browser/screenshot.ts
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { deflateSync } from 'node:zlib';
+import { computeCrc32 } from '../fakes/png-bytes.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { openNewConversation, openPage, startStage } from './browser.ts';
 
 const OUTPUT = fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url));
 
+function pngChunk(type: string, data: Uint8Array): Buffer {
+  const out = Buffer.alloc(12 + data.length);
+  out.writeUInt32BE(data.length, 0);
+  out.write(type, 4, 'latin1');
+  out.set(data, 8);
+  out.writeUInt32BE(computeCrc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  return out;
+}
+
+/** A small painted scene (rainy window, warm lamp glow) so the screenshot shows a picture, not a flat square. */
+function paintScene(size: number): Uint8Array {
+  const row = 1 + size * 3;
+  const raw = Buffer.alloc(row * size);
+  const mix = (a: number, b: number, t: number) => a + (b - a) * Math.min(1, Math.max(0, t));
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      const u = x / size;
+      const v = y / size;
+      // The room: warm brown, darker towards the floor.
+      let r = mix(92, 48, v);
+      let g = mix(64, 32, v);
+      let b = mix(46, 26, v);
+      // The window: a grey-blue sky with rain streaks, inside a wooden frame.
+      const inWindow = u > 0.08 && u < 0.52 && v > 0.1 && v < 0.62;
+      if (inWindow) {
+        const streak = Math.sin(u * 180 + Math.sin(v * 9) * 2) > 0.93 ? 22 : 0;
+        r = mix(150, 96, v / 0.62) + streak;
+        g = mix(166, 110, v / 0.62) + streak;
+        b = mix(184, 132, v / 0.62) + streak;
+        if (Math.abs(u - 0.3) < 0.008 || Math.abs(v - 0.36) < 0.008) [r, g, b] = [70, 48, 34];
+      }
+      // The lamp: a warm glow on the right.
+      const glow = Math.max(0, 1 - Math.hypot(u - 0.78, v - 0.3) / 0.42);
+      r = mix(r, 255, glow * 0.75);
+      g = mix(g, 196, glow * 0.7);
+      b = mix(b, 120, glow * 0.55);
+      // The armchair: a deep green shape below the lamp.
+      const chair = u > 0.56 && u < 0.94 && v > 0.55 && v < 0.9 && Math.hypot((u - 0.75) / 0.19, (v - 0.6) / 0.35) < 1.15;
+      if (chair) [r, g, b] = [mix(64, 38, v), mix(92, 60, v), mix(70, 44, v)];
+      const at = y * row + 1 + x * 3;
+      raw[at] = Math.round(r);
+      raw[at + 1] = Math.round(g);
+      raw[at + 2] = Math.round(b);
+    }
+  }
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header[8] = 8;
+  header[9] = 2;
+  const signature = Buffer.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
+  return new Uint8Array(Buffer.concat([signature, pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', new Uint8Array(0))]));
+}
+
+/** Just enough of AUTOMATIC1111's API for one picture (no progress endpoint, like sd-server). */
+async function startPainter(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    void (async () => {
+      let body = '';
+      for await (const part of request) body += String(part);
+      const json = (status: number, value: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+      if (request.url === '/sdapi/v1/options') return json(200, { sd_model_checkpoint: 'dreamshaper_8.safetensors' });
+      if (request.url === '/sdapi/v1/txt2img' && request.method === 'POST') {
+        const { seed, width } = JSON.parse(body) as { seed: number; width: number };
+        const png = Buffer.from(paintScene(width)).toString('base64');
+        return json(200, { images: [png], info: JSON.stringify({ seed, sd_model_name: 'dreamshaper_8' }) });
+      }
+      return json(404, { detail: 'Not Found' });
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 async function saveScreenshot(): Promise<void> {
-  const stage = await startStage();
+  const painter = await startPainter();
+  const stage = await startStage({ flags: ['--image-backend', 'a1111', '--image-url', painter.url] });
   try {
     const open = await openPage(stage);
     const { page } = open;
@@ -15,15 +99,15 @@ async function saveScreenshot(): Promise<void> {
 
     stage.fake.enqueue(
       scriptReply(
-        'Lovely idea. I picture a deep armchair by a tall window with rain running down the glass, a stack of books, ' +
-          'a knitted blanket and the warm glow of a lamp against the grey afternoon outside.\n\nShould the room feel modern or old-fashioned?',
+        'Lovely idea. I picture a deep armchair by a tall window with rain running down the glass, ' +
+          'and the warm glow of a lamp against the grey afternoon outside. Here is a first version.\n\nShould the room feel modern or old-fashioned?',
         {
           prompt:
-            'cozy reading nook, deep armchair by a tall rain-streaked window, stack of books, knitted blanket, warm lamp glow, grey afternoon light, soft focus, highly detailed',
-          generate_image: false,
+            'cozy reading nook, deep green armchair by a tall rain-streaked window, warm lamp glow, grey afternoon light, soft focus, highly detailed',
+          generate_image: true,
           steps: 28,
           cfg: 6.5,
-          seed: -1,
+          seed: 2024,
           negative_prompt: 'blurry, people',
         },
       ),
@@ -31,6 +115,8 @@ async function saveScreenshot(): Promise<void> {
     const message = page.getByRole('textbox', { name: 'Message' });
     await message.fill('A cozy reading nook by a rainy window. Something warm.');
     await message.press('Enter');
+    await page.locator('#log .msg.assistant .thumbs img').waitFor();
+    await page.locator('#image-frame img.current-image').waitFor();
     await page.locator('#log .typing').waitFor({ state: 'detached' });
 
     let release!: () => void;
@@ -39,7 +125,7 @@ async function saveScreenshot(): Promise<void> {
       chunks: [
         'Old-fashioned it is: a wingback chair in faded green velvet, wooden shelves full of worn books, and a ginger cat ',
         'curled up asleep on the blanket. ',
-        'I will keep the rain on the glass.\n---\n{"prompt": "x", "generate_image": false, "steps": 28, "cfg": 6.5, "seed": -1}',
+        'I will keep the rain on the glass.\n---\n{"prompt": "x", "generate_image": false, "steps": 28, "cfg": 6.5, "seed": 2024}',
       ],
       gate,
     });
@@ -47,6 +133,7 @@ async function saveScreenshot(): Promise<void> {
     await message.press('Enter');
     await page.locator('#log .msg.assistant .text').last().getByText('ginger cat').waitFor();
     await page.locator('#status .state').first().waitFor();
+    await page.evaluate(() => document.fonts.ready.then(() => undefined));
     await page.screenshot({ path: OUTPUT });
     release();
     await page.locator('#log .typing').waitFor({ state: 'detached' });
@@ -54,6 +141,7 @@ async function saveScreenshot(): Promise<void> {
     console.log(`Saved ${OUTPUT}`);
   } finally {
     await stage.close();
+    await painter.close();
   }
 }
 

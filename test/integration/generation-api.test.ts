@@ -109,6 +109,7 @@ describe('POST /api/conversations/:id/generations', () => {
     // images made by the button are listed too, and the stored settings are untouched by overrides
     const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as any;
     expect(conversation.settings.steps).toBe(20);
+    expect(conversation.images).toEqual([expect.objectContaining({ seed: 1234, prompt: 'a lighthouse in a storm', steps: 5, width: 768 })]);
   });
 
   it('refuses what cannot work, saying why', async () => {

@@ -31,11 +31,18 @@ export function renderUserBubble(text: string, id?: string): Html {
 </article>`;
 }
 
+/**
+ * What a picture shows about itself. The `image` event carries only the first fields; the stored
+ * record adds the rest, and the large view shows whatever is known.
+ */
+export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'seed' | 'width' | 'height'> &
+  Partial<Pick<ImageRecord, 'negativePrompt' | 'steps' | 'cfg' | 'model'>>;
+
 export interface AssistantBubbleContent {
   text?: string;
   streaming?: boolean;
   notes?: Html;
-  images?: readonly Pick<ImageRecord, 'url' | 'prompt' | 'seed' | 'width' | 'height'>[];
+  images?: readonly ImageDetails[];
 }
 
 export function renderAssistantBubble(bubbleId: string, content: AssistantBubbleContent = {}): Html {
@@ -75,13 +82,45 @@ export function isImageUrl(url: string): boolean {
   return /^\/images\/[A-Za-z0-9._-]+$/.test(url) && !url.includes('..');
 }
 
-export function renderThumbnail(image: Pick<ImageRecord, 'url' | 'prompt' | 'seed' | 'width' | 'height'>): Html {
-  if (!isImageUrl(image.url)) return EMPTY;
-  return html`<a class="thumb" href="${image.url}" target="_blank" rel="noopener"><img src="${image.url}" alt="${`Image: ${image.prompt}`}" width="${image.width}" height="${image.height}" loading="lazy"></a>`;
+const ALT_PROMPT_CHARS = 120;
+
+function describeImage(image: ImageDetails): string {
+  const prompt = image.prompt.length > ALT_PROMPT_CHARS ? `${image.prompt.slice(0, ALT_PROMPT_CHARS)}…` : image.prompt;
+  return `Image: ${prompt}`;
 }
 
-export function renderImage(image: Pick<ImageRecord, 'url' | 'prompt' | 'seed' | 'width' | 'height'>): Html {
-  if (!isImageUrl(image.url)) return html`<p class="placeholder">No image yet.</p>`;
-  return html`<a href="${image.url}" target="_blank" rel="noopener"><img class="current-image" src="${image.url}" alt="${`Image: ${image.prompt}`}" width="${image.width}" height="${image.height}"></a>
-<p class="image-caption">Seed ${image.seed} · ${image.width} × ${image.height}</p>`;
+/**
+ * The settings travel as data attributes (escaped like any attribute) and web/easel.js copies them
+ * into the large view with textContent, so a prompt can never become markup there either.
+ */
+function renderImageData(image: ImageDetails): Html {
+  const optional = (name: string, value: string | number | null | undefined) =>
+    value === undefined || value === null ? EMPTY : html` data-${name}="${value}"`;
+  return html`data-image-view data-url="${image.url}" data-prompt="${image.prompt}" data-seed="${image.seed}" data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('model', image.model)}`;
+}
+
+export function renderThumbnail(image: ImageDetails): Html {
+  if (!isImageUrl(image.url)) return EMPTY;
+  return html`<button type="button" class="thumb" aria-haspopup="dialog" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>`;
+}
+
+/** The newest picture, filling the image area; clicking it opens the same large view as a thumbnail. */
+export function renderImage(image: ImageDetails): Html {
+  if (!isImageUrl(image.url)) return renderNoImage();
+  const model = image.model ? html` · ${image.model}` : EMPTY;
+  return html`<button type="button" class="current" aria-haspopup="dialog" ${renderImageData(image)}><img class="current-image" src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}"></button>
+<p class="image-caption">Seed ${image.seed} · ${image.width} × ${image.height}${model}</p>`;
+}
+
+export function renderNoImage(): Html {
+  return html`<p class="placeholder">No image yet.</p>`;
+}
+
+/** A picture made with the Generate button, shown in the chat where it was made. */
+export function renderGeneratedEntry(image: ImageDetails): Html {
+  if (!isImageUrl(image.url)) return EMPTY;
+  return html`<article class="msg generated">
+<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate from the prompt pane</p>
+<div class="thumbs">${renderThumbnail(image)}</div>
+</article>`;
 }

@@ -8,10 +8,12 @@ import {
   renderAssistantBubble,
   renderDivider,
   renderErrorBox,
+  renderGeneratedEntry,
   renderImage,
   renderNotice,
   renderThumbnail,
   renderUserBubble,
+  type ImageDetails,
 } from './bubbles.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 
@@ -23,6 +25,10 @@ export interface StreamView {
   userText?: string;
   /** Set by the caller once a `generation` event passed: later errors concern the image, not the reply. */
   imageStarted?: boolean;
+  /** The id of that generation, set by the caller with `imageStarted`: an `error` event names none. */
+  generationId?: string;
+  /** The stored record of a finished image, so its thumbnail carries every setting for the large view. */
+  findImage?: (imageId: string) => ImageDetails | undefined;
 }
 
 /** The first message of a reply stream: the user's bubble at once, and the empty bubble the reply fills. */
@@ -55,39 +61,103 @@ export function renderEventHtml(event: TurnEvent, view: StreamView): Html {
           ])
         : EMPTY;
     case 'generation':
-      return renderPartial(
-        '#image-status',
-        'innerHTML',
-        html`<p>${event.queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…'}</p>
-<div class="progress-row"><progress id="image-progress" max="1" aria-label="Image progress"></progress><button type="button" class="cancel" hx-post="${conversationPath(view.conversationId, '/stop')}" hx-swap="none">Cancel</button></div>`,
-      );
-    case 'progress': {
-      const fraction = event.fraction ?? (event.step !== undefined && event.steps ? event.step / event.steps : undefined);
-      const value = fraction === undefined ? EMPTY : html` value="${Math.min(1, Math.max(0, fraction)).toFixed(3)}"`;
-      const step = event.step !== undefined && event.steps !== undefined ? html`<span class="step">Step ${event.step} of ${event.steps}</span>` : EMPTY;
-      return renderPartial('#image-progress', 'outerHTML', html`<progress id="image-progress" max="1"${value} aria-label="Image progress"></progress>${step}`);
-    }
-    case 'image':
+      return renderGenerationStart(event, view.conversationId);
+    case 'progress':
+      return renderGenerationProgress(event);
+    case 'image': {
+      const image = { ...event, ...view.findImage?.(event.id) };
       return joinHtml([
-        renderPartial('#image-frame', 'innerHTML', renderImage(event)),
-        renderPartial('#image-status', 'innerHTML'),
-        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(event)) : EMPTY,
+        renderPartial('#image-frame', 'innerHTML', renderImage(image)),
+        renderGenerationEnd(event.id),
+        renderPartial('#image-announce', 'textContent', html`The image is ready.`),
+        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(image)) : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(image))]),
       ]);
+    }
     case 'error':
       if (!ids || view.imageStarted) {
-        return renderPartial('#image-status', 'innerHTML', html`<p class="image-error" role="alert">${event.message}</p>`);
+        return joinHtml([
+          view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
+          renderPartial('#image-error', 'innerHTML', renderImageError(event.message)),
+        ]);
       }
       return joinHtml([
         renderPartial(`#${ids.cursor}`, 'delete'),
         renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(view.conversationId, event.message, view.userText)),
       ]);
     case 'done':
-      if (!ids) return EMPTY;
+      // Whatever ended the image, its bar ends with the stream.
+      if (!ids) return view.generationId ? renderGenerationEnd(view.generationId) : EMPTY;
       return joinHtml([
+        view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
         renderPartial(`#${ids.cursor}`, 'delete'),
         event.level === 'stopped' ? renderPartial(`#${ids.notes}`, 'beforeend', renderNotice('Stopped.')) : EMPTY,
       ]);
   }
+}
+
+const GENERATION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Element ids of one running generation; ids come from the core but are checked before use in a selector. */
+function describeGeneration(generationId: string): { block: string; state: string; bar: string } | undefined {
+  if (!GENERATION_ID.test(generationId)) return undefined;
+  const block = `generation-${generationId}`;
+  return { block, state: `${block}-state`, bar: `${block}-bar` };
+}
+
+/** One block per running generation (an auto image and a Generate click can overlap): text, bar, Cancel. */
+function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>, conversationId: string): Html {
+  const ids = describeGeneration(event.id);
+  if (!ids) return EMPTY;
+  const state = event.queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…';
+  return joinHtml([
+    renderPartial('#image-error', 'innerHTML'),
+    renderPartial(
+      '#image-status',
+      'beforeend',
+      html`<div class="generation" id="${ids.block}">
+<p class="image-state" id="${ids.state}">${state}</p>
+<div class="progress-row">${renderProgressBar(ids.bar, {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>
+</div>`,
+    ),
+    renderPartial('#image-announce', 'textContent', html`${state}`),
+  ]);
+}
+
+function renderGenerationProgress(event: Extract<TurnEvent, { type: 'progress' }>): Html {
+  const ids = describeGeneration(event.id);
+  if (!ids) return EMPTY;
+  return joinHtml([
+    // Morphing leaves identical text untouched, so a queued image's line changes once, not per step.
+    renderPartial(`#${ids.state}`, 'innerMorph', html`Making the image…`),
+    renderPartial(`#${ids.bar}`, 'outerHTML', renderProgressBar(ids.bar, event)),
+  ]);
+}
+
+function renderGenerationEnd(generationId: string): Html {
+  const ids = describeGeneration(generationId);
+  return ids ? renderPartial(`#${ids.block}`, 'delete') : EMPTY;
+}
+
+/**
+ * A progressbar with aria-valuenow while the backend reports how far it is, and without it (an
+ * indeterminate bar) when it does not, like sd-server. The native bar inside is only its picture.
+ */
+export function renderProgressBar(id: string, progress: { fraction?: number; step?: number; steps?: number }): Html {
+  const { step, steps } = progress;
+  const hasSteps = step !== undefined && steps !== undefined && steps > 0;
+  const fraction = progress.fraction ?? (hasSteps ? step / steps : undefined);
+  const label = hasSteps ? html`<span class="step">Step ${step} of ${steps}</span>` : EMPTY;
+  if (fraction === undefined || !Number.isFinite(fraction)) {
+    return html`<div class="progress" id="${id}" role="progressbar" aria-label="Image progress" aria-valuemin="0" aria-valuemax="100" aria-valuetext="${hasSteps ? `Step ${step} of ${steps}` : 'Working'}"><progress max="100" aria-hidden="true"></progress>${label}</div>`;
+  }
+  const percent = Math.round(Math.min(1, Math.max(0, fraction)) * 100);
+  const text = hasSteps ? `${percent}%, step ${step} of ${steps}` : `${percent}%`;
+  return html`<div class="progress" id="${id}" role="progressbar" aria-label="Image progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="${percent}" aria-valuetext="${text}"><progress max="100" value="${percent}" aria-hidden="true"></progress>${label}</div>`;
+}
+
+/** A cancelled or failed image, said in the image area; the prompt pane is left as it was. */
+export function renderImageError(message: string): Html {
+  return html`<p class="image-error" role="alert">${message}</p>`;
 }
 
 /** Hands the model's suggestion to web/easel.js, which decides whether it may fill the fields. */

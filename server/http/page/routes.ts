@@ -7,7 +7,7 @@ import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/i
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { html, joinHtml, renderPartial, type Html } from './markup.ts';
-import { renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
+import { renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { readSettingsForm } from './settings-form.ts';
 import {
@@ -46,6 +46,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const page = new Hono();
   const assets = loadAssets();
   const sends = createSendGuard();
+  const imageWork = createImageWork();
+  const findImage = (conversationId: string) => (imageId: string) =>
+    service.getConversation(conversationId)?.images.find((image) => image.id === imageId);
 
   page.use('*', async (c, next) => {
     // A form on another site must not be able to drive this one (the server listens on localhost).
@@ -97,8 +100,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const hangup = new AbortController();
     const result = service.sendMessage(id, form.text, hangup.signal);
     if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.fields?.text ?? result.error.message), STATUS[result.error.code]);
-    const view = { conversationId: id, bubbleId: `reply-${randomBytes(6).toString('hex')}`, userText: String(form.text).trim() };
-    return streamHtml(c, renderTurnStart(view), result.value, view, hangup, logger);
+    const view = { conversationId: id, bubbleId: `reply-${randomBytes(6).toString('hex')}`, userText: String(form.text).trim(), findImage: findImage(id) };
+    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, imageWork, logger });
   });
 
   page.post('/c/:id/generations', async (c) => {
@@ -106,19 +109,33 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const form = await c.req.parseBody();
     if (!isSendKey(form.sendKey) || !sends.claim(form.sendKey)) {
       const message = isSendKey(form.sendKey) ? 'This image was already asked for once; it is not made twice.' : 'This page is out of date: reload it.';
-      return sendHtml(c, renderPartial('#image-status', 'innerHTML', html`<p class="image-error" role="alert">${message}</p>`), 409);
+      return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(message)), 409);
     }
     const hangup = new AbortController();
-    const overrides = typeof form.prompt === 'string' ? { prompt: form.prompt } : {};
+    // The prompt and settings on screen, even an edit whose save has not arrived yet.
+    const hasSettings = 'steps' in form || 'negativePrompt' in form;
+    const overrides = {
+      ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
+      ...(hasSettings ? { settings: readSettingsForm(form) } : {}),
+    };
     const result = service.generate(id, overrides, hangup.signal);
     if (!result.ok) {
-      return sendHtml(c, renderPartial('#image-status', 'innerHTML', html`<p class="image-error" role="alert">${result.error.message}</p>`), STATUS[result.error.code]);
+      return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
-    return streamHtml(c, undefined, result.value, { conversationId: id, imageStarted: true }, hangup, logger);
+    const view: StreamView = { conversationId: id, imageStarted: true, findImage: findImage(id) };
+    return streamHtml(c, { events: result.value, view, hangup, imageWork, logger });
   });
 
   page.post('/c/:id/stop', (c) => {
     service.stop(c.req.param('id'));
+    return c.body(null, 204);
+  });
+
+  // Cancel stops only the images: a reply being written at the same time goes on.
+  page.post('/c/:id/images/cancel', (c) => {
+    const id = c.req.param('id');
+    // An image started elsewhere (the JSON API) is not one of ours; stop it unless a reply would go too.
+    if (!imageWork.cancel(id) && !service.isBusy(id)) service.stop(id);
     return c.body(null, 204);
   });
 
@@ -183,29 +200,71 @@ function sendHtml(c: Context, body: Html, status: 200 | 400 | 404 | 409 | 422 | 
   return c.html(String(body), status);
 }
 
+/** The page's image streams per conversation, so Cancel can abort them and nothing else. */
+interface ImageWork {
+  add(conversationId: string, controller: AbortController): void;
+  remove(conversationId: string, controller: AbortController): void;
+  /** Aborts them all; false when there were none. */
+  cancel(conversationId: string): boolean;
+}
+
+function createImageWork(): ImageWork {
+  const work = new Map<string, Set<AbortController>>();
+  return {
+    add(conversationId, controller) {
+      const set = work.get(conversationId) ?? new Set<AbortController>();
+      set.add(controller);
+      work.set(conversationId, set);
+    },
+    remove(conversationId, controller) {
+      const set = work.get(conversationId);
+      set?.delete(controller);
+      if (set?.size === 0) work.delete(conversationId);
+    },
+    cancel(conversationId) {
+      const set = work.get(conversationId);
+      if (!set || set.size === 0) return false;
+      for (const controller of set) controller.abort(new Error('image cancelled by the user'));
+      return true;
+    },
+  };
+}
+
+interface HtmlStream {
+  first?: Html;
+  events: AsyncIterable<TurnEvent>;
+  view: StreamView;
+  /** Aborts the work: on hang-up, and on Cancel once an image is being made. */
+  hangup: AbortController;
+  imageWork: ImageWork;
+  logger: Logger;
+}
+
 /**
  * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
  * hangs up aborts the work at once, and writes after a disconnect are skipped.
  */
-function streamHtml(
-  c: Context,
-  first: Html | undefined,
-  events: AsyncIterable<TurnEvent>,
-  view: StreamView,
-  hangup: AbortController,
-  logger: Logger,
-): Response {
+function streamHtml(c: Context, { first, events, view, hangup, imageWork, logger }: HtmlStream): Response {
   const onHangup = () => hangup.abort(new Error('client disconnected'));
   c.req.raw.signal.addEventListener('abort', onHangup, { once: true });
   return streamSSE(
     c,
     async (stream) => {
       stream.onAbort(onHangup);
-      if (first) await stream.writeSSE({ data: String(first) });
-      for await (const event of events) {
-        if (event.type === 'generation') view.imageStarted = true;
-        const fragment = String(renderEventHtml(event, view));
-        if (!stream.aborted && fragment !== '') await stream.writeSSE({ data: fragment });
+      try {
+        if (first) await stream.writeSSE({ data: String(first) });
+        for await (const event of events) {
+          if (event.type === 'generation') {
+            view.imageStarted = true;
+            view.generationId = event.id;
+            // From here on the stream's work is the image (the reply is written), so Cancel may abort it.
+            imageWork.add(view.conversationId, hangup);
+          }
+          const fragment = String(renderEventHtml(event, view));
+          if (!stream.aborted && fragment !== '') await stream.writeSSE({ data: fragment });
+        }
+      } finally {
+        imageWork.remove(view.conversationId, hangup);
       }
     },
     async (error) => {

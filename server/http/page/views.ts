@@ -1,11 +1,13 @@
 import type { ConversationView, Health, ImageRecord, Settings, TranscriptTurn } from '../../core/index.ts';
-import { LIMITS } from '../../protocol/limits.ts';
+import { SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
   renderDivider,
   renderErrorBox,
+  renderGeneratedEntry,
   renderImage,
+  renderNoImage,
   renderNotice,
   renderUserBubble,
 } from './bubbles.ts';
@@ -67,7 +69,7 @@ export function renderConversationPage(conversation: ConversationView, imageStat
 <main class="layout">
 <section class="chat" aria-label="Chat">
 <div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation">
-${conversation.turns.length === 0 ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns)}
+${conversation.turns.length === 0 && conversation.images.length === 0 ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images)}
 </div>
 <form id="composer" class="composer" hx-post="${conversationPath(id, '/messages')}" hx-swap="none" hx-disable="#send" data-stream novalidate>
 <label for="message" class="visually-hidden">Message</label>
@@ -79,17 +81,22 @@ ${conversation.turns.length === 0 ? html`<p id="log-empty" class="log-empty">Des
 </div>
 </form>
 </section>
+<div class="side">
 <div class="side-top">
 <section class="panel image-pane" aria-labelledby="image-heading">
 <h2 id="image-heading">Image</h2>
-<div id="image-frame" class="image-frame">${latestImage ? renderImage(latestImage) : html`<p class="placeholder">No image yet.</p>`}</div>
-<div id="image-status" class="image-status" aria-live="polite"></div>
+<div id="image-frame" class="image-frame">${latestImage ? renderImage(latestImage) : renderNoImage()}</div>
+<div id="image-status" class="image-status"></div>
+<div id="image-error" class="image-error-slot"></div>
+<p id="image-announce" class="visually-hidden" aria-live="polite"></p>
 </section>
 ${renderPromptPane(id, conversation.prompt, imageStatus)}
 </div>
 ${renderSettingsPanel(id, conversation.settings)}
+</div>
 </main>
 <div id="metadata-inbox" hidden></div>
+${renderImageDialog()}
 </body>`,
   );
 }
@@ -100,7 +107,7 @@ function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus):
 <h2 id="prompt-heading">Prompt</h2>
 <form id="prompt-form" novalidate>
 <label for="prompt" class="visually-hidden">Prompt</label>
-<textarea id="prompt" name="prompt" rows="5" maxlength="${LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error">${prompt}</textarea>
+<textarea id="prompt" name="prompt" rows="5" maxlength="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error">${prompt}</textarea>
 <p id="prompt-error" class="field-error" aria-live="polite"></p>
 </form>
 <div id="suggestion" class="suggestion" hidden>
@@ -110,7 +117,7 @@ function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus):
 </div>
 <div class="row prompt-actions">
 <button type="button" id="copy-prompt">Copy</button>
-<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt" hx-swap="none" hx-disable="#generate" data-one-shot novalidate>
+<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate" data-one-shot novalidate>
 <button type="submit" id="generate" class="primary" aria-describedby="generate-help"${canGenerate ? EMPTY : html` disabled`}>Generate</button>
 </form>
 <span id="prompt-saved" class="hint" aria-live="polite"></span>
@@ -128,24 +135,24 @@ function renderSettingsPanel(id: string, settings: Settings): Html {
   return html`<details class="panel settings" open>
 <summary><h2>Settings</h2></summary>
 <form id="settings-form" hx-put="${conversationPath(id, '/settings')}" hx-trigger="change" hx-swap="none" novalidate>
-${field('steps', 'Steps', number('steps', settings.steps, html`min="${LIMITS.steps.min}" max="${LIMITS.steps.max}" step="1" inputmode="numeric"`))}
-${field('cfg', 'CFG', number('cfg', settings.cfg, html`min="${LIMITS.cfg.min}" max="${LIMITS.cfg.max}" step="0.5" inputmode="decimal"`))}
+${field('steps', 'Steps', number('steps', settings.steps, html`min="${SETTING_LIMITS.steps.min}" max="${SETTING_LIMITS.steps.max}" step="1" inputmode="numeric"`))}
+${field('cfg', 'CFG', number('cfg', settings.cfg, html`min="${SETTING_LIMITS.cfg.min}" max="${SETTING_LIMITS.cfg.max}" step="0.5" inputmode="decimal"`))}
 ${field(
   'seed',
   'Seed',
-  number('seed', settings.seed, html`min="${LIMITS.seed.min}" max="${LIMITS.seed.max}" step="1" inputmode="numeric"`),
+  number('seed', settings.seed, html`min="${SETTING_LIMITS.seed.min}" max="${SETTING_LIMITS.seed.max}" step="1" inputmode="numeric"`),
   html`<button type="button" id="random-seed" class="quiet" title="Set the seed to -1: a new random seed for every image">Random</button>`,
 )}
 <div class="field field-size"><label for="size-preset">Size</label><div class="control"><select id="size-preset" name="sizePreset">
 <option value="">Custom</option>
 ${SIZE_PRESETS.map((p) => html`<option value="${p.width}x${p.height}"${p === preset ? html` selected` : EMPTY}>${p.label}</option>`)}
 </select></div></div>
-${field('width', 'Width', number('width', settings.width, html`min="${LIMITS.size.min}" max="${LIMITS.size.max}" step="${LIMITS.size.multipleOf}" inputmode="numeric"`))}
-${field('height', 'Height', number('height', settings.height, html`min="${LIMITS.size.min}" max="${LIMITS.size.max}" step="${LIMITS.size.multipleOf}" inputmode="numeric"`))}
+${field('width', 'Width', number('width', settings.width, html`min="${SETTING_LIMITS.size.min}" max="${SETTING_LIMITS.size.max}" step="${SETTING_LIMITS.size.multipleOf}" inputmode="numeric"`))}
+${field('height', 'Height', number('height', settings.height, html`min="${SETTING_LIMITS.size.min}" max="${SETTING_LIMITS.size.max}" step="${SETTING_LIMITS.size.multipleOf}" inputmode="numeric"`))}
 ${field(
   'negativePrompt',
   'Negative prompt',
-  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" maxlength="${LIMITS.promptMaxChars}" aria-describedby="error-negativePrompt">${settings.negativePrompt}</textarea>`,
+  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" maxlength="${SETTING_LIMITS.promptMaxChars}" aria-describedby="error-negativePrompt">${settings.negativePrompt}</textarea>`,
 )}
 <div class="field field-autoGenerate"><div class="control"><input id="setting-autoGenerate" name="autoGenerate" type="checkbox"${settings.autoGenerate ? html` checked` : EMPTY} aria-describedby="error-autoGenerate"><label for="setting-autoGenerate">Generate automatically when the assistant is ready</label></div><p id="error-autoGenerate" class="field-error"></p></div>
 <p id="settings-status" class="hint" aria-live="polite"></p>
@@ -153,24 +160,80 @@ ${field(
 </details>`;
 }
 
-function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[]): Html {
+/**
+ * The large view of an image: an empty native dialog that web/easel.js fills from the clicked
+ * picture's data attributes (with textContent) and opens with showModal().
+ */
+function renderImageDialog(): Html {
+  const row = (id: string, label: string) => html`<div class="setting-row"><dt>${label}</dt><dd id="image-dialog-${id}"></dd></div>`;
+  return html`<dialog id="image-dialog" class="image-dialog" aria-labelledby="image-dialog-title">
+<div class="dialog-inner">
+<div class="dialog-head"><h2 id="image-dialog-title">Image and its settings</h2><button type="button" id="image-dialog-close" class="quiet">Close</button></div>
+<div class="dialog-body">
+<a id="image-dialog-link" class="dialog-image" target="_blank" rel="noopener" title="Open the PNG in a new tab"><img id="image-dialog-img" alt=""></a>
+<dl class="image-settings">
+${row('prompt', 'Prompt')}
+${row('negative-prompt', 'Negative prompt')}
+${row('steps', 'Steps')}
+${row('cfg', 'CFG')}
+${row('seed', 'Seed')}
+${row('size', 'Size')}
+${row('model', 'Model')}
+</dl>
+</div>
+<div class="row dialog-actions">
+<button type="button" id="use-settings" class="primary" aria-describedby="use-settings-help">Use these settings</button>
+<button type="button" id="reuse-seed">Reuse seed</button>
+</div>
+<p id="use-settings-help" class="hint">“Use these settings” puts this prompt in the prompt pane and its steps, CFG, seed, size and negative prompt in the settings; “Reuse seed” takes only the seed. Both are saved, and the assistant hears of them with your next message.</p>
+</div>
+</dialog>`;
+}
+
+/**
+ * The turns, with each Generate-button image placed where it was made (by time): the same order the
+ * live page showed, after a reload.
+ */
+function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[]): Html {
   const lastAssistant = turns.findLast((turn) => turn.role === 'assistant');
-  return joinHtml(
-    turns.map((turn, index) => {
-      const bubbleId = `turn-${turn.id}`;
-      if (turn.role === 'user') return renderUserBubble(turn.text, bubbleId);
-      const previous = turns[index - 1];
-      const notes: Html[] = [];
-      if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
-      if (turn.error) {
-        // Retry is offered on the latest failed turn only: older ones were answered since.
-        const retryText = turn === lastAssistant && previous?.role === 'user' ? previous.text : undefined;
-        notes.push(renderErrorBox(conversationId, turn.error.message, retryText));
-      }
-      const bubble = renderAssistantBubble(bubbleId, { text: turn.text, notes: joinHtml(notes), images: turn.images });
-      return turn.status === 'reset' ? joinHtml([bubble, renderDivider()]) : bubble;
-    }),
-  );
+  const loose = images.filter((image) => image.turnId === null);
+  let next = 0;
+  const takeLooseBefore = (at: string | undefined): Html[] => {
+    const taken: Html[] = [];
+    while (next < loose.length) {
+      const image = loose[next];
+      if (!image || (at !== undefined && image.createdAt >= at)) break;
+      taken.push(renderGeneratedEntry(image));
+      next++;
+    }
+    return taken;
+  };
+  const parts = turns.map((turn, index) => {
+    const before = joinHtml(takeLooseBefore(turn.createdAt));
+    return joinHtml([before, renderTurn(conversationId, turns, turn, index, lastAssistant)]);
+  });
+  return joinHtml([...parts, ...takeLooseBefore(undefined)]);
+}
+
+function renderTurn(
+  conversationId: string,
+  turns: readonly TranscriptTurn[],
+  turn: TranscriptTurn,
+  index: number,
+  lastAssistant: TranscriptTurn | undefined,
+): Html {
+  const bubbleId = `turn-${turn.id}`;
+  if (turn.role === 'user') return renderUserBubble(turn.text, bubbleId);
+  const previous = turns[index - 1];
+  const notes: Html[] = [];
+  if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
+  if (turn.error) {
+    // Retry is offered on the latest failed turn only: older ones were answered since.
+    const retryText = turn === lastAssistant && previous?.role === 'user' ? previous.text : undefined;
+    notes.push(renderErrorBox(conversationId, turn.error.message, retryText));
+  }
+  const bubble = renderAssistantBubble(bubbleId, { text: turn.text, notes: joinHtml(notes), images: turn.images });
+  return turn.status === 'reset' ? joinHtml([bubble, renderDivider()]) : bubble;
 }
 
 export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean }): Html {
