@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TurnEvent } from '../../server/core/index.ts';
 import { renderEventHtml, renderTurnStart } from '../../server/http/page/index.ts';
+import { renderMessage } from '../../server/http/page/markup.ts';
 
 const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)><hx-partial hx-target="#log">x</hx-partial>" hx-get="/x';
 const view = { conversationId: 'c1', bubbleId: 'reply-1', userText: HOSTILE };
@@ -116,5 +117,18 @@ describe('renderEventHtml', () => {
     expect(markup).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(markup).toContain('id="reply-1-text"');
     expect(markup).not.toContain('<script');
+  });
+});
+
+describe('renderMessage', () => {
+  it('shows backticked commands as code and escapes everything', () => {
+    expect(String(renderMessage('Start it with `ollama serve` & retry <now>.'))).toBe(
+      'Start it with <code>ollama serve</code> &amp; retry &lt;now&gt;.',
+    );
+    expect(String(renderMessage('Run `<script>alert(1)</script>`'))).toBe('Run <code>&lt;script&gt;alert(1)&lt;/script&gt;</code>');
+  });
+
+  it('leaves unpaired backticks as text', () => {
+    expect(String(renderMessage('a ` lone tick'))).toBe('a ` lone tick');
   });
 });

@@ -1,7 +1,7 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
 import type { ImageRecord } from '../../core/index.ts';
-import { EMPTY, html, type Html } from './markup.ts';
+import { EMPTY, html, renderMessage, type Html } from './markup.ts';
 
 export interface BubbleIds {
   bubble: string;
@@ -67,7 +67,7 @@ export function renderNotice(text: string): Html {
 /** An inline error; with the user's text it offers Retry, which sends exactly that text again. */
 export function renderErrorBox(conversationId: string, message: string, retryText: string | undefined): Html {
   return html`<div class="error-box" role="alert">
-<p class="error-text">${message}</p>${retryText === undefined ? EMPTY : renderRetryForm(conversationId, retryText)}
+<p class="error-text">${renderMessage(message)}</p>${retryText === undefined ? EMPTY : renderRetryForm(conversationId, retryText)}
 </div>`;
 }
 

@@ -24,3 +24,13 @@ export function joinHtml(parts: readonly Html[]): Html {
 export function renderPartial(target: string, swap: string, content: Html = EMPTY): Html {
   return html`<hx-partial hx-target="${target}" hx-swap="${swap}">${content}</hx-partial>`;
 }
+
+/**
+ * A message of ours for a person, where `backticks` mark a command to type: the text is escaped, and
+ * each backticked span becomes <code>. Unpaired backticks stay as they are.
+ */
+export function renderMessage(text: string): Html {
+  const parts = text.split('`');
+  if (parts.length % 2 === 0) return html`${text}`;
+  return joinHtml(parts.map((part, index) => (index % 2 === 1 ? html`<code>${part}</code>` : html`${part}`)));
+}

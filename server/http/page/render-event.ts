@@ -15,7 +15,7 @@ import {
   renderUserBubble,
   type ImageDetails,
 } from './bubbles.ts';
-import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
+import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 
 export interface StreamView {
   conversationId: string;
@@ -157,7 +157,7 @@ export function renderProgressBar(id: string, progress: { fraction?: number; ste
 
 /** A cancelled or failed image, said in the image area; the prompt pane is left as it was. */
 export function renderImageError(message: string): Html {
-  return html`<p class="image-error" role="alert">${message}</p>`;
+  return html`<p class="image-error" role="alert">${renderMessage(message)}</p>`;
 }
 
 /** Hands the model's suggestion to web/easel.js, which decides whether it may fill the fields. */

@@ -6,7 +6,7 @@ import { streamSSE } from 'hono/streaming';
 import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
-import { html, joinHtml, renderPartial, type Html } from './markup.ts';
+import { html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import { renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { readSettingsForm } from './settings-form.ts';
@@ -191,7 +191,7 @@ function renderGenerateState(images: ImageStatus): Html {
     renderPartial(
       '#generate-help',
       'innerHTML',
-      html`${images.configured ? 'Generate makes an image from this prompt and the settings below.' : images.detail}`,
+      html`${images.configured ? 'Generate makes an image from this prompt and the settings below.' : renderMessage(images.detail)}`,
     ),
   ]);
 }

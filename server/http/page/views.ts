@@ -11,7 +11,7 @@ import {
   renderNotice,
   renderUserBubble,
 } from './bubbles.ts';
-import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
+import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 
 export interface ImageStatus {
   configured: boolean;
@@ -122,7 +122,7 @@ function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus):
 </form>
 <span id="prompt-saved" class="hint" aria-live="polite"></span>
 </div>
-<p id="generate-help" class="hint">${canGenerate ? 'Generate makes an image from this prompt and the settings below.' : imageStatus.detail}</p>
+<p id="generate-help" class="hint">${canGenerate ? 'Generate makes an image from this prompt and the settings below.' : renderMessage(imageStatus.detail)}</p>
 </section>`;
 }
 
@@ -240,11 +240,11 @@ export function renderStatus(health: Health['ollama'], images: ImageStatus & { r
   const ollamaReady = health.reachable && health.modelAvailable;
   const ollama = ollamaReady
     ? html`<span class="state ok">Ollama${health.version ? ` ${health.version}` : ''} is ready with ${health.model}.</span>`
-    : html`<span class="state warn">${health.problem ?? (health.reachable ? `The model ${health.model} is not pulled.` : 'Ollama is not reachable.')} Fix: run <code>${health.remedy ?? (health.reachable ? `ollama pull ${health.model}` : 'ollama serve')}</code></span>`;
+    : renderOllamaProblem(health);
   // The full how-to for a missing backend sits under the Generate button; the status line stays short.
   const image = !images.configured
     ? html`<span class="state off">No image backend is configured: Easel crafts prompts only.</span>`
-    : html`<span class="state ${images.reachable === false ? 'warn' : 'ok'}">${images.detail}</span>`;
+    : html`<span class="state ${images.reachable === false ? 'warn' : 'ok'}">${renderMessage(images.detail)}</span>`;
   return html`${ollama} ${image}`;
 }
 
@@ -278,3 +278,10 @@ export function renderComposerStatus(message: string): Html {
 }
 
 export type { ImageRecord };
+
+/** What is wrong with Ollama and the exact command that fixes it, said once. */
+function renderOllamaProblem(health: Health['ollama']): Html {
+  const remedy = health.remedy ?? (health.reachable ? `ollama pull ${health.model}` : 'ollama serve');
+  const problem = health.problem ?? (health.reachable ? `The model ${health.model} is not pulled.` : 'Ollama is not reachable.');
+  return html`<span class="state warn">${renderMessage(problem)}${problem.includes(remedy) ? EMPTY : html` Fix: run <code>${remedy}</code>`}</span>`;
+}
