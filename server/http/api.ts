@@ -1,7 +1,7 @@
-import { Hono, type Context } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { Hono } from 'hono';
 import type { EaselService, Logger, TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, respondError } from './errors.ts';
+import { streamEvents } from './stream-events.ts';
 
 export interface ApiDeps {
   service: EaselService;
@@ -73,7 +73,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const hangup = new AbortController();
     const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal);
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, result.value, hangup, deps.logger);
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson });
   });
 
   api.post('/conversations/:id/generations', async (c) => {
@@ -83,7 +83,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const hangup = new AbortController();
     const result = deps.service.generate(c.req.param('id'), { prompt: body.value.prompt, settings: body.value.settings }, hangup.signal);
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, result.value, hangup, deps.logger);
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson });
   });
 
   api.post('/conversations/:id/stop', (c) => {
@@ -93,27 +93,6 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   });
 
   return api;
-}
-
-/**
- * Streams a turn's events as SSE. A client that hangs up aborts the work at once (nobody is reading,
- * and the GPU must not keep generating); writes after a disconnect are skipped.
- */
-function streamEvents(c: Context, events: AsyncIterable<TurnEvent>, hangup: AbortController, logger: Logger) {
-  const onHangup = () => hangup.abort(new Error('client disconnected'));
-  c.req.raw.signal.addEventListener('abort', onHangup, { once: true });
-  return streamSSE(
-    c,
-    async (stream) => {
-      stream.onAbort(onHangup);
-      for await (const event of events) {
-        if (!stream.aborted) await stream.writeSSE(renderEventJson(event));
-      }
-    },
-    async (error) => {
-      logger.error('event stream failed', { path: c.req.path, error });
-    },
-  );
 }
 
 function toImageJson(image: { id: string; url: string; seed: number; width: number; height: number; prompt: string; negativePrompt: string; steps: number; cfg: number; model: string | null; createdAt: string }) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { streamSSE } from 'hono/streaming';
+import { streamEvents } from '../stream-events.ts';
 import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
@@ -245,30 +245,22 @@ interface HtmlStream {
  * hangs up aborts the work at once, and writes after a disconnect are skipped.
  */
 function streamHtml(c: Context, { first, events, view, hangup, imageWork, logger }: HtmlStream): Response {
-  const onHangup = () => hangup.abort(new Error('client disconnected'));
-  c.req.raw.signal.addEventListener('abort', onHangup, { once: true });
-  return streamSSE(
-    c,
-    async (stream) => {
-      stream.onAbort(onHangup);
-      try {
-        if (first) await stream.writeSSE({ data: String(first) });
-        for await (const event of events) {
-          if (event.type === 'generation') {
-            view.imageStarted = true;
-            view.generationId = event.id;
-            // From here on the stream's work is the image (the reply is written), so Cancel may abort it.
-            imageWork.add(view.conversationId, hangup);
-          }
-          const fragment = String(renderEventHtml(event, view));
-          if (!stream.aborted && fragment !== '') await stream.writeSSE({ data: fragment });
-        }
-      } finally {
-        imageWork.remove(view.conversationId, hangup);
-      }
+  return streamEvents(c, {
+    events,
+    hangup,
+    logger,
+    ...(first ? { first: { data: String(first) } } : {}),
+    onEvent(event) {
+      if (event.type !== 'generation') return;
+      view.imageStarted = true;
+      view.generationId = event.id;
+      // From here on the stream's work is the image (the reply is written), so Cancel may abort it.
+      imageWork.add(view.conversationId, hangup);
     },
-    async (error) => {
-      logger.error('page event stream failed', { path: c.req.path, error });
+    render(event) {
+      const fragment = String(renderEventHtml(event, view));
+      return fragment === '' ? undefined : { data: fragment };
     },
-  );
+    onEnd: () => imageWork.remove(view.conversationId, hangup),
+  });
 }
