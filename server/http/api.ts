@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { EaselService, Logger, TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, respondError } from './errors.ts';
-import { streamEvents } from './stream-events.ts';
+import { streamEvents, withRequestSignal } from './stream-events.ts';
 
 export interface ApiDeps {
   service: EaselService;
@@ -18,7 +18,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   const api = new Hono();
 
   api.get('/health', async (c) => {
-    return c.json(await deps.service.checkHealth(c.req.raw.signal));
+    return c.json(await withRequestSignal(c, (signal) => deps.service.checkHealth(signal)));
   });
 
   api.post('/conversations', (c) => {

@@ -2,6 +2,28 @@ import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Logger, TurnEvent } from '../core/index.ts';
 
+/**
+ * Calls `onAbort` if the client hangs up, until `release()` is called. The request's own signal must
+ * never be kept or composed (AbortSignal.any): with keep-alive it outlives the request in
+ * @hono/node-server, and whatever hangs on it stays in memory.
+ */
+export function linkToRequest(c: Context, onAbort: () => void): () => void {
+  const signal = c.req.raw.signal;
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+/** Runs `work` with a signal that aborts when the client hangs up, unlinked from the request afterwards. */
+export async function withRequestSignal<T>(c: Context, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const release = linkToRequest(c, () => controller.abort(new Error('client disconnected')));
+  try {
+    return await work(controller.signal);
+  } finally {
+    release();
+  }
+}
+
 export interface SseMessage {
   event?: string;
   data: string;
@@ -25,14 +47,12 @@ export interface StreamEventsOptions {
 /**
  * Streams a turn's events as SSE, the one way both renderers do it. A client that hangs up aborts the
  * work at once (nobody is reading, and the GPU must not keep generating); writes after a disconnect
- * are skipped. The listener on the request's signal is removed at the end: with keep-alive that signal
- * outlives the request, and the listener would keep the whole turn in memory.
+ * are skipped. The link to the request's signal is released at the end (see linkToRequest).
  */
 export function streamEvents(c: Context, options: StreamEventsOptions): Response {
   const { events, hangup, logger } = options;
   const onHangup = () => hangup.abort(new Error('client disconnected'));
-  const requestSignal = c.req.raw.signal;
-  requestSignal.addEventListener('abort', onHangup, { once: true });
+  const release = linkToRequest(c, onHangup);
   return streamSSE(
     c,
     async (stream) => {
@@ -45,7 +65,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
           if (message && !stream.aborted) await stream.writeSSE(message);
         }
       } finally {
-        requestSignal.removeEventListener('abort', onHangup);
+        release();
         options.onEnd?.();
       }
     },

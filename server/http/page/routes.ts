@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { streamEvents } from '../stream-events.ts';
+import { streamEvents, withRequestSignal } from '../stream-events.ts';
 import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
@@ -159,8 +159,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
   });
 
   page.get('/status', async (c) => {
-    const signal = c.req.raw.signal;
-    const health = await service.checkHealth(signal);
+    const health = await withRequestSignal(c, (signal) => service.checkHealth(signal));
     const images = deps.imageStatus ? await deps.imageStatus() : health.images;
     return sendHtml(c, joinHtml([renderStatus(health.ollama, images), renderGenerateState(images)]));
   });
