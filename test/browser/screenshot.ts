@@ -4,65 +4,42 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { deflateSync } from 'node:zlib';
-import { computeCrc32 } from '../fakes/png-bytes.ts';
+import { encodeRgbPng } from '../fakes/png-bytes.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { openNewConversation, openPage, startStage } from './browser.ts';
 
 const OUTPUT = fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url));
 
-function pngChunk(type: string, data: Uint8Array): Buffer {
-  const out = Buffer.alloc(12 + data.length);
-  out.writeUInt32BE(data.length, 0);
-  out.write(type, 4, 'latin1');
-  out.set(data, 8);
-  out.writeUInt32BE(computeCrc32(out.subarray(4, 8 + data.length)), 8 + data.length);
-  return out;
-}
 
 /** A small painted scene (rainy window, warm lamp glow) so the screenshot shows a picture, not a flat square. */
 function paintScene(size: number): Uint8Array {
-  const row = 1 + size * 3;
-  const raw = Buffer.alloc(row * size);
   const mix = (a: number, b: number, t: number) => a + (b - a) * Math.min(1, Math.max(0, t));
-  for (let y = 0; y < size; y++) {
-    for (let x = 0; x < size; x++) {
-      const u = x / size;
-      const v = y / size;
-      // The room: warm brown, darker towards the floor.
-      let r = mix(92, 48, v);
-      let g = mix(64, 32, v);
-      let b = mix(46, 26, v);
-      // The window: a grey-blue sky with rain streaks, inside a wooden frame.
-      const inWindow = u > 0.08 && u < 0.52 && v > 0.1 && v < 0.62;
-      if (inWindow) {
-        const streak = Math.sin(u * 180 + Math.sin(v * 9) * 2) > 0.93 ? 22 : 0;
-        r = mix(150, 96, v / 0.62) + streak;
-        g = mix(166, 110, v / 0.62) + streak;
-        b = mix(184, 132, v / 0.62) + streak;
-        if (Math.abs(u - 0.3) < 0.008 || Math.abs(v - 0.36) < 0.008) [r, g, b] = [70, 48, 34];
-      }
-      // The lamp: a warm glow on the right.
-      const glow = Math.max(0, 1 - Math.hypot(u - 0.78, v - 0.3) / 0.42);
-      r = mix(r, 255, glow * 0.75);
-      g = mix(g, 196, glow * 0.7);
-      b = mix(b, 120, glow * 0.55);
-      // The armchair: a deep green shape below the lamp.
-      const chair = u > 0.56 && u < 0.94 && v > 0.55 && v < 0.9 && Math.hypot((u - 0.75) / 0.19, (v - 0.6) / 0.35) < 1.15;
-      if (chair) [r, g, b] = [mix(64, 38, v), mix(92, 60, v), mix(70, 44, v)];
-      const at = y * row + 1 + x * 3;
-      raw[at] = Math.round(r);
-      raw[at + 1] = Math.round(g);
-      raw[at + 2] = Math.round(b);
+  return encodeRgbPng(size, size, (x, y) => {
+    const u = x / size;
+    const v = y / size;
+    // The room: warm brown, darker towards the floor.
+    let r = mix(92, 48, v);
+    let g = mix(64, 32, v);
+    let b = mix(46, 26, v);
+    // The window: a grey-blue sky with rain streaks, inside a wooden frame.
+    const inWindow = u > 0.08 && u < 0.52 && v > 0.1 && v < 0.62;
+    if (inWindow) {
+      const streak = Math.sin(u * 180 + Math.sin(v * 9) * 2) > 0.93 ? 22 : 0;
+      r = mix(150, 96, v / 0.62) + streak;
+      g = mix(166, 110, v / 0.62) + streak;
+      b = mix(184, 132, v / 0.62) + streak;
+      if (Math.abs(u - 0.3) < 0.008 || Math.abs(v - 0.36) < 0.008) [r, g, b] = [70, 48, 34];
     }
-  }
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(size, 0);
-  header.writeUInt32BE(size, 4);
-  header[8] = 8;
-  header[9] = 2;
-  const signature = Buffer.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
-  return new Uint8Array(Buffer.concat([signature, pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', new Uint8Array(0))]));
+    // The lamp: a warm glow on the right.
+    const glow = Math.max(0, 1 - Math.hypot(u - 0.78, v - 0.3) / 0.42);
+    r = mix(r, 255, glow * 0.75);
+    g = mix(g, 196, glow * 0.7);
+    b = mix(b, 120, glow * 0.55);
+    // The armchair: a deep green shape below the lamp.
+    const chair = u > 0.56 && u < 0.94 && v > 0.55 && v < 0.9 && Math.hypot((u - 0.75) / 0.19, (v - 0.6) / 0.35) < 1.15;
+    if (chair) [r, g, b] = [mix(64, 38, v), mix(92, 60, v), mix(70, 44, v)];
+    return [r, g, b];
+  });
 }
 
 /** Just enough of AUTOMATIC1111's API for one picture (no progress endpoint, like sd-server). */

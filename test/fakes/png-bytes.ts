@@ -25,14 +25,21 @@ function chunk(type: string, data: Uint8Array): Buffer {
 
 /** An 8-bit RGB PNG of one solid colour: IHDR, one zlib IDAT, IEND, all CRCs correct. */
 export function makePng(width: number, height: number, rgb: [number, number, number] = [200, 120, 40]): Uint8Array {
+  return encodeRgbPng(width, height, () => rgb);
+}
+
+/** An 8-bit RGB PNG whose pixel colours come from `paint(x, y)` (filter 0, one zlib IDAT, correct CRCs). */
+export function encodeRgbPng(width: number, height: number, paint: (x: number, y: number) => readonly [number, number, number]): Uint8Array {
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header[8] = 8; // bit depth
   header[9] = 2; // colour type: truecolour
-  const row = Buffer.alloc(1 + width * 3); // filter byte 0, then pixels
-  for (let x = 0; x < width; x++) row.set(rgb, 1 + x * 3);
-  const raw = Buffer.concat(Array.from({ length: height }, () => row));
+  const row = 1 + width * 3; // filter byte 0, then pixels
+  const raw = Buffer.alloc(row * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) raw.set(paint(x, y).map((v) => Math.max(0, Math.min(255, Math.round(v)))), y * row + 1 + x * 3);
+  }
   const signature = Buffer.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
   return new Uint8Array(
     Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array(0))]),
