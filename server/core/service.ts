@@ -53,6 +53,11 @@ export interface EaselService {
   generate(id: string, overrides: GenerateOverrides, signal: AbortSignal): Result<AsyncIterable<TurnEvent>>;
   /** Aborts the running reply (and the request to Ollama) and any image being made. False when nothing ran. */
   stop(id: string): boolean;
+  /**
+   * Cancels the images being made for this conversation (Generate's and a reply's automatic one),
+   * interrupting the backend; a reply still being written goes on. False when no image was being made.
+   */
+  cancelImages(id: string): boolean;
   isBusy(id: string): boolean;
 }
 
@@ -80,7 +85,17 @@ export interface ServiceDeps {
 
 export function createEaselService(deps: ServiceDeps): EaselService {
   const running = new Map<string, AbortController>();
+  // The controllers of the images being made, per conversation: what cancelImages aborts.
   const generating = new Map<string, Set<AbortController>>();
+  function trackImage(id: string, controller: AbortController): () => void {
+    const set = generating.get(id) ?? new Set<AbortController>();
+    set.add(controller);
+    generating.set(id, set);
+    return () => {
+      set.delete(controller);
+      if (set.size === 0) generating.delete(id);
+    };
+  }
   const newId = deps.newId ?? randomUUID;
   const isoNow = () => new Date(deps.clock.now()).toISOString();
 
@@ -137,13 +152,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       );
       const latest = deps.store.getConversation(record.id) ?? conversation;
       if (metadata && shouldAutoGenerate(metadata, latest.settings) && deps.images.configured && !controller.signal.aborted) {
-        yield* deps.images.generate({
-          conversationId: record.id,
-          turnId: stored.id,
-          prompt: latest.prompt,
-          settings: latest.settings,
-          signal: controller.signal,
-        });
+        // The reply is written; from here the turn's work is the image, so cancelImages may abort it.
+        const untrack = trackImage(record.id, controller);
+        try {
+          yield* deps.images.generate({
+            conversationId: record.id,
+            turnId: stored.id,
+            prompt: latest.prompt,
+            settings: latest.settings,
+            signal: controller.signal,
+          });
+        } finally {
+          untrack();
+        }
       }
       yield outcome.done;
     } finally {
@@ -223,17 +244,14 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       }
       const controller = new AbortController();
       signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
-      const set = generating.get(id) ?? new Set<AbortController>();
-      set.add(controller);
-      generating.set(id, set);
+      const untrack = trackImage(id, controller);
       const settings = { ...record.settings, ...patch.data };
       async function* stream(): AsyncGenerator<TurnEvent> {
         try {
           yield* deps.images.generate({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, signal: controller.signal });
           yield { type: 'done', attempts: 0, repairs: [], level: 'clean', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
         } finally {
-          set.delete(controller);
-          if (set.size === 0) generating.delete(id);
+          untrack();
         }
       }
       const events = stream();
@@ -241,9 +259,16 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     },
 
     stop(id) {
-      const controllers = [running.get(id), ...(generating.get(id) ?? [])].filter((c): c is AbortController => c !== undefined);
+      const controllers = new Set([running.get(id), ...(generating.get(id) ?? [])].filter((c): c is AbortController => c !== undefined));
       for (const controller of controllers) controller.abort(new Error('stopped by the user'));
-      return controllers.length > 0;
+      return controllers.size > 0;
+    },
+
+    cancelImages(id) {
+      const controllers = generating.get(id);
+      if (!controllers) return false;
+      for (const controller of controllers) controller.abort(new Error('image cancelled by the user'));
+      return true;
     },
 
     isBusy(id) {

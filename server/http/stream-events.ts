@@ -40,8 +40,6 @@ export interface StreamEventsOptions {
   first?: SseMessage;
   /** Sees every event before it is rendered. */
   onEvent?(event: TurnEvent): void;
-  /** Runs once the stream is over, however it ended. */
-  onEnd?(): void;
 }
 
 /**
@@ -66,7 +64,6 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         }
       } finally {
         release();
-        options.onEnd?.();
       }
     },
     async (error) => {

@@ -212,6 +212,20 @@ describeInBrowser('the image area', () => {
     await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
   });
 
+  it("Cancel stops the image a reply started on its own; the reply's text stays", async () => {
+    await openConversation({ autoGenerate: true });
+    const interrupts = a1111.interrupts;
+    stage.fake.enqueue(scriptReply('Painting it now.', meta('a slow sunset', { generate_image: true, steps: 150 })));
+    await send('a sunset');
+    await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
+    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    await waitForReply();
+    expect(await page.locator('#log .msg.assistant .text').last().textContent()).toBe('Painting it now.');
+    expect(await imageInFrame().count()).toBe(0);
+  });
+
   it('Cancel during a reply stops the image only: the reply is written to the end', async () => {
     await openConversation({ steps: 150 });
     const words = Array.from({ length: 30 }, (_, i) => `word${i} `);

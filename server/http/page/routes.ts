@@ -46,7 +46,6 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const page = new Hono();
   const assets = loadAssets();
   const sends = createSendGuard();
-  const imageWork = createImageWork();
   const findImage = (conversationId: string) => (imageId: string) =>
     service.getConversation(conversationId)?.images.find((image) => image.id === imageId);
 
@@ -101,7 +100,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const result = service.sendMessage(id, form.text, hangup.signal);
     if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.fields?.text ?? result.error.message), STATUS[result.error.code]);
     const view = { conversationId: id, bubbleId: `reply-${randomBytes(6).toString('hex')}`, userText: String(form.text).trim(), findImage: findImage(id) };
-    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, imageWork, logger });
+    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger });
   });
 
   page.post('/c/:id/generations', async (c) => {
@@ -123,7 +122,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
     const view: StreamView = { conversationId: id, imageStarted: true, findImage: findImage(id) };
-    return streamHtml(c, { events: result.value, view, hangup, imageWork, logger });
+    return streamHtml(c, { events: result.value, view, hangup, logger });
   });
 
   page.post('/c/:id/stop', (c) => {
@@ -133,9 +132,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   // Cancel stops only the images: a reply being written at the same time goes on.
   page.post('/c/:id/images/cancel', (c) => {
-    const id = c.req.param('id');
-    // An image started elsewhere (the JSON API) is not one of ours; stop it unless a reply would go too.
-    if (!imageWork.cancel(id) && !service.isBusy(id)) service.stop(id);
+    service.cancelImages(c.req.param('id'));
     return c.body(null, 204);
   });
 
@@ -199,43 +196,12 @@ function sendHtml(c: Context, body: Html, status: 200 | 400 | 404 | 409 | 422 | 
   return c.html(String(body), status);
 }
 
-/** The page's image streams per conversation, so Cancel can abort them and nothing else. */
-interface ImageWork {
-  add(conversationId: string, controller: AbortController): void;
-  remove(conversationId: string, controller: AbortController): void;
-  /** Aborts them all; false when there were none. */
-  cancel(conversationId: string): boolean;
-}
-
-function createImageWork(): ImageWork {
-  const work = new Map<string, Set<AbortController>>();
-  return {
-    add(conversationId, controller) {
-      const set = work.get(conversationId) ?? new Set<AbortController>();
-      set.add(controller);
-      work.set(conversationId, set);
-    },
-    remove(conversationId, controller) {
-      const set = work.get(conversationId);
-      set?.delete(controller);
-      if (set?.size === 0) work.delete(conversationId);
-    },
-    cancel(conversationId) {
-      const set = work.get(conversationId);
-      if (!set || set.size === 0) return false;
-      for (const controller of set) controller.abort(new Error('image cancelled by the user'));
-      return true;
-    },
-  };
-}
-
 interface HtmlStream {
   first?: Html;
   events: AsyncIterable<TurnEvent>;
   view: StreamView;
-  /** Aborts the work: on hang-up, and on Cancel once an image is being made. */
+  /** Aborted when the client hangs up. */
   hangup: AbortController;
-  imageWork: ImageWork;
   logger: Logger;
 }
 
@@ -243,7 +209,7 @@ interface HtmlStream {
  * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
  * hangs up aborts the work at once, and writes after a disconnect are skipped.
  */
-function streamHtml(c: Context, { first, events, view, hangup, imageWork, logger }: HtmlStream): Response {
+function streamHtml(c: Context, { first, events, view, hangup, logger }: HtmlStream): Response {
   return streamEvents(c, {
     events,
     hangup,
@@ -253,13 +219,10 @@ function streamHtml(c: Context, { first, events, view, hangup, imageWork, logger
       if (event.type !== 'generation') return;
       view.imageStarted = true;
       view.generationId = event.id;
-      // From here on the stream's work is the image (the reply is written), so Cancel may abort it.
-      imageWork.add(view.conversationId, hangup);
     },
     render(event) {
       const fragment = String(renderEventHtml(event, view));
       return fragment === '' ? undefined : { data: fragment };
     },
-    onEnd: () => imageWork.remove(view.conversationId, hangup),
   });
 }
