@@ -6,7 +6,7 @@ import { serve } from '@hono/node-server';
 import { formatHelp, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
-import { createEaselService, createImageGenerator, createLogger, type ImageBackend, type Logger } from './core/index.ts';
+import { createEaselService, createImageGenerator, createLogger, describeModelHealth, type ImageBackend, type Logger } from './core/index.ts';
 import { createOpenAiImagesBackend } from './openai-images/index.ts';
 import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
@@ -58,13 +58,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   });
   // Not fatal: Easel starts anyway and re-checks on every turn, so starting Ollama later just works.
   void service.checkHealth().then(({ ollama }) => {
-    if (ollama.reachable && ollama.modelAvailable) {
-      logger.info(`Ollama ${ollama.version ?? ''} is ready with ${ollama.model}`.replace('  ', ' '));
-    } else {
-      const problem = ollama.problem ?? 'Ollama is not ready.';
-      const remedy = ollama.remedy ?? 'ollama serve';
-      logger.warn(problem.includes(remedy) ? problem : `${problem} Run \`${remedy}\`.`);
-    }
+    if (ollama.reachable && ollama.modelAvailable) logger.info(describeModelHealth(ollama));
+    else logger.warn(describeModelHealth(ollama));
   });
 
   return {

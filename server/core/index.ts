@@ -2,6 +2,7 @@ export type { ConversationRecord, ConversationStore, ImageRecord, NewTurn, Trans
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode } from './errors.ts';
 export type { DoneEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
+export { describeModelHealth } from './health.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, MAX_MESSAGE_CHARS } from './service.ts';

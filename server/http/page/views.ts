@@ -1,5 +1,5 @@
 import type { ConversationView, Health, ImageRecord, Settings, TranscriptTurn } from '../../core/index.ts';
-import { SETTING_LIMITS } from '../../core/index.ts';
+import { describeModelHealth, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
@@ -238,9 +238,7 @@ function renderTurn(
 
 export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean }): Html {
   const ollamaReady = health.reachable && health.modelAvailable;
-  const ollama = ollamaReady
-    ? html`<span class="state ok">Ollama${health.version ? ` ${health.version}` : ''} is ready with ${health.model}.</span>`
-    : renderOllamaProblem(health);
+  const ollama = html`<span class="state ${ollamaReady ? 'ok' : 'warn'}">${renderMessage(describeModelHealth(health))}</span>`;
   // The full how-to for a missing backend sits under the Generate button; the status line stays short.
   const image = !images.configured
     ? html`<span class="state off">No image backend is configured: Easel crafts prompts only.</span>`
@@ -278,10 +276,3 @@ export function renderComposerStatus(message: string): Html {
 }
 
 export type { ImageRecord };
-
-/** What is wrong with Ollama and the exact command that fixes it, said once. */
-function renderOllamaProblem(health: Health['ollama']): Html {
-  const remedy = health.remedy ?? (health.reachable ? `ollama pull ${health.model}` : 'ollama serve');
-  const problem = health.problem ?? (health.reachable ? `The model ${health.model} is not pulled.` : 'Ollama is not reachable.');
-  return html`<span class="state warn">${renderMessage(problem)}${problem.includes(remedy) ? EMPTY : html` Fix: run <code>${remedy}</code>`}</span>`;
-}
