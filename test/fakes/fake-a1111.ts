@@ -17,6 +17,8 @@ export interface FakeA1111Options {
   /** txt2img never answers. */
   hang?: boolean;
   modelName?: string;
+  /** /sdapi/v1/interrupt answers after this delay (the real one answers at once; this plays a busy server). */
+  interruptDelayMs?: number;
   /** txt2img answers with these bytes (base64) in place of the rendered PNG: broken or odd images. */
   image?: Uint8Array;
   /**
@@ -274,6 +276,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       case 'POST /sdapi/v1/interrupt':
         interrupts++;
         state.interrupted = true;
+        if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
         return sendJson(response, 200, {});
       case 'GET /sdapi/v1/options':
         return sendJson(response, 200, {

@@ -232,4 +232,14 @@ describe('shutdown interrupts the image backend', () => {
     expect(of(events, 'error')[0]).toMatchObject({ code: 'image_cancelled' });
     expect(comfy.requests.find((r) => r.path === '/interrupt')?.body).toEqual({ prompt_id: comfy.promptIds[0] });
   });
+
+  it('a stream its client just abandoned still gets its interrupt out before close() resolves', async () => {
+    const { comfy, easel } = await withComfyUi({ stepDelayMs: 50 });
+    const id = await easel.newConversation();
+    const response = await easel.post(`/api/conversations/${id}/generations`, { prompt: 'slow', settings: { steps: 150 } });
+    expect(response.status).toBe(200);
+    for await (const event of iterateSse(response.body!)) if (event.type === 'progress') break; // hangs up
+    await easel.close();
+    expect(comfy.interrupts).toBeGreaterThanOrEqual(1);
+  });
 });
