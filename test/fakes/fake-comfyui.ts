@@ -20,6 +20,8 @@ export interface FakeComfyUiOptions {
   executionError?: string;
   /** Checkpoint files CheckpointLoaderSimple may load. */
   checkpoints?: string[];
+  /** /interrupt answers after this delay (the real one answers at once; this plays a busy server). */
+  interruptDelayMs?: number;
   /** SaveImage "writes" these bytes in place of the rendered PNG, and /view serves them. */
   image?: Uint8Array;
   /**
@@ -49,6 +51,8 @@ export interface FakeComfyUi {
   queueDeletes: string[];
   /** How many times /interrupt was called. */
   readonly interrupts: number;
+  /** How many /interrupt calls have been answered. */
+  readonly interruptsAnswered: number;
   /** Client ids that opened /ws. */
   readonly connectedClients: string[];
   /** Bytes of a hugeViewBytes file handed to the socket so far: what Easel could have read at most. */
@@ -182,6 +186,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   const files = new Map<string, Uint8Array>();
   let running: { prompt: QueuedPrompt; interrupted: boolean } | undefined;
   let interrupts = 0;
+  let interruptsAnswered = 0;
   let hugeBytesSent = 0;
   let promptNumber = 0;
   let fileCounter = 0;
@@ -333,6 +338,8 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
       const target = isRecord(body) && typeof body['prompt_id'] === 'string' ? body['prompt_id'] : undefined;
       // Newer ComfyUI only interrupts the named prompt when it is the running one.
       if (running !== undefined && (target === undefined || target === running.prompt.id)) running.interrupted = true;
+      if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
+      interruptsAnswered++;
       return sendJson(response, 200, {});
     }
     if (method === 'POST' && address.pathname === '/queue') {
@@ -423,6 +430,9 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     queueDeletes,
     get interrupts() {
       return interrupts;
+    },
+    get interruptsAnswered() {
+      return interruptsAnswered;
     },
     get connectedClients() {
       return [...connectedClients];
