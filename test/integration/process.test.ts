@@ -145,4 +145,14 @@ describe('npm start and signals', () => {
     expect(started.log()).toContain('SIGINT: stopping Easel');
     expect(await started.exited).toBe(0);
   });
+
+  it('Ctrl-C in a terminal (SIGINT to npm and to the server, npm forwarding another): one graceful stop', async () => {
+    const started = await startWithNpm([]);
+    const server = started.chain.at(-1)!;
+    process.kill(started.npm.pid!, 'SIGINT');
+    process.kill(server, 'SIGINT');
+    await expectStoppedWithin(started, STOP_WITHIN_MS);
+    expect(started.log().match(/SIGINT: stopping Easel/g)).toHaveLength(1);
+    expect(await started.exited).toBe(0);
+  });
 });
