@@ -1,6 +1,5 @@
 // The only module that reads process.env / argv and wires adapters together.
 import { mkdirSync, readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { formatHelp, parseConfig, type Config } from './config/index.ts';
@@ -12,13 +11,18 @@ import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
 import { createOllamaChatModel } from './ollama/index.ts';
 import { createSqliteStore } from './sqlite/index.ts';
+import { writeFileAtomically } from './util/index.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface RunningServer {
   url: string;
+  /** Stops taking connections, stops every reply and image (interrupting the backend), then closes the store. */
   close(): Promise<void>;
 }
+
+/** The whole shutdown on SIGTERM/SIGINT stays under 5 s; past this the process exits anyway. */
+export const SHUTDOWN_DEADLINE_MS = 4_500;
 
 /** Starts Easel with a parsed config; used by the CLI below and by tests that need a real port. */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
@@ -37,7 +41,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     store,
     logger,
     clock: Date,
-    saveFile: (name, bytes) => writeFile(join(imagesDir, name), bytes, { flag: 'wx' }),
+    saveFile: (name, bytes) => writeFileAtomically(join(imagesDir, name), bytes),
+    imagesDir,
     ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
   });
   const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx });
@@ -62,16 +67,20 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     else logger.warn(describeModelHealth(ollama));
   });
 
+  const connections = server as { closeAllConnections?: () => void; closeIdleConnections?: () => void };
+  let closing: Promise<void> | undefined;
   return {
     url,
     close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => {
-          store.close();
-          resolve();
-        });
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
+      (closing ??= (async () => {
+        // The port is freed first; streams in progress stay open to carry their last event.
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        connections.closeIdleConnections?.();
+        await service.shutdown();
+        connections.closeAllConnections?.();
+        await closed;
+        store.close();
+      })()),
   };
 }
 
@@ -116,9 +125,26 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   logger.info(`Easel ${VERSION} is running at ${running.url}`);
-  const shutdown = () => void running.close().then(() => process.exit(0));
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    // npm forwards the terminal's Ctrl-C as a second SIGINT: one shutdown is enough.
+    if (stopping) return;
+    stopping = true;
+    logger.info(`${signal}: stopping Easel (interrupting any image being made)…`);
+    setTimeout(() => {
+      logger.warn(`Easel did not stop within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting anyway.`);
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('shutdown failed', { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('server/main.ts')) {

@@ -1,9 +1,22 @@
 // AUTOMATIC1111 / Forge / SD.Next / stable-diffusion.cpp's sd-server, through the /sdapi/v1 API.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageBackendError } from '../core/errors.ts';
+import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
-import { formatDuration, isRecord, NOT_LISTENING_CODES, parseJson, readErrorCode, truncate } from '../util/index.ts';
+import {
+  describeTooLarge,
+  formatBytes,
+  formatDuration,
+  isRecord,
+  NOT_LISTENING_CODES,
+  parseJson,
+  readCappedText,
+  readErrorCode,
+  readTextPrefix,
+  truncate,
+  type BodyTooLarge,
+} from '../util/index.ts';
 
 export interface A1111BackendOptions {
   /** Base URL, e.g. http://127.0.0.1:7860 */
@@ -94,6 +107,13 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     return new ImageBackendError('cancelled', `The image was cancelled; AUTOMATIC1111 at ${url} was asked to stop.`, { cause });
   }
 
+  function toTooLargeError(error: BodyTooLarge): ImageBackendError {
+    return new ImageBackendError(
+      'too_large',
+      `AUTOMATIC1111 at ${url} sent ${describeTooLarge(error)}, more than Easel accepts for one image (${formatBytes(MAX_IMAGE_BYTES)} of PNG); Easel stopped reading it and kept nothing. Lower the image size, or check that --image-url points to AUTOMATIC1111's API.`,
+    );
+  }
+
   /** Best effort: the job is abandoned either way, so a failed interrupt is not reported. */
   async function interrupt(): Promise<void> {
     try {
@@ -121,7 +141,9 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
           await response.body?.cancel();
           continue;
         }
-        const progress = readProgress(await response.json());
+        const body = await readCappedText(response, MAX_BACKEND_ANSWER_BYTES);
+        if (!body.ok) continue;
+        const progress = readProgress(parseJson(body.value));
         const key = JSON.stringify(progress);
         if (progress === undefined || key === lastReported || stop.aborted) continue;
         lastReported = key;
@@ -199,9 +221,12 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
         }),
         signal: job.signal,
       });
-      const text = await response.text();
+      // The image arrives as base64 inside JSON, so the cap counts the JSON; an error answer is only quoted.
+      const body = response.ok ? await readCappedText(response, MAX_IMAGE_JSON_BYTES) : { ok: true as const, value: await readTextPrefix(response, MAX_ERROR_TEXT_BYTES) };
       // A1111 answers an interrupted job with 200 and a half-finished image: ours was stopped.
       if (stopReason !== undefined) throw toStoppedError(stopReason);
+      if (!body.ok) throw toTooLargeError(body.error);
+      const text = body.value;
       if (response.status === 404) {
         throw new ImageBackendError(
           'backend_error',
@@ -236,7 +261,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
       const response = await fetchImpl(`${url}/sdapi/v1/options`, {
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       });
-      const text = await response.text();
+      const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       if (response.ok) {
         const options = parseJson(text);
         const model = isRecord(options) ? options['sd_model_checkpoint'] : undefined;

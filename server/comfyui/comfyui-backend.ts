@@ -4,10 +4,23 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { ImageBackendError } from '../core/errors.ts';
+import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import { fillWorkflow, findCheckpointName } from './workflow.ts';
-import { formatDuration, isRecord, NOT_LISTENING_CODES, parseJson, readErrorCode, truncate } from '../util/index.ts';
+import {
+  describeTooLarge,
+  formatBytes,
+  formatDuration,
+  isRecord,
+  NOT_LISTENING_CODES,
+  parseJson,
+  readCappedBytes,
+  readCappedText,
+  readErrorCode,
+  readTextPrefix,
+  truncate,
+} from '../util/index.ts';
 
 export interface ComfyUiBackendOptions {
   /** Base URL, e.g. http://127.0.0.1:8188 */
@@ -173,6 +186,17 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     return new ImageBackendError('cancelled', `The image was cancelled; ComfyUI at ${url} was asked to stop.`, { cause });
   }
 
+  /** A successful answer's text within MAX_BACKEND_ANSWER_BYTES; an error answer only as far as it is quoted. */
+  async function readAnswer(response: Response, path: string): Promise<string> {
+    if (!response.ok) return readTextPrefix(response, MAX_ERROR_TEXT_BYTES);
+    const body = await readCappedText(response, MAX_BACKEND_ANSWER_BYTES);
+    if (body.ok) return body.value;
+    throw new ImageBackendError(
+      'too_large',
+      `ComfyUI at ${url} answered ${path} with ${describeTooLarge(body.error)}, far more than a real answer; Easel stopped reading it. Check that --image-url points to ComfyUI.`,
+    );
+  }
+
   async function post(path: string, body?: unknown): Promise<void> {
     try {
       const response = await fetchImpl(`${url}${path}`, {
@@ -195,7 +219,8 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
 
   function openSocket(clientId: string, signal: AbortSignal): Promise<WebSocket> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocketImpl(toWebSocketUrl(url, clientId));
+      // Previews are small; the cap keeps one hostile frame from costing ws's default 100 MB.
+      const socket = new WebSocketImpl(toWebSocketUrl(url, clientId), { maxPayload: MAX_IMAGE_BYTES });
       const onAbort = () => {
         socket.terminate();
         reject(signal.reason);
@@ -231,7 +256,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       body: JSON.stringify({ prompt: workflow, client_id: clientId }),
       signal,
     });
-    const text = await response.text();
+    const text = await readAnswer(response, '/prompt');
     if (!response.ok) {
       throw new ImageBackendError(
         'backend_error',
@@ -286,7 +311,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
   async function readHistory(promptId: string, signal: AbortSignal): Promise<OutputImage[]> {
     for (let attempt = 1; ; attempt++) {
       const response = await fetchImpl(`${url}/history/${encodeURIComponent(promptId)}`, { signal });
-      const text = await response.text();
+      const text = await readAnswer(response, '/history');
       if (!response.ok) {
         throw new ImageBackendError('backend_error', `ComfyUI at ${url} answered /history with HTTP ${response.status}: ${truncate(text)}.`);
       }
@@ -304,10 +329,18 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     const query = new URLSearchParams({ filename: image.filename, subfolder: image.subfolder, type: image.type });
     const response = await fetchImpl(`${url}/view?${query.toString()}`, { signal });
     if (!response.ok) {
-      const text = await response.text();
+      const text = await readTextPrefix(response, MAX_ERROR_TEXT_BYTES);
       throw new ImageBackendError('backend_error', `ComfyUI at ${url} could not serve ${image.filename} (HTTP ${response.status}: ${truncate(text) || 'no details'}).`);
     }
-    const png = new Uint8Array(await response.arrayBuffer());
+    // /view is a FileResponse with a Content-Length, so an oversized file is refused before any byte of it is read.
+    const body = await readCappedBytes(response, MAX_IMAGE_BYTES);
+    if (!body.ok) {
+      throw new ImageBackendError(
+        'too_large',
+        `ComfyUI at ${url} sent ${image.filename} as ${describeTooLarge(body.error)}, more than the ${formatBytes(MAX_IMAGE_BYTES)} Easel accepts for one image; Easel stopped reading it and kept nothing. Lower the image size or upscale less in the workflow.`,
+      );
+    }
+    const png = body.value;
     const chunks = readPngChunks(png);
     if (!chunks.ok) {
       const format = describeImageBytes(png);
@@ -386,7 +419,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       const response = await fetchImpl(`${url}/system_stats`, {
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       });
-      const text = await response.text();
+      const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       if (!response.ok) {
         return { reachable: true, detail: `The server at ${url} answers /system_stats with HTTP ${response.status}; check that --image-url points to ComfyUI.` };
       }

@@ -21,6 +21,7 @@ export type ImageBackendErrorCode =
   | 'backend_error' // the backend answered with an error
   | 'timeout'
   | 'cancelled'
+  | 'too_large' // the answer is larger than MAX_IMAGE_BYTES allows; it was not read whole
   | 'bad_response';
 
 export class ImageBackendError extends Error {

@@ -1,11 +1,11 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { formatA1111Parameters, readPngSize, writePngText } from '../png/index.ts';
+import { checkPngImage, formatA1111Parameters, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore, ImageRecord } from './conversation.ts';
-import { isImageBackendError } from './errors.ts';
+import { ImageBackendError, isImageBackendError } from './errors.ts';
 import type { TurnEvent } from './events.ts';
 import type { Logger } from './logger.ts';
-import type { ImageBackend, ImageProgress } from './ports.ts';
+import type { ImageBackend, ImageProgress, ImageResult } from './ports.ts';
 import type { Settings } from './settings.ts';
 
 export interface ImageBackendStatus {
@@ -30,6 +30,8 @@ export interface ImageGenerator {
   /** Yields `generation`, then `progress`…, then `image` or `error`. Never throws. */
   generate(input: GenerateInput): AsyncGenerator<TurnEvent>;
   checkHealth(signal?: AbortSignal): Promise<ImageBackendStatus>;
+  /** Resolves once every generation started so far has settled on the backend (a cancelled one's interrupt sent). */
+  settled(): Promise<void>;
 }
 
 export interface ImageGeneratorDeps {
@@ -37,8 +39,13 @@ export interface ImageGeneratorDeps {
   store: ConversationStore;
   logger: Logger;
   clock: { now(): number };
-  /** Writes the finished PNG under the images directory; names are never reused. */
+  /**
+   * Writes the finished PNG under the images directory; names are never reused. It must leave no partial
+   * file when it fails (write to a temporary name, then rename).
+   */
   saveFile(name: string, bytes: Uint8Array): Promise<void>;
+  /** Where images are saved, named in the message when a write fails. */
+  imagesDir?: string;
   /** Frees the GPU before an image (--unload-llm). */
   unloadLlm?: () => Promise<void>;
   randomSeed?: () => number;
@@ -48,7 +55,22 @@ export interface ImageGeneratorDeps {
 export const NO_BACKEND_MESSAGE =
   'No image backend is configured, so Easel only crafts prompts. Start it with --image-backend a1111, comfyui or openai (and --image-url) to make pictures.';
 
-/** One generation at a time per backend; later requests wait their turn (and say so). */
+const BACKEND_LABELS: Record<ImageBackend['name'], string> = {
+  a1111: 'AUTOMATIC1111',
+  comfyui: 'ComfyUI',
+  openai: 'The OpenAI-compatible image server',
+};
+
+/** A write of a finished image failed: the disk, not the backend, is at fault. */
+class ImageSaveError extends Error {
+  override readonly name = 'ImageSaveError';
+}
+
+/**
+ * One generation at a time per backend, always; later requests wait their turn (and say so). A job's slot
+ * is handed on only when its own backend work has settled AND every job before it has, so cancelling a
+ * queued job never lets the next one start beside the running one.
+ */
 export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
   const randomSeed = deps.randomSeed ?? (() => randomInt(0, LIMITS.seed.max + 1));
   const newImageId = deps.newImageId ?? (() => randomBytes(16).toString('hex'));
@@ -67,9 +89,13 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
     const previous = queue;
     let release!: () => void;
     queue = new Promise<void>((resolve) => (release = resolve));
+    // Aborted when the caller stops iterating, so an abandoned job is interrupted rather than left running.
+    const abandoned = new AbortController();
+    const signal = AbortSignal.any([input.signal, abandoned.signal]);
+    let job: Promise<ImageResult> | undefined;
     try {
       yield { type: 'generation', id, ...(queued ? { queued: true } : {}) };
-      await waitOrAbort(previous, input.signal);
+      await waitOrAbort(previous, signal);
       if (deps.unloadLlm) {
         await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
       }
@@ -85,17 +111,26 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         height: settings.height,
       };
       const progress = createChannel<ImageProgress>();
-      const job = backend.generate(request, { signal: input.signal, onProgress: (p) => progress.push(p) });
+      job = backend.generate(request, { signal, onProgress: (p) => progress.push(p) });
       job.then(progress.close, progress.close);
       for await (const p of progress) yield { type: 'progress', id, ...p };
       const result = await job;
 
-      const size = readPngSize(result.png);
-      const width = size.ok ? size.value.width : request.width;
-      const height = size.ok ? size.value.height : request.height;
+      // One check for every backend, before anything is written: a broken image is refused whole.
+      const checked = await checkPngImage(result.png);
+      if (!checked.ok) {
+        throw new ImageBackendError(
+          'bad_response',
+          `${BACKEND_LABELS[backend.name]} at ${backend.url} sent an image Easel cannot use: ${checked.error.message} Nothing was saved; try again, and check the backend's console if it happens again.`,
+        );
+      }
+      const { width, height } = checked.value;
       const parameters = formatA1111Parameters({ ...request, seed: result.seed, width, height, ...(result.model ? { model: result.model } : {}) });
       const file = `${id}.png`;
-      await deps.saveFile(file, writePngText(result.png, 'parameters', parameters));
+      const bytes = writePngText(result.png, 'parameters', parameters);
+      await deps.saveFile(file, bytes).catch((error: unknown) => {
+        throw new ImageSaveError(`could not write ${file}`, { cause: error });
+      });
       const image: ImageRecord = {
         id,
         conversationId: input.conversationId,
@@ -115,18 +150,22 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       deps.store.addImage(image);
       yield { type: 'image', id, url: image.url, seed: image.seed, width, height, prompt: image.prompt };
     } catch (error) {
-      yield { type: 'error', ...describeImageFailure(error, input.signal) };
-      if (!isImageBackendError(error) && !input.signal.aborted) deps.logger.error('image generation failed', { error });
+      yield { type: 'error', ...describeImageFailure(error, signal, deps.imagesDir) };
+      if (error instanceof ImageSaveError) deps.logger.error('the finished image could not be saved', { error });
+      else if (!isImageBackendError(error) && !signal.aborted) deps.logger.error('image generation failed', { error });
       else deps.logger.warn('image generation did not finish', { error });
     } finally {
       pending--;
-      release();
+      abandoned.abort(new Error('the image is no longer awaited'));
+      const settled = job?.then(noop, noop) ?? Promise.resolve();
+      void Promise.all([previous, settled]).then(release);
     }
   }
 
   return {
     configured: deps.backend !== null,
     generate,
+    settled: () => queue,
     async checkHealth(signal) {
       const backend = deps.backend;
       if (!backend) return { backend: 'none', url: null, configured: false, reachable: false, detail: NO_BACKEND_MESSAGE };
@@ -136,8 +175,26 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
   };
 }
 
-function describeImageFailure(error: unknown, signal: AbortSignal): { code: string; message: string } {
+function noop(): void {}
+
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
+
+function describeImageFailure(error: unknown, signal: AbortSignal, imagesDir: string | undefined): { code: string; message: string } {
   const keep = 'The prompt is kept: press Generate to try again.';
+  if (error instanceof ImageSaveError) {
+    const code = (error.cause as NodeJS.ErrnoException | undefined)?.code;
+    const where = imagesDir === undefined ? 'the images folder of the data dir' : imagesDir;
+    if (code !== undefined && DISK_FULL_CODES.has(code)) {
+      return {
+        code: 'image_disk_full',
+        message: `The image was made but could not be saved: the disk holding ${where} is full (${code}), and nothing was written. Free some disk space, then press Generate again; the prompt is kept.`,
+      };
+    }
+    return {
+      code: 'image_save_failed',
+      message: `The image was made but could not be saved in ${where}${code === undefined ? '' : ` (${code})`}, and nothing was written. Check that this folder exists and that Easel may write to it (permissions, a read-only disk, --data-dir), then press Generate again; the prompt is kept.`,
+    };
+  }
   if (signal.aborted || (isImageBackendError(error) && error.code === 'cancelled')) {
     return { code: 'image_cancelled', message: `Image generation was cancelled. ${keep}` };
   }

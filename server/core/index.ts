@@ -3,6 +3,7 @@ export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendErro
 export type { ChatModelErrorCode, ImageBackendErrorCode } from './errors.ts';
 export type { DoneEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
 export { describeModelHealth } from './health.ts';
+export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, MAX_MESSAGE_CHARS } from './service.ts';

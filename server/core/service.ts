@@ -59,7 +59,16 @@ export interface EaselService {
    */
   cancelImages(id: string): boolean;
   isBusy(id: string): boolean;
+  /**
+   * For process shutdown: aborts every running reply and image (so image backends are interrupted: they
+   * keep working after a disconnect) and waits, at most SHUTDOWN_WAIT_MS, until their work has settled.
+   */
+  shutdown(): Promise<void>;
 }
+
+/** How long shutdown() waits for aborted work to settle: a stream whose client stopped reading may never finish. */
+export const SHUTDOWN_WAIT_MS = 3_000;
+const SHUTDOWN_POLL_MS = 20;
 
 export const MAX_MESSAGE_CHARS = 8000;
 
@@ -273,6 +282,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
     isBusy(id) {
       return running.has(id);
+    },
+
+    async shutdown() {
+      const controllers = new Set([...running.values(), ...[...generating.values()].flatMap((set) => [...set])]);
+      for (const controller of controllers) controller.abort(new Error('Easel is shutting down'));
+      // Polled rather than signalled, so this stays independent of how turns and images clean up.
+      const deadline = performance.now() + SHUTDOWN_WAIT_MS;
+      const sleep = () => new Promise((resolve) => setTimeout(resolve, SHUTDOWN_POLL_MS));
+      while ((running.size > 0 || generating.size > 0) && performance.now() < deadline) await sleep();
+      // A stream abandoned by its client is untracked at once, but its backend job (and interrupt) may still run.
+      let imagesSettled = false;
+      void deps.images.settled().then(() => (imagesSettled = true));
+      while (!imagesSettled && performance.now() < deadline) await sleep();
     },
   };
 }

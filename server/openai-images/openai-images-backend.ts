@@ -1,9 +1,23 @@
 // OpenAI-compatible image servers (LocalAI, stable-diffusion.cpp's sd-server, …):
 // POST /v1/images/generations. No progress and no interrupt endpoint exist.
 import { ImageBackendError } from '../core/errors.ts';
+import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
-import { formatDuration, isRecord, NOT_LISTENING_CODES, parseJson, readErrorCode, truncate } from '../util/index.ts';
+import {
+  describeTooLarge,
+  formatBytes,
+  formatDuration,
+  isRecord,
+  NOT_LISTENING_CODES,
+  parseJson,
+  readCappedBytes,
+  readCappedText,
+  readErrorCode,
+  readTextPrefix,
+  truncate,
+  type BodyTooLarge,
+} from '../util/index.ts';
 
 export interface OpenAiImagesBackendOptions {
   /** Base URL, with or without a trailing /v1, e.g. http://127.0.0.1:8080 */
@@ -39,6 +53,7 @@ export function describeOpenAiError(bodyText: string): string {
 export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
   const apiBase = `${url.replace(/\/v1$/, '')}/v1`;
+  const origin = new URL(url).origin;
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
@@ -84,6 +99,47 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     return new ImageBackendError('backend_error', `The image server at ${url} refused the image (HTTP ${status}): ${words}. Check its console and the model it serves.`);
   }
 
+  function toTooLargeError(error: BodyTooLarge): ImageBackendError {
+    return new ImageBackendError(
+      'too_large',
+      `The image server at ${url} sent ${describeTooLarge(error)}, more than Easel accepts for one image (${formatBytes(MAX_IMAGE_BYTES)} of PNG); Easel stopped reading it and kept nothing. Lower the image size, or check that --image-url points to an image API.`,
+    );
+  }
+
+  /**
+   * Downloads an image the server linked to, only from the server's own origin (scheme, host and port of
+   * --image-url) and without following redirects: an answer must never make Easel fetch another host.
+   */
+  async function downloadLinkedImage(link: string, signal: AbortSignal): Promise<Uint8Array> {
+    let target: URL;
+    try {
+      target = new URL(link, `${url}/`);
+    } catch {
+      throw new ImageBackendError('bad_response', `The image server at ${url} answered with an image link Easel cannot read (${truncate(link.slice(0, 120))}).`);
+    }
+    if (target.origin !== origin) {
+      throw new ImageBackendError(
+        'bad_response',
+        `The image server at ${url} linked its image on another server (${target.protocol.startsWith('http') ? target.origin : target.protocol}); Easel only downloads images from ${origin} itself, so it fetched nothing. Configure the server to answer with b64_json, or to link its images on its own address.`,
+      );
+    }
+    const response = await fetchImpl(target, { signal, redirect: 'manual' });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      throw new ImageBackendError(
+        'bad_response',
+        `The image server at ${url} redirected its image link (HTTP ${response.status}); Easel does not follow an image link elsewhere, so it fetched nothing more. Configure the server to answer with b64_json.`,
+      );
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new ImageBackendError('backend_error', `The image server at ${url} could not serve the image it made (HTTP ${response.status}).`);
+    }
+    const body = await readCappedBytes(response, MAX_IMAGE_BYTES);
+    if (!body.ok) throw toTooLargeError(body.error);
+    return body.value;
+  }
+
   function checkPng(png: Uint8Array): Uint8Array {
     const chunks = readPngChunks(png);
     if (!chunks.ok) {
@@ -103,9 +159,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     }
     // Some servers ignore response_format and answer with a link to the file.
     if (isRecord(first) && typeof first['url'] === 'string' && first['url'] !== '') {
-      const response = await fetchImpl(new URL(first['url'], `${url}/`), { signal });
-      if (!response.ok) throw new ImageBackendError('backend_error', `The image server at ${url} could not serve the image it made (HTTP ${response.status}).`);
-      return checkPng(new Uint8Array(await response.arrayBuffer()));
+      return checkPng(await downloadLinkedImage(first['url'], signal));
     }
     throw new ImageBackendError(
       'bad_response',
@@ -143,8 +197,11 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
         }),
         signal: job.signal,
       });
-      const text = await response.text();
-      if (!response.ok) throw toHttpError(response.status, text);
+      // b64_json arrives inside JSON, so the cap counts the JSON; an error answer is only quoted.
+      if (!response.ok) throw toHttpError(response.status, await readTextPrefix(response, MAX_ERROR_TEXT_BYTES));
+      const body = await readCappedText(response, MAX_IMAGE_JSON_BYTES);
+      if (!body.ok) throw toTooLargeError(body.error);
+      const text = body.value;
       const png = await readImage(text, job.signal);
       if (stopReason !== undefined) throw toStoppedError(stopReason);
       return options.model === undefined ? { png, seed: request.seed } : { png, seed: request.seed, model: options.model };
@@ -165,7 +222,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
         headers: authorization,
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       });
-      const text = await response.text();
+      const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       if (response.status === 401 || response.status === 403) {
         return { reachable: true, detail: `The image server at ${url} answers but refuses the API key (HTTP ${response.status}): ${describeOpenAiError(text)}.` };
       }

@@ -14,7 +14,10 @@ export type PngErrorCode =
   | 'bad_crc' // a chunk's checksum does not match its contents
   | 'bad_structure' // IHDR is not first, a chunk type is not four letters, …
   | 'invalid_keyword' // a text keyword PNG does not allow
-  | 'invalid_text'; // text PNG cannot store (a NUL character)
+  | 'invalid_text' // text PNG cannot store (a NUL character)
+  | 'bad_header' // IHDR names a colour type, bit depth or method PNG does not define
+  | 'bad_dimensions' // 0 pixels, or more than MAX_PNG_SIDE, on a side
+  | 'bad_image_data'; // IDAT missing, split, or not inflating to the size IHDR promises
 
 export type PngResult<T> =
   | { ok: true; value: T }

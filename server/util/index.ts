@@ -1,4 +1,4 @@
-// Small helpers the HTTP-speaking adapters share. Not an adapter itself: adapters may import it,
+// Small helpers the adapters (and main.ts) share. Not an adapter itself: adapters may import it,
 // and it imports nothing of ours.
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -47,3 +47,8 @@ export function formatDuration(ms: number): string {
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
   return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
 }
+
+export { describeTooLarge, formatBytes, readCappedBytes, readCappedText, readTextPrefix } from './read-capped.ts';
+export type { BodyTooLarge, CappedBody } from './read-capped.ts';
+export { temporaryNameFor, writeFileAtomically } from './write-file-atomically.ts';
+export type { AtomicWriteFs } from './write-file-atomically.ts';

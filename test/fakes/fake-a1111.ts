@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson } from './http-body.ts';
+import { parseBody, readBody, sendJson, streamLargeBody, type LargeBody } from './http-body.ts';
 
 export interface FakeA1111Options {
   /** Simulated time per sampling step. */
@@ -17,6 +17,15 @@ export interface FakeA1111Options {
   /** txt2img never answers. */
   hang?: boolean;
   modelName?: string;
+  /** /sdapi/v1/interrupt answers after this delay (the real one answers at once; this plays a busy server). */
+  interruptDelayMs?: number;
+  /** txt2img answers with these bytes (base64) in place of the rendered PNG: broken or odd images. */
+  image?: Uint8Array;
+  /**
+   * txt2img answers with a JSON body of this many bytes, `{"images":["AAAA…"]}`, streamed and never held whole.
+   * FastAPI's JSONResponse sends a Content-Length (starlette/responses.py, Response.init_headers).
+   */
+  hugeAnswer?: Omit<LargeBody, 'prefix' | 'suffix' | 'contentType'>;
 }
 
 export interface RecordedRequest {
@@ -34,6 +43,10 @@ export interface FakeA1111 {
   requests: RecordedRequest[];
   /** How many times /sdapi/v1/interrupt was called. */
   readonly interrupts: number;
+  /** The most txt2img requests that were ever in flight at once (arrived, not yet answered or dropped). */
+  readonly maxConcurrentTxt2Img: number;
+  /** Bytes of a hugeAnswer handed to the socket so far: what Easel could have read at most. */
+  readonly hugeBytesSent: number;
   close(): Promise<void>;
 }
 
@@ -140,6 +153,9 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     sampling_steps: 0,
   };
   let interrupts = 0;
+  let inFlight = 0;
+  let maxConcurrentTxt2Img = 0;
+  let hugeBytesSent = 0;
   let closed = false;
   const closing = new AbortController();
   // A1111 runs one job at a time behind a queue lock.
@@ -205,7 +221,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     };
     const rgb: [number, number, number] = [seed & 0xff, (seed >>> 8) & 0xff, (seed >>> 16) & 0xff];
     return {
-      images: [Buffer.from(makePng(width, height, rgb)).toString('base64')],
+      images: [Buffer.from(options.image ?? makePng(width, height, rgb)).toString('base64')],
       parameters: { ...values, seed: requestedSeed, steps, width, height, cfg_scale: cfgScale },
       info: JSON.stringify(info),
     };
@@ -216,6 +232,10 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     if (!validated.ok) return sendJson(response, 422, { detail: validated.detail });
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     if (options.hang === true) return;
+    if (options.hugeAnswer !== undefined) {
+      const body = { ...options.hugeAnswer, contentType: 'application/json', prefix: '{"images":["', suffix: '"],"parameters":{},"info":"{}"}' };
+      return streamLargeBody(response, body, (sent) => (hugeBytesSent = sent));
+    }
     const result = queue.then(() => runJob(validated.value));
     queue = result.then(
       () => undefined,
@@ -233,8 +253,13 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body: parseBody(text), at: performance.now() });
     const route = `${method} ${address.pathname}`;
     switch (route) {
-      case 'POST /sdapi/v1/txt2img':
+      case 'POST /sdapi/v1/txt2img': {
+        inFlight++;
+        maxConcurrentTxt2Img = Math.max(maxConcurrentTxt2Img, inFlight);
+        // An answer sent, or a client that hung up (A1111 itself would still finish the job), ends the request.
+        response.once('close', () => inFlight--);
         return handleTxt2Img(text, response);
+      }
       case 'GET /sdapi/v1/progress': {
         if (!progressEndpoint) return sendJson(response, 404, { detail: 'Not Found' });
         const progress = state.job_count === 0 || state.sampling_steps === 0 ? 0 : state.sampling_step / state.sampling_steps;
@@ -246,9 +271,12 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
           textinfo: null,
         });
       }
+      // modules/api/api.py:243 routes it to Api.interruptapi: shared.state.interrupt(), then `return {}`.
+      // The job stops at its next step and txt2img still answers 200 with the image so far.
       case 'POST /sdapi/v1/interrupt':
         interrupts++;
         state.interrupted = true;
+        if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
         return sendJson(response, 200, {});
       case 'GET /sdapi/v1/options':
         return sendJson(response, 200, {
@@ -288,6 +316,12 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     requests,
     get interrupts() {
       return interrupts;
+    },
+    get maxConcurrentTxt2Img() {
+      return maxConcurrentTxt2Img;
+    },
+    get hugeBytesSent() {
+      return hugeBytesSent;
     },
     async close() {
       closed = true;

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson } from './http-body.ts';
+import { parseBody, readBody, sendJson, streamLargeBody } from './http-body.ts';
 
 export interface FakeComfyUiOptions {
   /** Simulated time per sampling step. */
@@ -20,6 +20,15 @@ export interface FakeComfyUiOptions {
   executionError?: string;
   /** Checkpoint files CheckpointLoaderSimple may load. */
   checkpoints?: string[];
+  /** /interrupt answers after this delay (the real one answers at once; this plays a busy server). */
+  interruptDelayMs?: number;
+  /** SaveImage "writes" these bytes in place of the rendered PNG, and /view serves them. */
+  image?: Uint8Array;
+  /**
+   * /view serves a file of this many bytes, streamed and never held whole. ComfyUI answers /view with
+   * aiohttp's web.FileResponse (server.py, view_image), which sends a Content-Length.
+   */
+  hugeViewBytes?: number;
 }
 
 export interface RecordedRequest {
@@ -42,8 +51,12 @@ export interface FakeComfyUi {
   queueDeletes: string[];
   /** How many times /interrupt was called. */
   readonly interrupts: number;
+  /** How many /interrupt calls have been answered. */
+  readonly interruptsAnswered: number;
   /** Client ids that opened /ws. */
   readonly connectedClients: string[];
+  /** Bytes of a hugeViewBytes file handed to the socket so far: what Easel could have read at most. */
+  readonly hugeBytesSent: number;
   close(): Promise<void>;
 }
 
@@ -173,6 +186,8 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   const files = new Map<string, Uint8Array>();
   let running: { prompt: QueuedPrompt; interrupted: boolean } | undefined;
   let interrupts = 0;
+  let interruptsAnswered = 0;
+  let hugeBytesSent = 0;
   let promptNumber = 0;
   let fileCounter = 0;
   let closed = false;
@@ -262,7 +277,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         const width = readNumberInput(workflow, 'EmptyLatentImage', 'width', 512);
         const height = readNumberInput(workflow, 'EmptyLatentImage', 'height', 512);
         const seed = readNumberInput(workflow, 'KSampler', 'seed', 0);
-        files.set(`${type}\n${subfolder}\n${filename}`, makePng(width, height, [seed & 0xff, (seed >>> 8) & 0xff, 99]));
+        files.set(`${type}\n${subfolder}\n${filename}`, options.image ?? makePng(width, height, [seed & 0xff, (seed >>> 8) & 0xff, 99]));
         const output = { images: [{ filename, subfolder, type }] };
         outputs[nodeId] = output;
         send(clientId, 'executed', { node: nodeId, display_node: nodeId, output, prompt_id: id });
@@ -315,11 +330,16 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     const body = parseBody(text);
     requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body });
     if (method === 'POST' && address.pathname === '/prompt') return handlePrompt(text, response);
+    // server.py:736 post_interrupt: with a prompt_id, interrupt only when that prompt is the running one
+    // (lines 743-760); without one, a global interrupt. Always 200. A prompt keeps running after its client's
+    // WebSocket or HTTP connection closes: only this endpoint stops it.
     if (method === 'POST' && address.pathname === '/interrupt') {
       interrupts++;
       const target = isRecord(body) && typeof body['prompt_id'] === 'string' ? body['prompt_id'] : undefined;
       // Newer ComfyUI only interrupts the named prompt when it is the running one.
       if (running !== undefined && (target === undefined || target === running.prompt.id)) running.interrupted = true;
+      if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
+      interruptsAnswered++;
       return sendJson(response, 200, {});
     }
     if (method === 'POST' && address.pathname === '/queue') {
@@ -343,6 +363,9 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
       const key = ['type', 'subfolder', 'filename'].map((name) => address.searchParams.get(name) ?? '').join('\n');
       const file = files.get(key.startsWith('\n') ? `output${key}` : key);
       if (file === undefined) return void response.writeHead(404).end();
+      if (options.hugeViewBytes !== undefined) {
+        return streamLargeBody(response, { bytes: options.hugeViewBytes, contentLength: true, contentType: 'image/png' }, (sent) => (hugeBytesSent = sent));
+      }
       return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
     }
     if (method === 'GET' && address.pathname === '/system_stats') {
@@ -408,8 +431,14 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     get interrupts() {
       return interrupts;
     },
+    get interruptsAnswered() {
+      return interruptsAnswered;
+    },
     get connectedClients() {
       return [...connectedClients];
+    },
+    get hugeBytesSent() {
+      return hugeBytesSent;
     },
     async close() {
       closed = true;

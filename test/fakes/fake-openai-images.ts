@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson } from './http-body.ts';
+import { parseBody, readBody, sendJson, streamLargeBody, type LargeBody } from './http-body.ts';
 
 export interface FakeOpenAiImagesOptions {
   /** /v1/images/generations answers with this status and body (objects are sent as JSON). */
@@ -15,6 +15,19 @@ export interface FakeOpenAiImagesOptions {
   /** /v1/images/generations never answers. */
   hang?: boolean;
   models?: string[];
+  /** Answers with these bytes in place of the rendered PNG. */
+  image?: Uint8Array;
+  /**
+   * Answer `url` even when b64_json is asked for, as servers that ignore response_format do. LocalAI builds the
+   * link from the request's own base URL (core/http/endpoints/openai/image.go:195 and :222).
+   */
+  forceUrl?: boolean;
+  /** The base of every `url` answered (default: this server's own address), e.g. another server's. */
+  urlBase?: string;
+  /** /generated-images/… answers 302 with a Location on this other base instead of the file. */
+  redirectImagesTo?: string;
+  /** The answer (as JSON with b64_json, or the linked file with `forceUrl`) is this large, streamed and never held whole. */
+  hugeAnswer?: Omit<LargeBody, 'prefix' | 'suffix' | 'contentType'>;
 }
 
 export interface RecordedRequest {
@@ -29,6 +42,8 @@ export interface RecordedRequest {
 export interface FakeOpenAiImages {
   url: string;
   requests: RecordedRequest[];
+  /** Bytes of a hugeAnswer handed to the socket so far: what Easel could have read at most. */
+  readonly hugeBytesSent: number;
   close(): Promise<void>;
 }
 
@@ -71,6 +86,7 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
   const requests: RecordedRequest[] = [];
   const files = new Map<string, Uint8Array>();
   let baseUrl = '';
+  let hugeBytesSent = 0;
 
   function isAuthorized(request: IncomingMessage, response: ServerResponse): boolean {
     if (options.requireApiKey === undefined) return true;
@@ -84,18 +100,23 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
     return false;
   }
 
-  function handleGeneration(text: string, response: ServerResponse): void {
+  async function handleGeneration(text: string, response: ServerResponse): Promise<void> {
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     const validation = validateGeneration(text);
     if (!validation.ok) return sendJson(response, 400, validation.error);
     if (options.hang === true) return;
+    const asUrl = validation.format === 'url' || options.forceUrl === true;
+    if (options.hugeAnswer !== undefined && !asUrl) {
+      const body = { ...options.hugeAnswer, contentType: 'application/json', prefix: '{"created":1,"data":[{"b64_json":"', suffix: '"}]}' };
+      return streamLargeBody(response, body, (sent) => (hugeBytesSent = sent));
+    }
     const { seed } = validation;
-    const png = makePng(validation.width, validation.height, [seed & 0xff, 40, (seed >>> 8) & 0xff]);
+    const png = options.image ?? makePng(validation.width, validation.height, [seed & 0xff, 40, (seed >>> 8) & 0xff]);
     const data = Array.from({ length: validation.n }, () => {
-      if (validation.format === 'b64_json') return { b64_json: Buffer.from(png).toString('base64') };
+      if (!asUrl) return { b64_json: Buffer.from(png).toString('base64') };
       const name = `${randomUUID()}.png`;
       files.set(name, png);
-      return { url: `${baseUrl}/generated-images/${name}` };
+      return { url: `${options.urlBase ?? baseUrl}/generated-images/${name}` };
     });
     sendJson(response, 200, { created: Math.floor(Date.now() / 1000), data });
   }
@@ -112,8 +133,14 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
       authorization: request.headers.authorization,
     });
     if (method === 'GET' && address.pathname.startsWith('/generated-images/')) {
+      if (options.redirectImagesTo !== undefined) {
+        return void response.writeHead(302, { location: `${options.redirectImagesTo}${address.pathname}` }).end();
+      }
       const file = files.get(address.pathname.slice('/generated-images/'.length));
       if (file === undefined) return sendJson(response, 404, openAiError('File not found', null, null));
+      if (options.hugeAnswer !== undefined) {
+        return streamLargeBody(response, { ...options.hugeAnswer, contentType: 'image/png' }, (sent) => (hugeBytesSent = sent));
+      }
       return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
     }
     if (!address.pathname.startsWith('/v1/') || !isAuthorized(request, response)) {
@@ -139,6 +166,9 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
   return {
     url: baseUrl,
     requests,
+    get hugeBytesSent() {
+      return hugeBytesSent;
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -21,3 +21,52 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json' }).end(text);
 }
+
+export interface LargeBody {
+  /** Total bytes of the body, prefix and suffix included. */
+  bytes: number;
+  /** true: send Content-Length up front (FastAPI's JSONResponse, aiohttp's FileResponse do); false: chunked. */
+  contentLength: boolean;
+  contentType?: string;
+  prefix?: string;
+  suffix?: string;
+}
+
+/**
+ * Streams a body of `bytes` bytes in 1 MB pieces with backpressure, never holding it whole, and stops when the
+ * client goes away. `onSent` sees the running count of bytes handed to the socket: what the client could have read.
+ */
+export async function streamLargeBody(response: ServerResponse, body: LargeBody, onSent: (bytes: number) => void): Promise<void> {
+  const prefix = Buffer.from(body.prefix ?? '');
+  const suffix = Buffer.from(body.suffix ?? '');
+  const piece = Buffer.alloc(1024 * 1024, 0x41); // 'A': valid base64 and valid JSON string content
+  response.writeHead(200, {
+    'content-type': body.contentType ?? 'application/octet-stream',
+    ...(body.contentLength ? { 'content-length': String(body.bytes) } : {}),
+  });
+  let sent = 0;
+  const write = async (part: Buffer): Promise<boolean> => {
+    if (response.destroyed) return false;
+    sent += part.length;
+    onSent(sent);
+    if (response.write(part)) return true;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        response.off('drain', done);
+        response.off('close', done);
+        resolve();
+      };
+      response.on('drain', done);
+      response.on('close', done);
+    });
+    return !response.destroyed;
+  };
+  if (!(await write(prefix))) return;
+  let remaining = body.bytes - prefix.length - suffix.length;
+  while (remaining > 0) {
+    const size = Math.min(remaining, piece.length);
+    if (!(await write(piece.subarray(0, size)))) return;
+    remaining -= size;
+  }
+  if (await write(suffix)) response.end();
+}

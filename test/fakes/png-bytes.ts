@@ -68,3 +68,93 @@ export function decodeSolidPng(png: Uint8Array): { width: number; height: number
   if (raw.length !== height * (1 + width * 3)) throw new Error(`IDAT holds ${raw.length} bytes, expected ${height * (1 + width * 3)}`);
   return { width, height, rgb: [raw[1] ?? -1, raw[2] ?? -1, raw[3] ?? -1] };
 }
+
+export interface PngHeaderFields {
+  width: number;
+  height: number;
+  bitDepth?: number;
+  colorType?: number;
+  interlace?: 0 | 1;
+}
+
+/** A PNG from a header and already-deflated IDAT bytes, with correct CRCs: the way to build broken images. */
+export function assemblePng(header: PngHeaderFields, idat: Uint8Array, extraChunks: { type: string; data: Uint8Array }[] = []): Uint8Array {
+  const fields = Buffer.alloc(13);
+  fields.writeUInt32BE(header.width, 0);
+  fields.writeUInt32BE(header.height, 4);
+  fields[8] = header.bitDepth ?? 8;
+  fields[9] = header.colorType ?? 2;
+  fields[12] = header.interlace ?? 0;
+  const signature = Buffer.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
+  return new Uint8Array(
+    Buffer.concat([
+      signature,
+      chunk('IHDR', fields),
+      ...extraChunks.map((extra) => chunk(extra.type, extra.data)),
+      chunk('IDAT', idat),
+      chunk('IEND', new Uint8Array(0)),
+    ]),
+  );
+}
+
+/** Filtered 8-bit RGB scanlines (filter byte 0) for a width × height image of one colour. */
+function solidScanlines(width: number, height: number, rgb: readonly [number, number, number]): Buffer {
+  const row = 1 + width * 3;
+  const raw = Buffer.alloc(row * height);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) raw.set(rgb, y * row + 1 + x * 3);
+  return raw;
+}
+
+/**
+ * An Adam7-interlaced 8-bit RGB PNG of one colour: the scanlines of the seven passes one after another,
+ * each pass (x0, y0, dx, dy) only when it holds at least one pixel (PNG spec, 8.2).
+ */
+export function makeInterlacedPng(width: number, height: number, rgb: [number, number, number] = [30, 140, 220]): Uint8Array {
+  const passes = [
+    [0, 0, 8, 8],
+    [4, 0, 8, 8],
+    [0, 4, 4, 8],
+    [2, 0, 4, 4],
+    [0, 2, 2, 4],
+    [1, 0, 2, 2],
+    [0, 1, 1, 2],
+  ] as const;
+  const parts: Buffer[] = [];
+  for (const [x0, y0, dx, dy] of passes) {
+    const passWidth = Math.ceil(Math.max(0, width - x0) / dx);
+    const passHeight = Math.ceil(Math.max(0, height - y0) / dy);
+    if (passWidth > 0 && passHeight > 0) parts.push(solidScanlines(passWidth, passHeight, rgb));
+  }
+  return assemblePng({ width, height, interlace: 1 }, deflateSync(Buffer.concat(parts)));
+}
+
+/** Broken PNGs a backend might send, each with valid chunk CRCs so only a real check finds the fault. */
+export const BROKEN_PNGS = {
+  /** The zlib stream of IDAT is cut in half (a download that stopped), CRC recomputed. */
+  truncatedIdat: () => {
+    const full = deflateSync(solidScanlines(64, 64, [10, 20, 30]));
+    return assemblePng({ width: 64, height: 64 }, full.subarray(0, Math.floor(full.length / 2)));
+  },
+  /** The header says 64×64 but the pixel data is a whole 32×32 image. */
+  wrongDimensions: () => assemblePng({ width: 64, height: 64 }, deflateSync(solidScanlines(32, 32, [10, 20, 30]))),
+  /** Width 0, pixel data for a 0-wide image (one filter byte a row). */
+  zeroWidth: () => assemblePng({ width: 0, height: 8 }, deflateSync(Buffer.alloc(8))),
+  /** 20000 px wide: over the 16384 per side Easel accepts, though the data matches. */
+  tooWide: () => assemblePng({ width: 20_000, height: 1 }, deflateSync(solidScanlines(20_000, 1, [1, 2, 3]))),
+  /** A non-interlaced header over interlaced data: the sizes differ, so it must be refused. */
+  interlaceMismatch: () => {
+    const interlaced = makeInterlacedPng(9, 7);
+    return assemblePng({ width: 9, height: 7 }, idatOf(interlaced));
+  },
+};
+
+/** The IDAT data of a PNG written by this module (one IDAT chunk). */
+export function idatOf(png: Uint8Array): Uint8Array {
+  const bytes = Buffer.from(png);
+  for (let offset = 8; offset < bytes.length; ) {
+    const length = bytes.readUInt32BE(offset);
+    if (bytes.toString('latin1', offset + 4, offset + 8) === 'IDAT') return bytes.subarray(offset + 8, offset + 8 + length);
+    offset += 12 + length;
+  }
+  throw new Error('no IDAT');
+}

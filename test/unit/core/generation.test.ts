@@ -1,0 +1,109 @@
+// The image generator with the real AUTOMATIC1111 adapter against the fake, a real SQLite store, and a
+// saveFile that writes through writeFileAtomically into a temp dir (failures injected at the fs level).
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createA1111Backend } from '../../../server/a1111/index.ts';
+import { createImageGenerator, DEFAULT_SETTINGS, silentLogger, type TurnEvent } from '../../../server/core/index.ts';
+import { createSqliteStore } from '../../../server/sqlite/index.ts';
+import { writeFileAtomically, type AtomicWriteFs } from '../../../server/util/index.ts';
+import { createFakeA1111, type FakeA1111Options } from '../../fakes/fake-a1111.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setUp(options: { a1111?: FakeA1111Options; io?: AtomicWriteFs } = {}) {
+  const a1111 = await createFakeA1111({ stepDelayMs: 5, ...options.a1111 });
+  cleanups.push(() => a1111.close());
+  const dir = mkdtempSync(join(tmpdir(), 'easel-generation-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const imagesDir = join(dir, 'images');
+  await fs.mkdir(imagesDir);
+  const store = createSqliteStore({ path: join(dir, 'easel.db') });
+  cleanups.push(() => store.close());
+  store.createConversation({ id: 'c1', createdAt: new Date().toISOString(), settings: DEFAULT_SETTINGS });
+  const images = createImageGenerator({
+    backend: createA1111Backend({ url: a1111.url, pollIntervalMs: 20 }),
+    store,
+    logger: silentLogger,
+    clock: Date,
+    saveFile: (name, bytes) => writeFileAtomically(join(imagesDir, name), bytes, options.io),
+    imagesDir,
+  });
+  return { a1111, images, store, imagesDir };
+}
+
+function input(signal = new AbortController().signal, steps = 4) {
+  return { conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, steps }, signal };
+}
+
+async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+  const all: TurnEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+function errno(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: simulated`), { code });
+}
+
+describe('saving the finished image', () => {
+  it('a full disk: image_disk_full says to free space; no file and no record are left', async () => {
+    const diskFull: AtomicWriteFs = {
+      rename: fs.rename,
+      rm: fs.rm,
+      async open(path, flags) {
+        const handle = await fs.open(path, flags);
+        // The first half reaches the temporary file, then the disk is full.
+        return Object.assign(Object.create(handle) as fs.FileHandle, {
+          writeFile: async (bytes: Uint8Array) => {
+            await handle.writeFile(bytes.subarray(0, bytes.length >> 1));
+            throw errno('ENOSPC');
+          },
+          close: () => handle.close(),
+        });
+      },
+    };
+    const { images, store, imagesDir } = await setUp({ io: diskFull });
+    const events = await collect(images.generate(input()));
+    expect(events.at(-1)).toEqual({
+      type: 'error',
+      code: 'image_disk_full',
+      message: expect.stringMatching(/could not be saved: the disk holding .*images is full \(ENOSPC\), and nothing was written\. Free some disk space/),
+    });
+    expect(readdirSync(imagesDir)).toEqual([]);
+    expect(store.listImages('c1')).toEqual([]);
+  });
+
+  it('a read-only disk: image_save_failed names the folder and says to check permissions', async () => {
+    const readOnly: AtomicWriteFs = { open: () => Promise.reject(errno('EROFS')), rename: fs.rename, rm: fs.rm };
+    const { images, imagesDir } = await setUp({ io: readOnly });
+    const events = await collect(images.generate(input()));
+    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'image_save_failed', message: expect.stringContaining(`${imagesDir} (EROFS)`) });
+    expect(String((events.at(-1) as { message: string }).message)).toContain('Easel may write to it');
+    expect(readdirSync(imagesDir)).toEqual([]);
+  });
+});
+
+describe('the queue', () => {
+  it('a generation nobody reads any more is interrupted, and the next one waits until it has settled', async () => {
+    const { a1111, images } = await setUp({ a1111: { stepDelayMs: 30, interruptDelayMs: 200 } });
+    const first = images.generate(input(undefined, 40));
+    for (let next = await first.next(); !next.done && next.value.type !== 'progress'; next = await first.next());
+    // The caller walks away without aborting its signal (e.g. a renderer that stopped iterating).
+    await first.return(undefined);
+    const second = await collect(images.generate(input(undefined, 2)));
+    expect(second.map((event) => event.type)).toContain('image');
+    expect(a1111.interrupts).toBe(1);
+    expect(a1111.maxConcurrentTxt2Img).toBe(1);
+    // The first job settles when its interrupt is answered; only then may the second reach the backend.
+    const interrupt = a1111.requests.find((r) => r.path === '/sdapi/v1/interrupt')!;
+    const secondTxt2Img = a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img')[1]!;
+    expect(secondTxt2Img.at - interrupt.at).toBeGreaterThanOrEqual(190);
+    await images.settled();
+  });
+});
