@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
+import { refuseNonFormBody } from '../errors.ts';
 import { streamEvents, withRequestSignal } from '../stream-events.ts';
 import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
@@ -27,10 +28,6 @@ export interface PageDeps {
   imageStatus?: () => Promise<ImageStatus & { reachable?: boolean }>;
 }
 
-export const CONTENT_SECURITY_POLICY =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
-  "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
 const LAST_CONVERSATION_COOKIE = 'easel_conversation';
 
 const STATUS: Record<ServiceError['code'], 404 | 409 | 422 | 503> = {
@@ -49,17 +46,11 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const findImage = (conversationId: string) => (imageId: string) =>
     service.getConversation(conversationId)?.images.find((image) => image.id === imageId);
 
+  // The page's writes are htmx form posts; anything else (JSON, text/plain) was not sent by the page.
   page.use('*', async (c, next) => {
-    // A form on another site must not be able to drive this one (the server listens on localhost).
-    const site = c.req.header('sec-fetch-site');
-    const unsafe = !['GET', 'HEAD', 'OPTIONS'].includes(c.req.method);
-    if (unsafe && site !== undefined && site !== 'same-origin' && site !== 'none') {
-      return c.text('Easel only accepts changes from its own page. Open it at its own address and try again.', 403);
-    }
-    await next();
-    c.res.headers.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-    c.res.headers.set('X-Content-Type-Options', 'nosniff');
-    c.res.headers.set('Referrer-Policy', 'no-referrer');
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    const refused = refuseNonFormBody(c);
+    return refused ?? next();
   });
 
   page.get('/', (c) => {
