@@ -60,11 +60,18 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${bracketIpv6(config.host)}:${port}`;
+  // 0.0.0.0 and :: are no address to open; this machine reaches them at 127.0.0.1.
+  const url = `http://${isWildcardHost(config.host) ? '127.0.0.1' : bracketIpv6(config.host)}:${port}`;
   const openUrls = (addresses.length > 0 ? ['127.0.0.1', ...addresses] : [config.host]).map(
     (address) => `http://${bracketIpv6(address)}:${port}/${token === undefined ? '' : `?token=${token}`}`,
   );
 
+  if (!isLoopbackHost(config.host)) {
+    logger.warn(
+      `Easel listens on ${config.host}, so other machines on your network can reach it. Each needs the token ` +
+        '(printed below, inside the address to open); anyone who has it can use Easel. To keep Easel to this machine, start it without --host.',
+    );
+  }
   void images.checkHealth().then((status) => {
     if (!status.configured) logger.info(status.detail);
     else if (status.reachable) logger.info(`Image backend ${status.backend} answers at ${status.url}`);
@@ -148,12 +155,6 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   logger.info(`Easel ${VERSION} is running at ${running.url}`);
-  if (!isLoopbackHost(config.host)) {
-    logger.warn(
-      `Easel listens on ${config.host}, so other machines on your network can reach it. They need the token ` +
-        '(in the address below); anyone who has it can use Easel. To keep Easel to this machine, start it without --host.',
-    );
-  }
   // Printed, not logged: the address is needed whatever the log level.
   if (running.token !== undefined) {
     process.stderr.write(`\n  Open Easel with its token (keep it private):\n${running.openUrls.map((u) => `    ${u}\n`).join('')}\n`);

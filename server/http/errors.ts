@@ -58,6 +58,17 @@ export function refuseNonFormBody(c: Context): Response | undefined {
   );
 }
 
+export type FormBody = { ok: true; value: Record<string, string | File> } | { ok: false; response: Response };
+
+/** Reads the page's form body (its type was checked by refuseNonFormBody); a broken one is 400, not 500. */
+export async function readFormBody(c: Context): Promise<FormBody> {
+  try {
+    return { ok: true, value: (await c.req.parseBody()) as Record<string, string | File> };
+  } catch {
+    return { ok: false, response: c.text('The form could not be read: reload the page and try again.', 400) };
+  }
+}
+
 /** Reads a JSON body; a person gets told what was wrong with it rather than a stack trace. */
 export async function readJsonBody(c: Context): Promise<JsonBody> {
   if (readMediaType(c) !== 'application/json') {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { refuseNonFormBody } from '../errors.ts';
+import { readFormBody, refuseNonFormBody } from '../errors.ts';
 import { streamEvents, withRequestSignal } from '../stream-events.ts';
 import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
@@ -71,7 +71,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   page.post('/c/:id/messages', async (c) => {
     const id = c.req.param('id');
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     if (!isSendKey(form.sendKey)) {
       return sendHtml(c, renderComposerStatus('This page is out of date: reload it, then send again. Your text is kept.'), 400);
     }
@@ -96,7 +98,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   page.post('/c/:id/generations', async (c) => {
     const id = c.req.param('id');
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     if (!isSendKey(form.sendKey) || !sends.claim(form.sendKey)) {
       const message = isSendKey(form.sendKey) ? 'This image was already asked for once; it is not made twice.' : 'This page is out of date: reload it.';
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(message)), 409);
@@ -131,7 +135,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const id = c.req.param('id');
     const conversation = service.getConversation(id);
     if (!conversation) return sendHtml(c, renderPromptSaved('This conversation no longer exists. Start a new one.'), 404);
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     // Saving what is already stored would tell the model about an edit nobody made.
     if (form.prompt === conversation.prompt) return sendHtml(c, renderPromptSaved(undefined));
     const result = service.setPrompt(id, form.prompt);
@@ -139,7 +145,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
   });
 
   page.put('/c/:id/settings', async (c) => {
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     const result = service.setSettings(c.req.param('id'), readSettingsForm(form));
     if (result.ok) return sendHtml(c, renderSettingsSaved({}, 'Saved.'));
     const summary = result.error.code === 'invalid' ? 'Not saved: fix the marked field.' : result.error.message;
