@@ -178,7 +178,11 @@ describe('one server on loopback (no token)', () => {
       for (const site of ['cross-site', 'same-site']) {
         expect((await create({ 'sec-fetch-site': site })).status, site).toBe(403);
         expect((await create({ 'sec-fetch-site': site, origin: easel.url })).status, site).toBe(403);
+        expect((await create({ 'sec-fetch-site': site, origin: 'null' })).status, site).toBe(403);
       }
+      // Sec-Fetch-Site vouches for `Origin: null` only when it says same-origin.
+      expect((await create({ 'sec-fetch-site': 'none', origin: 'null' })).status).toBe(403);
+      expect((await create({ 'sec-fetch-site': 'same-origin', origin: 'http://evil.example' })).status).toBe(403);
     });
 
     it('lets the own page, a typed address and scripts without either header write', async () => {
@@ -187,6 +191,8 @@ describe('one server on loopback (no token)', () => {
         { origin: easel.url },
         { origin: easel.url, 'sec-fetch-site': 'same-origin' },
         { 'sec-fetch-site': 'none' },
+        // What Chromium sends for the page's own plain form post (New conversation) under Referrer-Policy: no-referrer.
+        { origin: 'null', 'sec-fetch-site': 'same-origin' },
         { host: `localhost:${port}`, origin: `http://localhost:${port}` },
         { host: `my-laptop.local:${port}`, origin: `http://MY-LAPTOP.local:${port}` },
       ];
