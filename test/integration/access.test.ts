@@ -278,6 +278,7 @@ describe('one server on loopback (no token)', () => {
       }
       const stop = await send({ method: 'POST', path: `/c/${id}/stop`, headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(stop.status).toBe(415);
+      expect((await send({ method: 'POST', path: '/c', headers: { 'content-type': 'text/plain' }, body: 'x' })).status).toBe(415);
       expect((await conversation()).prompt).not.toBe('sneaky');
 
       const urlencoded = await send({ method: 'PUT', path: `/c/${id}/prompt`, headers: { 'content-type': `${FORM};charset=UTF-8` }, body: 'prompt=by+form' });
@@ -289,6 +290,15 @@ describe('one server on loopback (no token)', () => {
       expect((await conversation()).prompt).toBe('by multipart');
       // A bare POST (no body, no type) is what a script sends to Stop.
       expect((await send({ method: 'POST', path: `/c/${id}/stop` })).status).toBe(204);
+    });
+
+    it('keeps the page\'s form rule to the page: a JSON write to an unknown API route is a JSON 404', async () => {
+      for (const path of ['/api/nowhere', '/images/nowhere']) {
+        const response = await send({ method: 'POST', path, headers: { 'content-type': 'application/json' }, body: '{}' });
+        expect(response.status, path).toBe(404);
+      }
+      const api = await send({ method: 'POST', path: '/api/nowhere', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(JSON.parse(api.body).error).toContain('No API route POST /api/nowhere');
     });
 
     it('answers a broken form body with 400, not an internal error', async () => {

@@ -46,8 +46,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const findImage = (conversationId: string) => (imageId: string) =>
     service.getConversation(conversationId)?.images.find((image) => image.id === imageId);
 
-  // The page's writes are htmx form posts; anything else (JSON, text/plain) was not sent by the page.
-  page.use('*', async (c, next) => {
+  // The page's writes (all under /c) are htmx form posts; anything else (JSON, text/plain) was not sent
+  // by the page. Not '*': mounted at '/', that would reach the API's unknown routes too.
+  page.use('/c/*', async (c, next) => {
     if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
     const refused = refuseNonFormBody(c);
     return refused ?? next();
