@@ -1,8 +1,10 @@
 // The only module that reads process.env / argv and wires adapters together.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
-import { formatHelp, parseConfig, type Config } from './config/index.ts';
+import { formatHelp, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
 import { createEaselService, createImageGenerator, createLogger, describeModelHealth, type ImageBackend, type Logger } from './core/index.ts';
@@ -17,6 +19,10 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export interface RunningServer {
   url: string;
+  /** The token every request needs; undefined on a loopback address without --token. */
+  token: string | undefined;
+  /** Where to open Easel, the token included: one address per network interface for 0.0.0.0 / ::. */
+  openUrls: string[];
   /** Stops taking connections, stops every reply and image (interrupting the backend), then closes the store. */
   close(): Promise<void>;
 }
@@ -46,7 +52,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
   });
   const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx });
-  const app = createApp({ service, logger, imagesDir, page: createPageRoutes({ service, logger }) });
+  // Off loopback, other machines can connect: they need a token (128 random bits unless --token gave one).
+  // A --token given on loopback is enforced too: it guards against other users of this machine.
+  const token = config.token ?? (isLoopbackHost(config.host) ? undefined : randomBytes(16).toString('hex'));
+  const addresses = isWildcardHost(config.host) ? listNetworkAddresses() : [];
+  const access = { allowedHosts: [config.host, ...addresses, ...config.allowedHosts], token };
+  const app = createApp({ service, logger, imagesDir, access, page: createPageRoutes({ service, logger }) });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
@@ -54,8 +65,18 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  // 0.0.0.0 and :: are no address to open; this machine reaches them at 127.0.0.1.
+  const url = `http://${isWildcardHost(config.host) ? '127.0.0.1' : bracketIpv6(config.host)}:${port}`;
+  const openUrls = (addresses.length > 0 ? ['127.0.0.1', ...addresses] : [config.host]).map(
+    (address) => `http://${bracketIpv6(address)}:${port}/${token === undefined ? '' : `?token=${token}`}`,
+  );
 
+  if (!isLoopbackHost(config.host)) {
+    logger.warn(
+      `Easel listens on ${config.host}, so other machines on your network can reach it. Each needs the token ` +
+        '(printed below, inside the address to open); anyone who has it can use Easel. To keep Easel to this machine, start it without --host.',
+    );
+  }
   void images.checkHealth().then((status) => {
     if (!status.configured) logger.info(status.detail);
     else if (status.reachable) logger.info(`Image backend ${status.backend} answers at ${status.url}`);
@@ -71,6 +92,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let closing: Promise<void> | undefined;
   return {
     url,
+    token,
+    openUrls,
     close: () =>
       (closing ??= (async () => {
         // The port is freed first; streams in progress stay open to carry their last event.
@@ -82,6 +105,22 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         store.close();
       })()),
   };
+}
+
+function isWildcardHost(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
+}
+
+function bracketIpv6(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+/** The machine's own addresses (IPv6 link-local ones left out: they need a zone the browser will not send). */
+function listNetworkAddresses(): string[] {
+  return Object.values(networkInterfaces())
+    .flatMap((entries) => entries ?? [])
+    .filter((entry) => !entry.internal && !entry.address.toLowerCase().startsWith('fe80:'))
+    .map((entry) => entry.address);
 }
 
 async function createImageBackend(config: Config): Promise<ImageBackend | null> {
@@ -125,6 +164,10 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   logger.info(`Easel ${VERSION} is running at ${running.url}`);
+  // Printed, not logged: the address is needed whatever the log level.
+  if (running.token !== undefined) {
+    process.stderr.write(`\n  Open Easel with its token (keep it private):\n${running.openUrls.map((u) => `    ${u}\n`).join('')}\n`);
+  }
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals) => {
     // npm forwards the terminal's Ctrl-C as a second SIGINT: one shutdown is enough.

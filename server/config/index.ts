@@ -21,8 +21,27 @@ const intFlag = (min: number, max: number) =>
     .number({ error: `must be a whole number from ${min} to ${max}` })
     .refine((n) => Number.isInteger(n) && n >= min && n <= max, `must be a whole number from ${min} to ${max}`);
 
+// A Host-header name with an optional port: a DNS name, an IPv4 address or a bracketed IPv6 address.
+const HOST_ENTRY = /^(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.?)(?::\d{1,5})?$/i;
+
+const allowedHosts = z
+  .string()
+  .transform((value) => value.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== ''))
+  .refine(
+    (entries) => entries.every((entry) => HOST_ENTRY.test(entry)),
+    'must be host names separated by commas, each with an optional :port, e.g. my-laptop.local,192.168.1.20:8377 (IPv6 in brackets)',
+  );
+
+const MIN_TOKEN_CHARS = 16;
+
 const configSchema = z.object({
   host: z.string().min(1, 'must not be empty'),
+  allowedHosts,
+  token: z
+    .string()
+    .min(MIN_TOKEN_CHARS, `must be at least ${MIN_TOKEN_CHARS} characters (\`openssl rand -hex 16\` makes one)`)
+    .regex(/^[A-Za-z0-9._~+/-]+$/, 'may hold only letters, digits and . _ ~ + / - (it travels in URLs, headers and a cookie)')
+    .optional(),
   port: intFlag(0, 65535),
   ollamaUrl: httpUrl,
   model: z.string().regex(/^[\w.\-/:]+$/, 'must be an Ollama model name such as mistral:7b'),
@@ -40,6 +59,15 @@ const configSchema = z.object({
 
 export type Config = Omit<z.infer<typeof configSchema>, 'imageUrl'> & { imageUrl: string | undefined };
 
+/**
+ * Whether only this machine can reach an address: 127.0.0.0/8, ::1 and localhost. A wildcard
+ * (0.0.0.0, ::) or a LAN address is not, and then Easel requires a token.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const name = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
 interface FlagSpec {
   key: keyof z.infer<typeof configSchema>;
   env: string;
@@ -49,7 +77,18 @@ interface FlagSpec {
 }
 
 const FLAGS: Record<string, FlagSpec> = {
-  host: { key: 'host', env: 'EASEL_HOST', help: 'address to listen on (default 127.0.0.1)', fallback: () => '127.0.0.1' },
+  host: { key: 'host', env: 'EASEL_HOST', help: 'address to listen on (default 127.0.0.1; anything else needs a token)', fallback: () => '127.0.0.1' },
+  'allowed-hosts': {
+    key: 'allowedHosts',
+    env: 'EASEL_ALLOWED_HOSTS',
+    help: 'extra names this server answers to, comma-separated, e.g. my-laptop.local (default: none)',
+    fallback: () => '',
+  },
+  token: {
+    key: 'token',
+    env: 'EASEL_TOKEN',
+    help: `access token, at least ${MIN_TOKEN_CHARS} characters (default: a random one when --host is not loopback)`,
+  },
   port: { key: 'port', env: 'EASEL_PORT', help: 'port to listen on, 0 = any free port (default 8377)', fallback: () => '8377' },
   'ollama-url': {
     key: 'ollamaUrl',

@@ -8,6 +8,7 @@ import type { ChatModel, ModelHealth } from './ports.ts';
 import { runTurn } from './run-turn.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus, type ImageGenerator } from './generation.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings } from './settings.ts';
+import { typedText } from './text.ts';
 
 export type ServiceErrorCode = 'not_found' | 'busy' | 'invalid' | 'unavailable';
 
@@ -72,15 +73,12 @@ const SHUTDOWN_POLL_MS = 20;
 
 export const MAX_MESSAGE_CHARS = 8000;
 
-const messageSchema = z
-  .string({ error: 'text must be a string' })
+const messageSchema = typedText(z.string({ error: 'text must be a string' }), 'The message')
   .trim()
   .min(1, 'Type a message first: it is empty.')
   .max(MAX_MESSAGE_CHARS, `A message can hold at most ${MAX_MESSAGE_CHARS} characters; shorten it.`);
 
-const promptSchema = z
-  .string({ error: 'prompt must be a string' })
-  .max(LIMITS.promptMaxChars, `A prompt can hold at most ${LIMITS.promptMaxChars} characters.`);
+const promptSchema = typedText(z.string({ error: 'prompt must be a string' }), 'The prompt').max(LIMITS.promptMaxChars, `A prompt can hold at most ${LIMITS.promptMaxChars} characters.`);
 
 export interface ServiceDeps {
   store: ConversationStore;

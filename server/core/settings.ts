@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../protocol/limits.ts';
+import { typedText } from './text.ts';
 
 /** The ranges the settings accept (the same ones the model's metadata is clamped to). */
 export const SETTING_LIMITS = LIMITS;
@@ -19,7 +20,7 @@ export const settingsSchema = z.object({
   seed: z.int({ error: `Seed must be -1 (random) or a whole number from 0 to ${LIMITS.seed.max}.` }).min(LIMITS.seed.min, `Seed must be -1 (random) or a whole number from 0 to ${LIMITS.seed.max}.`).max(LIMITS.seed.max, `Seed must be at most ${LIMITS.seed.max}.`),
   width: size('Width'),
   height: size('Height'),
-  negativePrompt: z.string({ error: 'Negative prompt must be text.' }).max(LIMITS.promptMaxChars, `Negative prompt can hold at most ${LIMITS.promptMaxChars} characters.`),
+  negativePrompt: typedText(z.string({ error: 'Negative prompt must be text.' }), 'The negative prompt').max(LIMITS.promptMaxChars, `Negative prompt can hold at most ${LIMITS.promptMaxChars} characters.`),
   autoGenerate: z.boolean({ error: 'autoGenerate must be true or false.' }),
 });
 

@@ -4,6 +4,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
+import { isApiPath, respondMessage } from './errors.ts';
+import { addSecurityHeaders, allowListedHosts, refuseCrossSiteWrites, requireToken } from './middleware/index.ts';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -13,6 +15,15 @@ export interface AppDeps extends ApiDeps {
   page?: Hono;
   /** Where generated PNGs live; served read-only under /images/. */
   imagesDir?: string;
+  /** Who may talk to it: see server/http/middleware and docs/SECURITY.md. */
+  access: AccessOptions;
+}
+
+export interface AccessOptions {
+  /** Names besides the loopback ones that the Host header may carry (--host, --allowed-hosts, …). */
+  allowedHosts: readonly string[];
+  /** When set, every request needs it (a bearer header or the cookie set by /?token=). */
+  token?: string | undefined;
 }
 
 // Image names are 128 random bits: nobody can guess one, and nothing else can be traversed to.
@@ -20,6 +31,12 @@ const IMAGE_NAME = /^[a-f0-9]{32}\.png$/;
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
+  // Once, for every route (page, API, streams, images, assets, 404s and errors). Headers first, so
+  // that the refusals below carry them too.
+  app.use('*', addSecurityHeaders());
+  app.use('*', allowListedHosts({ hosts: deps.access.allowedHosts, logger: deps.logger }));
+  app.use('*', refuseCrossSiteWrites({ logger: deps.logger }));
+  if (deps.access.token !== undefined) app.use('*', requireToken({ token: deps.access.token, logger: deps.logger }));
   app.use(
     '*',
     bodyLimit({
@@ -39,21 +56,16 @@ export function createApp(deps: AppDeps): Hono {
         'content-type': 'image/png',
         // A name is never reused for another picture, so browsers may keep it forever.
         'cache-control': 'public, max-age=31536000, immutable',
-        'x-content-type-options': 'nosniff',
       });
     });
   }
   if (deps.page) app.route('/', deps.page);
   app.notFound((c) =>
-    c.req.path.startsWith('/api/')
-      ? c.json({ error: `No API route ${c.req.method} ${c.req.path}. See docs/API.md.` }, 404)
-      : c.text('Not found', 404),
+    respondMessage(c, 404, isApiPath(c.req.path) ? `No API route ${c.req.method} ${c.req.path}. See docs/API.md.` : 'Not found'),
   );
   app.onError((error, c) => {
     deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
-    return c.req.path.startsWith('/api/')
-      ? c.json({ error: 'Easel hit an internal error; the details are in the server log.' }, 500)
-      : c.text('Easel hit an internal error; the details are in the server log.', 500);
+    return respondMessage(c, 500, 'Easel hit an internal error; the details are in the server log.');
   });
   return app;
 }

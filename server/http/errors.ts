@@ -1,3 +1,4 @@
+import { parse as parseContentType } from 'content-type';
 import type { Context } from 'hono';
 import type { ServiceError } from '../core/index.ts';
 
@@ -15,11 +16,65 @@ export function respondError(c: Context, error: ServiceError) {
 
 export type JsonBody = { ok: true; value: unknown } | { ok: false; response: Response };
 
+/**
+ * A message instead of what was asked (a refusal, 404, 500): JSON `{ error }` for the API, plain text elsewhere.
+ * The message is for a person and says what to do.
+ */
+export function respondMessage(c: Context, status: 401 | 403 | 404 | 415 | 500, message: string): Response {
+  return isApiPath(c.req.path) ? c.json({ error: message }, status) : c.text(message, status);
+}
+
+export function isApiPath(path: string): boolean {
+  return path === '/api' || path.startsWith('/api/');
+}
+
+/**
+ * The media type of the request body, lower-case and without parameters; undefined when there is no
+ * Content-Type, null when it cannot be parsed (e.g. `text/plain; application/json`, which browsers send
+ * cross-site without asking first and which a substring test would have taken for JSON).
+ */
+export function readMediaType(c: Context): string | undefined | null {
+  const header = c.req.header('content-type');
+  if (header === undefined || header.trim() === '') return undefined;
+  try {
+    return parseContentType(header).type;
+  } catch {
+    return null;
+  }
+}
+
+const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+
+/**
+ * The page's writes are forms (htmx sends application/x-www-form-urlencoded, multipart/form-data for a
+ * file): those, or no body type at all (a bare POST to Stop), pass; anything else gets 415.
+ */
+export function refuseNonFormBody(c: Context): Response | undefined {
+  const type = readMediaType(c);
+  if (type === undefined || (type !== null && FORM_TYPES.includes(type))) return undefined;
+  return c.text(
+    `Easel's page sends its forms as application/x-www-form-urlencoded or multipart/form-data, and this body was sent as "${c.req.header('content-type')}". For JSON, use the API under /api (docs/API.md).`,
+    415,
+  );
+}
+
+export type FormBody = { ok: true; value: Record<string, string | File> } | { ok: false; response: Response };
+
+/** Reads the page's form body (its type was checked by refuseNonFormBody); a broken one is 400, not 500. */
+export async function readFormBody(c: Context): Promise<FormBody> {
+  try {
+    return { ok: true, value: (await c.req.parseBody()) as Record<string, string | File> };
+  } catch {
+    return { ok: false, response: c.text('The form could not be read: reload the page and try again.', 400) };
+  }
+}
+
 /** Reads a JSON body; a person gets told what was wrong with it rather than a stack trace. */
 export async function readJsonBody(c: Context): Promise<JsonBody> {
-  const type = c.req.header('content-type') ?? '';
-  if (!type.toLowerCase().includes('application/json')) {
-    return { ok: false, response: c.json({ error: 'Send the body as JSON with the header Content-Type: application/json.' }, 415) };
+  if (readMediaType(c) !== 'application/json') {
+    const sent = c.req.header('content-type');
+    const what = sent ? `was sent as "${sent}"` : 'has no Content-Type';
+    return { ok: false, response: c.json({ error: `The body ${what}: send it as JSON with the header Content-Type: application/json.` }, 415) };
   }
   try {
     return { ok: true, value: await c.req.json() };

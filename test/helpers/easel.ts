@@ -25,10 +25,12 @@ export async function startTestEasel(options: { ollamaUrl: string; flags?: strin
   if (!parsed.ok || !parsed.value) throw new Error(`bad test config: ${JSON.stringify(parsed)}`);
   const logs: string[] = [];
   const running = await startServer(parsed.value, createLogger({ level: 'debug', write: (line) => logs.push(line) }));
+  // In token mode the helpers send it, as a script would.
+  const auth: Record<string, string> = running.token === undefined ? {} : { authorization: `Bearer ${running.token}` };
   const json = (method: string, path: string, body: unknown, init?: RequestInit) =>
     fetch(running.url + path, {
       method,
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
       ...init,
     });
@@ -38,7 +40,7 @@ export async function startTestEasel(options: { ollamaUrl: string; flags?: strin
     logs,
     post: (path, body, init) => json('POST', path, body ?? {}, init),
     put: (path, body) => json('PUT', path, body),
-    get: (path) => fetch(running.url + path),
+    get: (path) => fetch(running.url + path, { headers: auth }),
     async newConversation() {
       const response = await json('POST', '/api/conversations', {});
       return ((await response.json()) as { id: string }).id;

@@ -1,2 +1,2 @@
-export { createPageRoutes, CONTENT_SECURITY_POLICY, type PageDeps } from './routes.ts';
+export { createPageRoutes, type PageDeps } from './routes.ts';
 export { renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';

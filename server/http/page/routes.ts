@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
+import { readFormBody, refuseNonFormBody } from '../errors.ts';
 import { streamEvents, withRequestSignal } from '../stream-events.ts';
 import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
@@ -27,10 +28,6 @@ export interface PageDeps {
   imageStatus?: () => Promise<ImageStatus & { reachable?: boolean }>;
 }
 
-export const CONTENT_SECURITY_POLICY =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
-  "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
 const LAST_CONVERSATION_COOKIE = 'easel_conversation';
 
 const STATUS: Record<ServiceError['code'], 404 | 409 | 422 | 503> = {
@@ -49,17 +46,12 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const findImage = (conversationId: string) => (imageId: string) =>
     service.getConversation(conversationId)?.images.find((image) => image.id === imageId);
 
-  page.use('*', async (c, next) => {
-    // A form on another site must not be able to drive this one (the server listens on localhost).
-    const site = c.req.header('sec-fetch-site');
-    const unsafe = !['GET', 'HEAD', 'OPTIONS'].includes(c.req.method);
-    if (unsafe && site !== undefined && site !== 'same-origin' && site !== 'none') {
-      return c.text('Easel only accepts changes from its own page. Open it at its own address and try again.', 403);
-    }
-    await next();
-    c.res.headers.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-    c.res.headers.set('X-Content-Type-Options', 'nosniff');
-    c.res.headers.set('Referrer-Policy', 'no-referrer');
+  // The page's writes (all under /c) are htmx form posts; anything else (JSON, text/plain) was not sent
+  // by the page. Not '*': mounted at '/', that would reach the API's unknown routes too.
+  page.use('/c/*', async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    const refused = refuseNonFormBody(c);
+    return refused ?? next();
   });
 
   page.get('/', (c) => {
@@ -80,7 +72,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   page.post('/c/:id/messages', async (c) => {
     const id = c.req.param('id');
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     if (!isSendKey(form.sendKey)) {
       return sendHtml(c, renderComposerStatus('This page is out of date: reload it, then send again. Your text is kept.'), 400);
     }
@@ -105,7 +99,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   page.post('/c/:id/generations', async (c) => {
     const id = c.req.param('id');
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     if (!isSendKey(form.sendKey) || !sends.claim(form.sendKey)) {
       const message = isSendKey(form.sendKey) ? 'This image was already asked for once; it is not made twice.' : 'This page is out of date: reload it.';
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(message)), 409);
@@ -140,7 +136,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const id = c.req.param('id');
     const conversation = service.getConversation(id);
     if (!conversation) return sendHtml(c, renderPromptSaved('This conversation no longer exists. Start a new one.'), 404);
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     // Saving what is already stored would tell the model about an edit nobody made.
     if (form.prompt === conversation.prompt) return sendHtml(c, renderPromptSaved(undefined));
     const result = service.setPrompt(id, form.prompt);
@@ -148,7 +146,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
   });
 
   page.put('/c/:id/settings', async (c) => {
-    const form = await c.req.parseBody();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
     const result = service.setSettings(c.req.param('id'), readSettingsForm(form));
     if (result.ok) return sendHtml(c, renderSettingsSaved({}, 'Saved.'));
     const summary = result.error.code === 'invalid' ? 'Not saved: fix the marked field.' : result.error.message;

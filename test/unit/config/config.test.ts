@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatHelp, parseConfig } from '../../../server/config/index.ts';
+import { formatHelp, isLoopbackHost, parseConfig } from '../../../server/config/index.ts';
 
 function ok(argv: string[], env: Record<string, string> = {}) {
   const result = parseConfig(argv, env);
@@ -25,8 +25,10 @@ describe('parseConfig', () => {
       imageBackend: 'none',
       imageUrl: undefined,
       unloadLlm: false,
+      allowedHosts: [],
     });
     expect(ok([]).llmSeed).toBeUndefined();
+    expect(ok([]).token).toBeUndefined();
   });
 
   it('reads OLLAMA_HOST the way Ollama writes it', () => {
@@ -61,8 +63,34 @@ describe('parseConfig', () => {
   it('answers --help and --version', () => {
     expect(parseConfig(['--help'], {})).toEqual({ ok: true, value: null, exit: 'help' });
     expect(parseConfig(['--version'], {})).toEqual({ ok: true, value: null, exit: 'version' });
-    for (const flag of ['--host', '--port', '--ollama-url', '--model', '--llm-seed', '--num-ctx', '--log-level', '--data-dir']) {
+    for (const flag of ['--host', '--allowed-hosts', '--token', '--port', '--ollama-url', '--model', '--llm-seed', '--num-ctx', '--log-level', '--data-dir']) {
       expect(formatHelp()).toContain(flag);
     }
+  });
+
+  it('reads --allowed-hosts as a comma-separated list of names with optional ports', () => {
+    expect(ok(['--allowed-hosts', 'My-Laptop.local, 192.168.1.20:8377,,[fe80::1]']).allowedHosts).toEqual([
+      'my-laptop.local',
+      '192.168.1.20:8377',
+      '[fe80::1]',
+    ]);
+    expect(ok([], { EASEL_ALLOWED_HOSTS: 'easel.lan' }).allowedHosts).toEqual(['easel.lan']);
+    expect(ok(['--allowed-hosts', 'a.lan'], { EASEL_ALLOWED_HOSTS: 'b.lan' }).allowedHosts).toEqual(['a.lan']);
+    for (const bad of ['http://my-laptop.local', 'my-laptop.local/x', 'a b', 'user@host', 'host:port', '*.lan', 'fe80::1']) {
+      expect(failure(['--allowed-hosts', bad]), bad).toMatch(/^--allowed-hosts must be host names separated by commas/);
+    }
+  });
+
+  it('reads --token and refuses one too short or with characters that cannot travel in a URL or cookie', () => {
+    expect(ok(['--token', 'abcdef0123456789']).token).toBe('abcdef0123456789');
+    expect(ok([], { EASEL_TOKEN: 'from-the-environment-1' }).token).toBe('from-the-environment-1');
+    expect(failure(['--token', 'short'])).toMatch(/^--token must be at least 16 characters/);
+    expect(failure(['--token', 'sixteen chars, no'])).toMatch(/^--token may hold only letters, digits/);
+    expect(failure(['--token', 'abcdefgh12345678;x=1'])).toMatch(/^--token may hold only/);
+  });
+
+  it('tells loopback addresses (no token needed) from the others', () => {
+    for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', 'LOCALHOST', '::1', '[::1]']) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.168.1.20', 'my-laptop.local', '127.0.0.1.nip.io', 'fe80::1']) expect(isLoopbackHost(host), host).toBe(false);
   });
 });

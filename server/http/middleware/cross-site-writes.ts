@@ -1,0 +1,47 @@
+import type { MiddlewareHandler } from 'hono';
+import type { Logger } from '../../core/index.ts';
+import { respondMessage } from '../errors.ts';
+
+/**
+ * Refuses every request that is not GET or HEAD when a browser says it came from another page: an
+ * `Origin` other than this server's own (`Origin: null` from a sandboxed frame or a file included), or
+ * `Sec-Fetch-Site: cross-site` / `same-site` (another port of localhost is the same site). A request
+ * with neither header (curl, scripts) passes; a browser always sends one of them on a write.
+ *
+ * One exception: `Origin: null` with `Sec-Fetch-Site: same-origin`. Under `Referrer-Policy:
+ * no-referrer` a browser sends `Origin: null` for the page's own plain form posts (the "New
+ * conversation" button), and a page cannot forge Sec-Fetch-Site; a sandboxed frame or a file sends
+ * `null` with `cross-site`, and an old browser without Sec-Fetch-Site stays refused.
+ *
+ * hono's `csrf` middleware checks only form-like content types and passes when either header is
+ * acceptable; this rule refuses when either header is foreign, whatever the body.
+ */
+export function refuseCrossSiteWrites(options: { logger: Logger }): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    const site = c.req.header('sec-fetch-site');
+    const origin = c.req.header('origin');
+    const foreignSite = site === 'cross-site' || site === 'same-site';
+    const ownOrigin = origin === undefined || isOwnOrigin(origin, c.req.header('host')) || (origin === 'null' && site === 'same-origin');
+    if (!foreignSite && ownOrigin) return next();
+    options.logger.warn('refused a write from another site', { method: c.req.method, path: c.req.path, origin, secFetchSite: site });
+    return respondMessage(
+      c,
+      403,
+      'Easel only accepts changes from its own page, and this request came from another site. Open Easel at its own address and try again.',
+    );
+  };
+}
+
+/** The page's own origin has the host the request was sent to (already checked by allowListedHosts). */
+function isOwnOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  try {
+    const from = new URL(origin);
+    // http for Easel itself; https when a TLS proxy serves it under the same name.
+    return (from.protocol === 'http:' || from.protocol === 'https:') && from.host === new URL(`http://${host}`).host;
+  } catch {
+    // `null` and anything else that is not a URL.
+    return false;
+  }
+}
