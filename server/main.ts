@@ -6,7 +6,15 @@ import { serve } from '@hono/node-server';
 import { formatHelp, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
-import { createEaselService, createImageGenerator, createLogger, describeModelHealth, type ImageBackend, type Logger } from './core/index.ts';
+import {
+  createEaselService,
+  createImageGenerator,
+  createLogger,
+  DEFAULT_REPLY_TIMEOUTS,
+  describeModelHealth,
+  type ImageBackend,
+  type Logger,
+} from './core/index.ts';
 import { createOpenAiImagesBackend } from './openai-images/index.ts';
 import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
@@ -20,8 +28,16 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** Waits that are not flags: tests shorten them instead of waiting real seconds. */
+export interface ServerTiming {
+  /** Silence before a reply's first word after which a `status` event says what is happening. Default 2000. */
+  statusAfterMs?: number;
+  /** Quiet time on an event stream before an SSE keep-alive comment. Default 15 000. */
+  keepAliveMs?: number;
+}
+
 /** Starts Easel with a parsed config; used by the CLI below and by tests that need a real port. */
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, logger: Logger, timing: ServerTiming = {}): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true });
   const store = createSqliteStore({ path: join(config.dataDir, 'easel.db') });
   const llm = createOllamaChatModel({
@@ -40,8 +56,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     saveFile: (name, bytes) => writeFile(join(imagesDir, name), bytes, { flag: 'wx' }),
     ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
   });
-  const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx });
-  const app = createApp({ service, logger, imagesDir, page: createPageRoutes({ service, logger }) });
+  const replyTimeouts = {
+    firstTokenMs: config.firstTokenTimeout * 1000,
+    stallMs: config.stallTimeout * 1000,
+    statusAfterMs: timing.statusAfterMs ?? DEFAULT_REPLY_TIMEOUTS.statusAfterMs,
+  };
+  const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx, replyTimeouts });
+  const keepAlive = timing.keepAliveMs === undefined ? {} : { keepAliveMs: timing.keepAliveMs };
+  const app = createApp({ service, logger, imagesDir, page: createPageRoutes({ service, logger, ...keepAlive }), ...keepAlive });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
