@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createEaselService, createImageGenerator, silentLogger } from '../../server/core/index.ts';
+import { createEaselService, createImageGenerator, silentLogger, type EaselService, type TurnEvent } from '../../server/core/index.ts';
 import { createApp } from '../../server/http/index.ts';
 import { createOllamaChatModel } from '../../server/ollama/index.ts';
 import { createSqliteStore } from '../../server/sqlite/index.ts';
@@ -99,6 +99,72 @@ describe('Stop with a stream nobody reads (the real app through app.request)', (
     expect(second.status).toBe(409);
     await first.body?.cancel();
     await fake.waitForHangup();
+  });
+});
+
+describe('turn tasks in the service (real store, real Ollama adapter)', () => {
+  let dataDir: string;
+  let service: EaselService;
+  let close: () => void;
+
+  beforeEach(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'easel-tasks-'));
+    const store = createSqliteStore({ path: join(dataDir, 'easel.db') });
+    const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
+    const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => undefined });
+    service = createEaselService({ store, llm, images, logger: silentLogger, clock: Date, numCtx: 8192 });
+    close = () => {
+      store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    };
+  });
+
+  afterEach(() => close());
+
+  async function drain(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+    const out: TurnEvent[] = [];
+    for await (const event of events) out.push(event);
+    return out;
+  }
+
+  function send(id: string, text: string): AsyncIterable<TurnEvent> {
+    const result = service.sendMessage(id, text, new AbortController().signal);
+    if (!result.ok) throw new Error(`not sent: ${result.error.code}`);
+    return result.value;
+  }
+
+  it('a message sent in the same instant as Stop is stored after the stopped turn, and runs after it', async () => {
+    fake.enqueue({ chunks: LONG_REPLY, stallAfter: 3 });
+    const id = service.createConversation().id;
+    const first = send(id, 'first');
+    await fake.waitForStall();
+    // Nothing reads `first`; Stop and the next message come together.
+    expect(service.stop(id)).toBe(true);
+    let release!: () => void;
+    fake.enqueue(scriptReply('Second answer.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }, { gate: new Promise<void>((r) => (release = r)) }));
+    const second = send(id, 'second');
+
+    // The second turn's message is written once the first turn is stored; the first task is over then.
+    await expect.poll(() => service.getConversation(id)!.turns.length).toBe(3);
+    await fake.waitForRequests(2, '/api/chat');
+    // The finished first task must not have cleared the running second turn's entry.
+    expect(service.isBusy(id)).toBe(true);
+    const third = service.sendMessage(id, 'third', new AbortController().signal);
+    expect(third.ok ? 'accepted' : third.error.code).toBe('busy');
+
+    release();
+    const events = await drain(second);
+    expect(events.at(-1)).toMatchObject({ type: 'done', level: 'clean' });
+    const turns = service.getConversation(id)!.turns;
+    expect(turns.map((t) => [t.role, t.status])).toEqual([
+      ['user', 'ok'],
+      ['assistant', 'stopped'],
+      ['user', 'ok'],
+      ['assistant', 'ok'],
+    ]);
+    expect(turns.map((t) => t.text)).toEqual(['first', turns[1]!.text, 'second', 'Second answer.']);
+    expect(LONG_REPLY.join('').startsWith(turns[1]!.text)).toBe(true);
+    expect((await drain(first)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
   });
 });
 
