@@ -128,6 +128,21 @@ describe('timeouts that tell the truth', () => {
   });
 });
 
+describe('a connection that breaks', () => {
+  it('Ollama dying mid-reply: a stream error after the words shown, which are kept with the message', async () => {
+    const easel = await start();
+    fake.enqueue({ chunks: ['Hello', ' there', ' friend'], dropAfter: 2 });
+    const id = await easel.newConversation();
+    const events = await send(easel, id, 'hi');
+    expect(shownText(events)).toBe('Hello there');
+    expect(of(events, 'error')[0]).toMatchObject({ code: 'ollama_stream_failed', message: expect.stringContaining('broke in the middle of the reply') });
+    expect((await conversation(easel, id)).turns[1]).toMatchObject({ status: 'error', text: 'Hello there' });
+    fake.enqueue(scriptReply('Back again.', ASKING));
+    await send(easel, id, 'still there?');
+    expect(lastUserWords()).toContain('hi');
+  });
+});
+
 describe('while the model has not started', () => {
   it('says "Loading …" when Ollama does not have the model in memory, before the first words', async () => {
     const easel = await start({ statusAfterMs: 50 });
