@@ -36,7 +36,8 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   assertValidHost(host);
   // Ollama sends no HTTP headers until the model is loaded and has read the prompt (server/routes.go:
-  // ChatHandler → scheduleRunner, then streamResponse writes headers with the first line), so undici's
+  // ChatHandler blocks in scheduleRunner at :2634, then streamResponse at :2097 writes the headers with
+  // the first line through gin's c.Stream; v0.12.6: :1948 and :1645), so undici's
   // default 300 s headersTimeout would fire on a slow load and look like "not reachable". Both undici
   // timeouts are off here: the core's watchdog (--first-token-timeout, --stall-timeout) aborts the
   // request instead and says truthfully what happened. Connecting still fails fast when nothing listens.
