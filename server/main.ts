@@ -7,7 +7,15 @@ import { serve } from '@hono/node-server';
 import { formatHelp, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
-import { createEaselService, createImageGenerator, createLogger, describeModelHealth, type ImageBackend, type Logger } from './core/index.ts';
+import {
+  createEaselService,
+  createImageGenerator,
+  createLogger,
+  DEFAULT_REPLY_TIMEOUTS,
+  describeModelHealth,
+  type ImageBackend,
+  type Logger,
+} from './core/index.ts';
 import { createOpenAiImagesBackend } from './openai-images/index.ts';
 import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
@@ -29,9 +37,19 @@ export interface RunningServer {
 
 /** The whole shutdown on SIGTERM/SIGINT stays under 5 s; past this the process exits anyway. */
 export const SHUTDOWN_DEADLINE_MS = 4_500;
+/** After the work has stopped, how long open streams get to deliver their last event before being cut. */
+const STREAM_FLUSH_MS = 500;
+
+/** Waits that are not flags: tests shorten them instead of waiting real seconds. */
+export interface ServerTiming {
+  /** Silence before a reply's first word after which a `status` event says what is happening. Default 2000. */
+  statusAfterMs?: number;
+  /** Quiet time on an event stream before an SSE keep-alive comment. Default 15 000. */
+  keepAliveMs?: number;
+}
 
 /** Starts Easel with a parsed config; used by the CLI below and by tests that need a real port. */
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, logger: Logger, timing: ServerTiming = {}): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true });
   const store = createSqliteStore({ path: join(config.dataDir, 'easel.db') });
   const llm = createOllamaChatModel({
@@ -51,13 +69,19 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     imagesDir,
     ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
   });
-  const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx });
+  const replyTimeouts = {
+    firstTokenMs: config.firstTokenTimeout * 1000,
+    stallMs: config.stallTimeout * 1000,
+    statusAfterMs: timing.statusAfterMs ?? DEFAULT_REPLY_TIMEOUTS.statusAfterMs,
+  };
+  const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx, replyTimeouts });
   // Off loopback, other machines can connect: they need a token (128 random bits unless --token gave one).
   // A --token given on loopback is enforced too: it guards against other users of this machine.
   const token = config.token ?? (isLoopbackHost(config.host) ? undefined : randomBytes(16).toString('hex'));
   const addresses = isWildcardHost(config.host) ? listNetworkAddresses() : [];
   const access = { allowedHosts: [config.host, ...addresses, ...config.allowedHosts], token };
-  const app = createApp({ service, logger, imagesDir, access, page: createPageRoutes({ service, logger }) });
+  const keepAlive = timing.keepAliveMs === undefined ? {} : { keepAliveMs: timing.keepAliveMs };
+  const app = createApp({ service, logger, imagesDir, access, page: createPageRoutes({ service, logger, ...keepAlive }), ...keepAlive });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
@@ -100,6 +124,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         connections.closeIdleConnections?.();
         await service.shutdown();
+        // Streams that just wrote their last event still have to flush it: give them a moment to end.
+        const flushed = setInterval(() => connections.closeIdleConnections?.(), 20);
+        await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, STREAM_FLUSH_MS))]);
+        clearInterval(flushed);
         connections.closeAllConnections?.();
         await closed;
         store.close();

@@ -34,6 +34,11 @@ const allowedHosts = z
 
 const MIN_TOKEN_CHARS = 16;
 
+const secondsFlag = (max: number) =>
+  z.coerce
+    .number({ error: `must be a number of seconds from 0 (never give up) to ${max}` })
+    .refine((n) => Number.isFinite(n) && n >= 0 && n <= max, `must be a number of seconds from 0 (never give up) to ${max}`);
+
 const configSchema = z.object({
   host: z.string().min(1, 'must not be empty'),
   allowedHosts,
@@ -47,6 +52,8 @@ const configSchema = z.object({
   model: z.string().regex(/^[\w.\-/:]+$/, 'must be an Ollama model name such as mistral:7b'),
   llmSeed: intFlag(0, 2_147_483_647).optional(),
   numCtx: intFlag(512, 1_048_576),
+  firstTokenTimeout: secondsFlag(86_400),
+  stallTimeout: secondsFlag(86_400),
   logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
   dataDir: z.string().min(1, 'must not be empty'),
   imageBackend: z.enum(IMAGE_BACKENDS, { error: `must be one of ${IMAGE_BACKENDS.join(', ')}` }),
@@ -99,6 +106,18 @@ const FLAGS: Record<string, FlagSpec> = {
   model: { key: 'model', env: 'EASEL_MODEL', help: 'chat model (default mistral:7b)', fallback: () => 'mistral:7b' },
   'llm-seed': { key: 'llmSeed', env: 'EASEL_LLM_SEED', help: 'fixed sampling seed for the chat model (default: random)' },
   'num-ctx': { key: 'numCtx', env: 'EASEL_NUM_CTX', help: 'context window in tokens, 512–1048576 (default 8192)', fallback: () => '8192' },
+  'first-token-timeout': {
+    key: 'firstTokenTimeout',
+    env: 'EASEL_FIRST_TOKEN_TIMEOUT',
+    help: 'seconds to wait for the first word of a reply (model loading included), 0 = never (default 300)',
+    fallback: () => '300',
+  },
+  'stall-timeout': {
+    key: 'stallTimeout',
+    env: 'EASEL_STALL_TIMEOUT',
+    help: 'seconds to wait between words once a reply runs, 0 = never (default 120)',
+    fallback: () => '120',
+  },
   'log-level': { key: 'logLevel', env: 'EASEL_LOG_LEVEL', help: 'debug | info | warn | error (default info)', fallback: () => 'info' },
   'data-dir': { key: 'dataDir', env: 'EASEL_DATA_DIR', help: 'where conversations and images are kept (default ./data)', fallback: () => 'data' },
   'image-backend': {

@@ -29,6 +29,8 @@ export interface DoneEvent {
 
 export type TurnEvent =
   | { type: 'delta'; text: string }
+  /** Nothing arrived from the model for a while before its first words: what it is waiting for. */
+  | { type: 'status'; message: string }
   | { type: 'retry'; attempt: number; level: RecoveryLevel }
   | MetadataEvent
   | { type: 'reset'; message: string }

@@ -10,4 +10,16 @@ export { createEaselService, MAX_MESSAGE_CHARS } from './service.ts';
 export type { ConversationView, EaselService, Health, Result, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
 export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
 export { createImageGenerator, NO_BACKEND_MESSAGE } from './generation.ts';
+export {
+  DEFAULT_REPLY_TIMEOUTS,
+  describeReplyTimeout,
+  describeSlowStart,
+  isReplyTimeoutError,
+  markSlowStart,
+  ReplyTimeoutError,
+  selectReplyLimit,
+  startReplyWatchdog,
+} from './reply-watchdog.ts';
+export type { ReplyTimeoutKind, ReplyTimeouts, ReplyWatchdog } from './reply-watchdog.ts';
+export { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 export type { GenerateInput, ImageBackendStatus, ImageGenerator, ImageGeneratorDeps } from './generation.ts';

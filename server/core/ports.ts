@@ -25,6 +25,8 @@ export interface ChatRequest {
 
 export type ChatChunk =
   | { type: 'text'; text: string }
+  /** A line without reply text (e.g. a thinking model's thoughts): the model is working, nothing to show. */
+  | { type: 'alive' }
   | {
       type: 'end';
       /** Ollama's done_reason: 'stop' | 'length' | … */
@@ -50,6 +52,11 @@ export interface ChatModel {
   /** Streams one reply. Throws ChatModelError. Aborting `signal` aborts the HTTP request to Ollama. */
   chat(request: ChatRequest): AsyncIterable<ChatChunk>;
   checkHealth(signal?: AbortSignal): Promise<ModelHealth>;
+  /**
+   * Whether the model is in memory now (Ollama's /api/ps); undefined when that could not be told.
+   * Never throws; gives up after a few seconds.
+   */
+  isLoaded(signal?: AbortSignal): Promise<boolean | undefined>;
   /** Asks Ollama to unload the model now (keep_alive: 0) to free GPU memory. */
   unload(signal?: AbortSignal): Promise<void>;
 }

@@ -4,6 +4,7 @@ import {
   collectUserWords,
   COMPACTION_OPTIONS,
   createWithholder,
+  MAX_REPLY_CHARS,
   metadataJsonSchema,
   NEUTRAL_FALLBACK_TEXT,
   parseReply,
@@ -18,6 +19,14 @@ import { isChatModelError, type ChatModelError } from './errors.ts';
 import type { DoneEvent, TurnEvent } from './events.ts';
 import type { Logger } from './logger.ts';
 import type { ChatMessage, ChatModel, ChatRequest } from './ports.ts';
+import {
+  describeReplyTimeout,
+  describeSlowStart,
+  isReplyTimeoutError,
+  markSlowStart,
+  startReplyWatchdog,
+  type ReplyTimeouts,
+} from './reply-watchdog.ts';
 import type { Settings } from './settings.ts';
 
 export interface TurnInput {
@@ -42,12 +51,15 @@ export interface TurnDeps {
   now: () => number;
   numCtx: number;
   conversationId: string;
+  timeouts: ReplyTimeouts;
 }
 
 interface AttemptResult {
   raw: string;
   shown: string;
   doneReason: string;
+  /** True when the reply ran past MAX_REPLY_CHARS and was stopped there. */
+  capped: boolean;
 }
 
 /** The working context is stored whole (renderContext trims per request); this only bounds its size on disk. */
@@ -67,6 +79,15 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   let truncated = false;
   let shownSoFar = '';
   let previousShown = '';
+  // Asked as the turn starts, before the request: once Ollama begins a load, /api/ps either lists the
+  // model already (v0.12.6 server/sched.go:481 adds the runner before WaitUntilRunning at :487) or, in
+  // newer versions, blocks until the load ends (sched.go loadedModels takes each runner's refMu, held
+  // for the whole load). Only the answer from before the load tells "loading" from "thinking".
+  let loaded: boolean | undefined;
+  const loadedCheck = deps.llm.isLoaded(input.signal).then(
+    (value) => (loaded = value),
+    () => undefined,
+  );
 
   const done = (doneLevel: DoneEvent['level'], repairs: string[] = []): DoneEvent => ({
     type: 'done',
@@ -78,31 +99,68 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     firstTokenMs: stats.firstTokenAt === null ? null : stats.firstTokenAt - startedAt,
   });
 
+  /** One model call: streams the visible text; the watchdog aborts it when the model stays silent too long. */
   async function* streamAttempt(request: ChatRequest): AsyncGenerator<TurnEvent, AttemptResult> {
     stats.attempts++;
     shownSoFar = '';
     const withholder = createWithholder();
     let doneReason = 'stop';
-    for await (const chunk of deps.llm.chat(request)) {
-      if (chunk.type === 'text') {
-        stats.firstTokenAt ??= deps.now();
-        const visible = withholder.push(chunk.text);
-        if (visible) {
-          shownSoFar += visible;
-          yield { type: 'delta', text: visible };
+    let rawChars = 0;
+    let capped = false;
+    const watchdog = startReplyWatchdog(deps.timeouts);
+    const call = new AbortController();
+    const abortCall = (reason: unknown) => call.abort(reason);
+    const onUserAbort = () => abortCall(input.signal.reason);
+    const onTimeout = () => abortCall(watchdog.signal.reason);
+    if (input.signal.aborted) onUserAbort();
+    input.signal.addEventListener('abort', onUserAbort, { once: true });
+    watchdog.signal.addEventListener('abort', onTimeout, { once: true });
+    try {
+      // A later attempt follows a reply, so the model is in memory by then.
+      const describe = async () => describeSlowStart(deps.llm.model, stats.attempts > 1 ? true : await loadedCheck);
+      const chunks = markSlowStart(deps.llm.chat({ ...request, signal: call.signal }), { afterMs: deps.timeouts.statusAfterMs, describe });
+      for await (const chunk of chunks) {
+        if (chunk.type === 'slow') {
+          yield { type: 'status', message: chunk.message };
+          continue;
         }
-      } else {
-        doneReason = chunk.doneReason;
-        stats.evalCount += chunk.evalCount;
-        stats.evalDurationNs += chunk.evalDurationNs;
+        watchdog.sawLine();
+        if (chunk.type === 'alive') continue;
+        if (chunk.type === 'text') {
+          stats.firstTokenAt ??= deps.now();
+          // A runaway reply is cut at the cap; leaving the loop hangs up on Ollama.
+          const text = chunk.text.length > MAX_REPLY_CHARS - rawChars ? chunk.text.slice(0, MAX_REPLY_CHARS - rawChars) : chunk.text;
+          rawChars += text.length;
+          const visible = withholder.push(text);
+          if (visible) {
+            shownSoFar += visible;
+            yield { type: 'delta', text: visible };
+          }
+          if (text.length < chunk.text.length) {
+            capped = true;
+            break;
+          }
+        } else {
+          doneReason = chunk.doneReason;
+          stats.evalCount += chunk.evalCount;
+          stats.evalDurationNs += chunk.evalDurationNs;
+        }
       }
+    } catch (error) {
+      // The user's Stop wins over a limit that passed at the same moment.
+      if (watchdog.expired && !input.signal.aborted) throw watchdog.expired;
+      throw error;
+    } finally {
+      watchdog.stop();
+      input.signal.removeEventListener('abort', onUserAbort);
+      watchdog.signal.removeEventListener('abort', onTimeout);
     }
     const finished = withholder.finish();
     if (finished.flushed) {
       shownSoFar += finished.flushed;
       yield { type: 'delta', text: finished.flushed };
     }
-    return { raw: finished.raw, shown: finished.shown, doneReason };
+    return { raw: finished.raw, shown: finished.shown, doneReason: capped ? 'length' : doneReason, capped };
   }
 
   let request: ChatRequest = { messages: baseMessages, signal: input.signal };
@@ -111,7 +169,9 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     for (;;) {
       const attempt = yield* streamAttempt(request);
       history.push({ messages: request.messages, reply: attempt.raw });
-      if (attempt.doneReason === 'length') {
+      if (attempt.capped) {
+        deps.logger.warn('the model reply passed the size cap and was stopped', { conversationId: deps.conversationId, maxChars: MAX_REPLY_CHARS });
+      } else if (attempt.doneReason === 'length') {
         truncated = true;
         deps.logger.warn('the model reply was cut by the length limit', { conversationId: deps.conversationId, numCtx: deps.numCtx });
       }
@@ -125,7 +185,11 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           yield { type: 'delta', text };
         }
         const { metadata, repairs } = parsed.value;
-        const notices = attempt.doneReason === 'length' ? [...parsed.value.notices, truncationNotice(deps.numCtx)] : parsed.value.notices;
+        const notices = attempt.capped
+          ? [...parsed.value.notices, REPLY_CAP_NOTICE]
+          : attempt.doneReason === 'length'
+            ? [...parsed.value.notices, truncationNotice(deps.numCtx)]
+            : parsed.value.notices;
         yield { type: 'metadata', ...metadata, notices };
         const assistant: ContextEntry = { kind: 'assistant', text, metadata };
         const context = compacted
@@ -134,6 +198,12 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         return { turn: { role: 'assistant', text, metadata, status: 'ok' }, context, metadata, done: done(level, repairs) };
       }
 
+      if (attempt.capped) {
+        // Asking again would resend the runaway reply and likely run away again: end the turn here.
+        const failure = { code: 'reply_too_long', message: REPLY_CAP_ERROR };
+        yield { type: 'error', ...failure };
+        return { turn: { role: 'assistant', text: shownSoFar, status: 'error', error: failure }, context: boundContext(turnContext), done: done('error') };
+      }
       failures++;
       deps.logger.warn('model reply broke the format', {
         conversationId: deps.conversationId,
@@ -175,7 +245,9 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     if (input.signal.aborted || (isChatModelError(error) && error.code === 'aborted')) {
       return { turn: { role: 'assistant', text: shownSoFar, status: 'stopped' }, context, done: done('stopped') };
     }
-    const failure = describeFailure(error);
+    const failure = isReplyTimeoutError(error)
+      ? describeReplyTimeout(error, { model: deps.llm.model, loaded: stats.attempts > 1 ? true : loaded })
+      : describeFailure(error);
     if (failure.code === 'internal_error') {
       deps.logger.error('turn failed unexpectedly', { conversationId: deps.conversationId, error });
     } else {
@@ -219,6 +291,11 @@ function describeFailure(error: unknown): { code: string; message: string } {
     message: 'Something went wrong inside Easel while answering; the details are in the server log. Your message is kept: press Retry.',
   };
 }
+
+const REPLY_CAP_NOTICE = `The model's reply ran past ${MAX_REPLY_CHARS.toLocaleString('en')} characters, so Easel stopped it there; the settings above were read from what had arrived.`;
+const REPLY_CAP_ERROR =
+  `The model's reply ran past ${MAX_REPLY_CHARS.toLocaleString('en')} characters without finishing, so Easel stopped it. ` +
+  'What arrived is kept. Your message is kept too: press Retry, or rephrase it to ask for a shorter answer.';
 
 function truncationNotice(numCtx: number): string {
   return `The model's reply was cut off by the length limit (context window ${numCtx} tokens). Start Easel with a larger --num-ctx, e.g. ${numCtx * 2}.`;

@@ -6,6 +6,8 @@ import { streamEvents, withRequestSignal } from './stream-events.ts';
 export interface ApiDeps {
   service: EaselService;
   logger: Logger;
+  /** Quiet time before an SSE keep-alive comment (default 15 s); tests shorten it. */
+  keepAliveMs?: number;
 }
 
 /** The JSON renderer of a turn's events: one SSE event per TurnEvent, `event:` = type, `data:` = the JSON. */
@@ -16,6 +18,7 @@ export function renderEventJson(event: TurnEvent): { event: string; data: string
 
 export function createApiRoutes(deps: ApiDeps): Hono {
   const api = new Hono();
+  const keepAlive = deps.keepAliveMs === undefined ? {} : { keepAliveMs: deps.keepAliveMs };
 
   api.get('/health', async (c) => {
     return c.json(await withRequestSignal(c, (signal) => deps.service.checkHealth(signal)));
@@ -73,7 +76,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const hangup = new AbortController();
     const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal);
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson });
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
   });
 
   api.post('/conversations/:id/generations', async (c) => {
@@ -83,7 +86,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const hangup = new AbortController();
     const result = deps.service.generate(c.req.param('id'), { prompt: body.value.prompt, settings: body.value.settings }, hangup.signal);
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson });
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
   });
 
   api.post('/conversations/:id/stop', (c) => {

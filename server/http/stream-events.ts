@@ -24,6 +24,9 @@ export async function withRequestSignal<T>(c: Context, work: (signal: AbortSigna
   }
 }
 
+/** Quiet time after which an SSE comment is sent, so proxies and clients see a live connection. */
+export const SSE_KEEP_ALIVE_MS = 15_000;
+
 export interface SseMessage {
   event?: string;
   data: string;
@@ -40,6 +43,8 @@ export interface StreamEventsOptions {
   first?: SseMessage;
   /** Sees every event before it is rendered. */
   onEvent?(event: TurnEvent): void;
+  /** Quiet time before a keep-alive comment. Default SSE_KEEP_ALIVE_MS. */
+  keepAliveMs?: number;
 }
 
 /**
@@ -55,14 +60,26 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
     c,
     async (stream) => {
       stream.onAbort(onHangup);
+      // Any quiet stretch (a model loading, a long image) gets a comment line, which SSE readers skip.
+      let keepAlivePending = false;
+      const keepAlive = setTimeout(function tick() {
+        keepAlive.refresh();
+        if (stream.aborted || stream.closed || keepAlivePending) return;
+        keepAlivePending = true;
+        void stream.write(': keep-alive\n\n').finally(() => (keepAlivePending = false));
+      }, options.keepAliveMs ?? SSE_KEEP_ALIVE_MS);
       try {
         if (options.first) await stream.writeSSE(options.first);
         for await (const event of events) {
           options.onEvent?.(event);
           const message = options.render(event);
-          if (message && !stream.aborted) await stream.writeSSE(message);
+          if (message && !stream.aborted) {
+            await stream.writeSSE(message);
+            keepAlive.refresh();
+          }
         }
       } finally {
+        clearTimeout(keepAlive);
         release();
       }
     },

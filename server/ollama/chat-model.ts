@@ -1,4 +1,5 @@
 import { Ollama } from 'ollama';
+import { Agent } from 'undici';
 import type { ChatResponse, Options } from 'ollama';
 import { ChatModelError } from '../core/errors.ts';
 import type { ChatChunk, ChatModel, ChatOptions, ChatRequest, ModelHealth } from '../core/ports.ts';
@@ -22,7 +23,7 @@ export interface OllamaChatModelOptions {
   numCtx?: number;
   keepAlive?: string | number;
   fetch?: typeof fetch;
-  /** How long checkHealth waits for Ollama before calling it unreachable. Default 3000 ms. */
+  /** How long checkHealth and isLoaded wait for Ollama before giving up. Default 3000 ms. */
   healthTimeoutMs?: number;
 }
 
@@ -34,11 +35,18 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   const baseFetch = options.fetch ?? globalThis.fetch;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   assertValidHost(host);
+  // Ollama sends no HTTP headers until the model is loaded and has read the prompt (server/routes.go:
+  // ChatHandler blocks in scheduleRunner at :2634, then streamResponse at :2097 writes the headers with
+  // the first line through gin's c.Stream; v0.12.6: :1948 and :1645), so undici's
+  // default 300 s headersTimeout would fire on a slow load and look like "not reachable". Both undici
+  // timeouts are off here: the core's watchdog (--first-token-timeout, --stall-timeout) aborts the
+  // request instead and says truthfully what happened. Connecting still fails fast when nothing listens.
+  const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
 
   // One client per call: the client's abort() and its list of ongoing streams are per
   // instance, so a shared client would let one cancelled chat cancel the others.
   function createClient(signal: AbortSignal): Ollama {
-    return new Ollama({ host, fetch: createScopedFetch(baseFetch, signal) });
+    return new Ollama({ host, fetch: createScopedFetch(baseFetch, signal, dispatcher) });
   }
 
   function mergeOptions(requested: ChatOptions | undefined): Partial<Options> | undefined {
@@ -78,6 +86,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       for await (const part of stream) {
         const text = part.message?.content;
         if (text) yield { type: 'text', text };
+        else if (!part.done) yield { type: 'alive' };
         if (part.done) last = part;
       }
       if (last === undefined) {
@@ -142,6 +151,19 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
+  async function isLoaded(signal?: AbortSignal): Promise<boolean | undefined> {
+    const timeout = AbortSignal.timeout(healthTimeoutMs);
+    const client = createClient(signal ? AbortSignal.any([signal, timeout]) : timeout);
+    try {
+      // GET /api/ps: {"models": [{"name", "model", "size_vram", "expires_at", …}]} (api/types.go ProcessResponse).
+      const { models } = await client.ps();
+      if (!Array.isArray(models)) return undefined;
+      return models.some((entry) => isSameModel(entry.name ?? '', model) || isSameModel(entry.model ?? '', model));
+    } catch {
+      return undefined;
+    }
+  }
+
   async function unload(signal?: AbortSignal): Promise<void> {
     const errorContext = { host, model, action: 'unload', signal, phase: 'request' as const };
     if (signal?.aborted) throw toChatModelError(signal.reason, errorContext);
@@ -153,14 +175,15 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
-  return { model, chat, checkHealth, unload };
+  return { model, chat, checkHealth, isLoaded, unload };
 }
 
-/** Adds our signal to every fetch the client makes, including the GETs it never signals. */
-function createScopedFetch(baseFetch: typeof fetch, signal: AbortSignal): typeof fetch {
+/** Adds our signal (and dispatcher) to every fetch the client makes, including the GETs it never signals. */
+function createScopedFetch(baseFetch: typeof fetch, signal: AbortSignal, dispatcher: Agent): typeof fetch {
   return async (input, init) => {
     const combined = init?.signal ? AbortSignal.any([init.signal, signal]) : signal;
-    const response = await baseFetch(input, { ...init, signal: combined });
+    // `dispatcher` is undici's extension of RequestInit; Node's fetch is undici 6, the version installed.
+    const response = await baseFetch(input, { ...init, signal: combined, dispatcher } as RequestInit);
     return response.ok ? response : asJsonError(response);
   };
 }

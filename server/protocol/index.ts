@@ -1,7 +1,7 @@
 // The protocol between Easel and the model, free of HTTP and I/O: the delimiter rule, the metadata
 // schema and its lossless repairs, the prompts, the model's context and the recovery ladder.
 
-export { LIMITS, RANDOM_SEED } from './limits.ts';
+export { LIMITS, MAX_REPLY_CHARS, RANDOM_SEED } from './limits.ts';
 export { DELIMITER } from './delimiter.ts';
 export { createWithholder } from './withhold.ts';
 export type { MarkerKind, WithheldReply, Withholder } from './withhold.ts';

@@ -9,3 +9,9 @@ export const LIMITS = {
 } as const;
 
 export const RANDOM_SEED = -1;
+
+/**
+ * The most raw model output one model call may produce. A reply that runs on past it (a model
+ * repeating itself) is stopped: the request to Ollama is aborted and what arrived is parsed.
+ */
+export const MAX_REPLY_CHARS = 200_000;

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import type { ServerTiming } from '../../server/main.ts';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
@@ -40,10 +41,14 @@ export interface Stage {
 }
 
 /** Chromium, the fake Ollama and the real server; `flags` are extra command-line flags for Easel. */
-export async function startStage(options: { flags?: string[] } = {}): Promise<Stage> {
+export async function startStage(options: { flags?: string[]; timing?: ServerTiming } = {}): Promise<Stage> {
   const browser = await launchChromium();
   const fake = await createFakeOllama();
-  const easel = await startTestEasel({ ollamaUrl: fake.url, ...(options.flags ? { flags: options.flags } : {}) });
+  const easel = await startTestEasel({
+    ollamaUrl: fake.url,
+    ...(options.flags ? { flags: options.flags } : {}),
+    ...(options.timing ? { timing: options.timing } : {}),
+  });
   return {
     browser,
     fake,

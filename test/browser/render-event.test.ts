@@ -10,6 +10,7 @@ const view = { conversationId: 'c1', bubbleId: 'reply-1', userText: HOSTILE };
 
 const EVENTS: TurnEvent[] = [
   { type: 'delta', text: HOSTILE },
+  { type: 'status', message: HOSTILE },
   { type: 'retry', attempt: 2, level: 'reminder' },
   { type: 'metadata', prompt: HOSTILE, generate_image: true, steps: 20, cfg: 7, seed: -1, negative_prompt: HOSTILE, notices: [HOSTILE] },
   { type: 'reset', message: HOSTILE },
@@ -36,6 +37,17 @@ describe('renderEventHtml', () => {
     expect(String(renderEventHtml({ type: 'delta', text: '  two\n lines ' }, view))).toBe(
       '<hx-partial hx-target="#reply-1-text" hx-swap="beforeend"><span>  two\n lines </span></hx-partial>',
     );
+  });
+
+  it('shows a status in the text\'s place, and whatever comes next removes it first', () => {
+    expect(String(renderEventHtml({ type: 'status', message: 'Loading mistral:7b…' }, view))).toBe(
+      '<hx-partial hx-target="#reply-1-text" hx-swap="innerHTML"><span class="status" id="reply-1-status">Loading mistral:7b…</span></hx-partial>',
+    );
+    const afterStatus = { ...view, statusShown: true };
+    for (const event of [{ type: 'delta', text: 'Hi' }, { type: 'error', code: 'x', message: 'm' }, EVENTS.at(-1)!] as TurnEvent[]) {
+      expect(String(renderEventHtml(event, afterStatus))).toMatch(/^<hx-partial hx-target="#reply-1-status" hx-swap="delete"><\/hx-partial>/);
+    }
+    expect(String(renderEventHtml({ type: 'delta', text: 'Hi' }, view))).not.toContain('-status');
   });
 
   it('sends errors after an image started to the image area, not the reply, and removes that image\'s bar', () => {

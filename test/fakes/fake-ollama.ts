@@ -23,6 +23,14 @@ export interface FakeOllamaReply {
   dropAfter?: number;
   /** Awaited after the first line and before the rest: lets a test act mid-stream. */
   gate?: Promise<void>;
+  /**
+   * Silence before anything is sent, headers included: a model loading. Real Ollama writes nothing until
+   * the runner is loaded and the first line is ready (v0.12.6 server/routes.go:1948 ChatHandler blocks
+   * in scheduleRunner; streamResponse at :1645 writes headers with the first line via gin's c.Stream).
+   */
+  loadMs?: number;
+  /** Send this many chunks, then nothing more until the client hangs up: a runner that hung mid-reply. */
+  stallAfter?: number;
 }
 
 export interface FakeChatMessage {
@@ -81,10 +89,17 @@ export interface FakeOllama {
    */
   renderedPrompts(): string[];
   setModels(names: string[]): void;
+  /** Models in memory, as GET /api/ps lists them. A chat or load adds its model; keep_alive 0 removes it. */
+  setLoaded(names: string[]): void;
   /** While down, every connection is destroyed at once, as if Ollama were not running. */
   setDown(down: boolean): void;
   /** Resolves once `count` /api/chat hang-ups have been seen in total (default 1). */
   waitForHangup(count?: number): Promise<void>;
+  /**
+   * Resolves once `count` replies (default 1) reached their `stallAfter` point with every line before it
+   * handed to the socket: the client has read (nearly) all of them.
+   */
+  waitForStall(count?: number): Promise<void>;
   /** Resolves once `count` requests (to `path` when given) have arrived in total. */
   waitForRequests(count: number, path?: string): Promise<void>;
   close(): Promise<void>;
@@ -148,12 +163,21 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
   const waitTimeoutMs = options.waitTimeoutMs ?? 10_000;
   const startedAt = new Date();
   let models = (options.models ?? ['mistral:7b']).map(withTag);
+  // A fresh Ollama has nothing in memory.
+  let loaded: string[] = [];
+  const markLoaded = (name: string) => {
+    if (!loaded.includes(withTag(name))) loaded.push(withTag(name));
+  };
+  const markUnloaded = (name: string) => {
+    loaded = loaded.filter((entry) => entry !== withTag(name));
+  };
   const queue: FakeOllamaScript[] = [];
   const requests: FakeOllamaRequest[] = [];
   const unloads: string[] = [];
   const scriptErrors: string[] = [];
   const waiters = new Set<Waiter>();
   let hangups = 0;
+  let stalls = 0;
   let down = false;
   let closed = false;
 
@@ -207,7 +231,16 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
   async function handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://fake-ollama').pathname;
     const method = req.method ?? 'GET';
-    const exchange: Exchange = { res, hungUp: false, droppedByFake: false, onHangUp: [] };
+    const exchange: Exchange = {
+      res,
+      hungUp: false,
+      droppedByFake: false,
+      onHangUp: [],
+      onStalled: () => {
+        stalls++;
+        notify();
+      },
+    };
     let record: FakeOllamaRequest | undefined;
     res.on('close', () => {
       if (res.writableEnded) return;
@@ -248,6 +281,12 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       sendJson(res, 200, { version });
       return;
     }
+    if (path === '/api/ps' && (method === 'GET' || method === 'HEAD')) {
+      // v0.12.6 server/routes.go:1758 PsHandler: every runner in s.sched.loaded, a loading one included
+      // (sched.go:481 adds it before WaitUntilRunning at :487), shaped as api.ProcessResponse (api/types.go:627).
+      sendJson(res, 200, { models: loaded.map((name) => describeRunningModel(name)) });
+      return;
+    }
     if (path === '/api/tags' && (method === 'GET' || method === 'HEAD')) {
       sendJson(res, 200, { models: models.map((name) => describeListedModel(name, startedAt)) });
       return;
@@ -283,7 +322,10 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       throw recordScriptError('fake-ollama: /api/generate with a prompt is not scripted; use /api/chat');
     }
     const unloading = isZeroKeepAlive(body.keep_alive);
-    if (unloading) unloads.push(model);
+    if (unloading) {
+      unloads.push(model);
+      markUnloaded(model);
+    } else markLoaded(model);
     sendJson(res, 200, {
       model,
       created_at: new Date().toISOString(),
@@ -301,7 +343,10 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     if (messages.length === 0) {
       // No messages only loads (or, with keep_alive 0, unloads) the model.
       const unloading = isZeroKeepAlive(request.keep_alive);
-      if (unloading) unloads.push(request.model);
+      if (unloading) {
+        unloads.push(request.model);
+        markUnloaded(request.model);
+      } else markLoaded(request.model);
       sendJson(exchange.res, 200, {
         model: request.model,
         created_at: new Date().toISOString(),
@@ -328,6 +373,9 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       }
     }
     const stats = createStats(reply, messages);
+    // The runner is listed from the start of its load (see /api/ps), then nothing is sent while it loads.
+    markLoaded(request.model);
+    if (reply.loadMs && !(await waitUnlessHungUp(sleep(reply.loadMs), exchange))) return;
     if (request.stream === false) {
       await sendWholeReply(request.model, reply, stats, exchange);
     } else {
@@ -385,9 +433,15 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     setModels(names) {
       models = names.map(withTag);
     },
+    setLoaded(names) {
+      loaded = names.map(withTag);
+    },
     setDown(isDown) {
       down = isDown;
       if (isDown) server.closeAllConnections();
+    },
+    waitForStall(count = 1) {
+      return waitUntil(() => stalls >= count, `${count} stalled repl(ies) with every line flushed (saw ${stalls})`);
     },
     waitForHangup(count = 1) {
       return waitUntil(() => hangups >= count, `${count} hang-up(s) on /api/chat (saw ${hangups})`);
@@ -420,6 +474,8 @@ interface Exchange {
   /** Set when the fake itself cut the connection, so it is not counted as a client hang-up. */
   droppedByFake: boolean;
   onHangUp: Array<() => void>;
+  /** Called when a reply stalls (stallAfter) once its earlier lines left for the socket. */
+  onStalled: () => void;
 }
 
 interface ReplyStats {
@@ -455,29 +511,44 @@ function describeStats(stats: ReplyStats): Record<string, number | string> {
 
 async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplyStats, exchange: Exchange): Promise<void> {
   const { res } = exchange;
-  res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
-  res.flushHeaders();
+  // Headers go out with the first line, as gin's c.Stream writes them (v0.12.6 server/routes.go:1645).
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'application/x-ndjson');
   const errorAt = reply.errorAfter?.chunks ?? Infinity;
   const dropAt = reply.dropAfter ?? Infinity;
   const sendCount = Math.min(reply.chunks.length, errorAt, dropAt);
   const terminal = reply.errorAfter && errorAt <= dropAt ? 'error' : reply.dropAfter !== undefined ? 'drop' : 'done';
+  let flushed: Promise<void> = Promise.resolve();
   // Lines: the content chunks, then one terminal line (error, drop or done).
   for (let line = 0; line <= sendCount; line++) {
     if (line === 1 && reply.gate && !(await waitUnlessHungUp(reply.gate, exchange))) return;
     if (reply.delayMs && !(await waitUnlessHungUp(sleep(reply.delayMs), exchange))) return;
     if (exchange.hungUp) return;
+    if (line === reply.stallAfter) {
+      if (await waitUnlessHungUp(flushed, exchange)) exchange.onStalled();
+      await waitUnlessHungUp(new Promise<never>(() => undefined), exchange);
+      return;
+    }
     if (line < sendCount) {
-      writeLine(res, {
+      flushed = writeLine(res, {
         model,
         created_at: new Date().toISOString(),
         message: { role: 'assistant', content: reply.chunks[line] ?? '' },
         done: false,
       });
     } else if (terminal === 'error') {
-      writeLine(res, { error: reply.errorAfter?.message ?? 'fake-ollama: scripted error' });
-      res.end();
+      const error = { error: reply.errorAfter?.message ?? 'fake-ollama: scripted error' };
+      // An error before any line is a plain JSON status (streamResponse: `if !c.Writer.Written()`).
+      if (line === 0) sendJson(res, 500, error);
+      else {
+        writeLine(res, error);
+        res.end();
+      }
     } else if (terminal === 'drop') {
       exchange.droppedByFake = true;
+      // Node corks a response's writes until the next tick: let the lines already written leave first,
+      // as they would have left a crashing Ollama.
+      await new Promise((resolve) => setImmediate(resolve));
       res.socket?.destroy();
     } else {
       writeLine(res, {
@@ -535,8 +606,9 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function writeLine(res: ServerResponse, value: object): void {
-  res.write(`${JSON.stringify(value)}\n`);
+/** Resolves once the line was handed to the socket. */
+function writeLine(res: ServerResponse, value: object): Promise<void> {
+  return new Promise((resolve) => res.write(`${JSON.stringify(value)}\n`, () => resolve()));
 }
 
 function sendJson(res: ServerResponse, status: number, value: object): void {
@@ -674,6 +746,20 @@ function describeListedModel(name: string, modifiedAt: Date): object {
     size: 4_372_824_384,
     digest: createHash('sha256').update(name).digest('hex'),
     details: describeModelDetails(),
+  };
+}
+
+/** One entry of GET /api/ps (api.ProcessModelResponse, v0.12.6 api/types.go:627). */
+function describeRunningModel(name: string): object {
+  return {
+    name,
+    model: name,
+    size: 5_137_025_024,
+    digest: createHash('sha256').update(name).digest('hex'),
+    details: describeModelDetails(),
+    expires_at: new Date(Date.now() + 5 * 60_000).toISOString(),
+    size_vram: 5_137_025_024,
+    context_length: 8192,
   };
 }
 

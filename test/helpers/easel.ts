@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../server/config/index.ts';
 import { createLogger } from '../../server/core/index.ts';
-import { startServer, type RunningServer } from '../../server/main.ts';
+import { startServer, type RunningServer, type ServerTiming } from '../../server/main.ts';
 
 export interface TestEasel extends RunningServer {
   dataDir: string;
@@ -16,7 +16,7 @@ export interface TestEasel extends RunningServer {
 }
 
 /** The real server (main.ts wiring, SQLite in a temp dir) on a free loopback port. */
-export async function startTestEasel(options: { ollamaUrl: string; flags?: string[] }): Promise<TestEasel> {
+export async function startTestEasel(options: { ollamaUrl: string; flags?: string[]; timing?: ServerTiming }): Promise<TestEasel> {
   const dataDir = mkdtempSync(join(tmpdir(), 'easel-test-'));
   const parsed = parseConfig(
     ['--port', '0', '--ollama-url', options.ollamaUrl, '--data-dir', dataDir, '--log-level', 'debug', ...(options.flags ?? [])],
@@ -24,7 +24,7 @@ export async function startTestEasel(options: { ollamaUrl: string; flags?: strin
   );
   if (!parsed.ok || !parsed.value) throw new Error(`bad test config: ${JSON.stringify(parsed)}`);
   const logs: string[] = [];
-  const running = await startServer(parsed.value, createLogger({ level: 'debug', write: (line) => logs.push(line) }));
+  const running = await startServer(parsed.value, createLogger({ level: 'debug', write: (line) => logs.push(line) }), options.timing);
   // In token mode the helpers send it, as a script would.
   const auth: Record<string, string> = running.token === undefined ? {} : { authorization: `Bearer ${running.token}` };
   const json = (method: string, path: string, body: unknown, init?: RequestInit) =>

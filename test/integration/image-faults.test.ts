@@ -228,6 +228,7 @@ describe('shutdown interrupts the image backend', () => {
     expect(performance.now() - started).toBeLessThan(5000);
     expect(comfy.interrupts).toBeGreaterThanOrEqual(1);
     await reading;
+    expect(events.map((e) => e.type)).toContain('error');
     expect(events.at(-1)).toMatchObject({ type: 'done' });
     expect(of(events, 'error')[0]).toMatchObject({ code: 'image_cancelled' });
     expect(comfy.requests.find((r) => r.path === '/interrupt')?.body).toEqual({ prompt_id: comfy.promptIds[0] });

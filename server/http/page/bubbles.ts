@@ -9,6 +9,8 @@ export interface BubbleIds {
   cursor: string;
   notes: string;
   images: string;
+  /** The status line shown in the text's place until the first words arrive. */
+  status: string;
 }
 
 export function describeBubble(bubbleId: string): BubbleIds {
@@ -18,6 +20,7 @@ export function describeBubble(bubbleId: string): BubbleIds {
     cursor: `${bubbleId}-cursor`,
     notes: `${bubbleId}-notes`,
     images: `${bubbleId}-images`,
+    status: `${bubbleId}-status`,
   };
 }
 

@@ -29,6 +29,8 @@ export interface StreamView {
   generationId?: string;
   /** The stored record of a finished image, so its thumbnail carries every setting for the large view. */
   findImage?: (imageId: string) => ImageDetails | undefined;
+  /** Set by the caller while the last event rendered was a `status`: the next event removes that line. */
+  statusShown?: boolean;
 }
 
 /** The first message of a reply stream: the user's bubble at once, and the empty bubble the reply fills. */
@@ -40,11 +42,21 @@ export function renderTurnStart(view: StreamView & { bubbleId: string; userText:
 }
 
 export function renderEventHtml(event: TurnEvent, view: StreamView): Html {
+  const fragment = renderEventFragment(event, view);
+  // Whatever comes after a status line (the first words, an error, Stop) takes its place.
+  if (!view.statusShown || event.type === 'status' || !view.bubbleId) return fragment;
+  return joinHtml([renderPartial(`#${describeBubble(view.bubbleId).status}`, 'delete'), fragment]);
+}
+
+function renderEventFragment(event: TurnEvent, view: StreamView): Html {
   const ids = view.bubbleId ? describeBubble(view.bubbleId) : undefined;
   switch (event.type) {
     case 'delta':
       // One span per token, appended: `white-space: pre-wrap` on the bubble keeps spaces and newlines.
       return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span>${event.text}</span>`) : EMPTY;
+    case 'status':
+      // Shown in the bubble's place, in the text, until the first words replace it.
+      return ids ? renderPartial(`#${ids.text}`, 'innerHTML', html`<span class="status" id="${ids.status}">${event.message}</span>`) : EMPTY;
     case 'retry':
       // The new attempt replaces the old text silently.
       return ids ? renderPartial(`#${ids.text}`, 'outerHTML', html`<div class="text" id="${ids.text}"></div>`) : EMPTY;

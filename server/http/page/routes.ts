@@ -26,6 +26,8 @@ export interface PageDeps {
   logger: Logger;
   /** Overrides the image backend's state shown in the status line (default: the service's health check). */
   imageStatus?: () => Promise<ImageStatus & { reachable?: boolean }>;
+  /** Quiet time before an SSE keep-alive comment (default 15 s); tests shorten it. */
+  keepAliveMs?: number;
 }
 
 const LAST_CONVERSATION_COOKIE = 'easel_conversation';
@@ -94,7 +96,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const result = service.sendMessage(id, form.text, hangup.signal);
     if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.fields?.text ?? result.error.message), STATUS[result.error.code]);
     const view = { conversationId: id, bubbleId: `reply-${randomBytes(6).toString('hex')}`, userText: String(form.text).trim(), findImage: findImage(id) };
-    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger });
+    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
   page.post('/c/:id/generations', async (c) => {
@@ -118,7 +120,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
     const view: StreamView = { conversationId: id, imageStarted: true, findImage: findImage(id) };
-    return streamHtml(c, { events: result.value, view, hangup, logger });
+    return streamHtml(c, { events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
   page.post('/c/:id/stop', (c) => {
@@ -203,17 +205,19 @@ interface HtmlStream {
   /** Aborted when the client hangs up. */
   hangup: AbortController;
   logger: Logger;
+  keepAliveMs: number | undefined;
 }
 
 /**
  * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
  * hangs up aborts the work at once, and writes after a disconnect are skipped.
  */
-function streamHtml(c: Context, { first, events, view, hangup, logger }: HtmlStream): Response {
+function streamHtml(c: Context, { first, events, view, hangup, logger, keepAliveMs }: HtmlStream): Response {
   return streamEvents(c, {
     events,
     hangup,
     logger,
+    ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
     ...(first ? { first: { data: String(first) } } : {}),
     onEvent(event) {
       if (event.type !== 'generation') return;
@@ -222,6 +226,7 @@ function streamHtml(c: Context, { first, events, view, hangup, logger }: HtmlStr
     },
     render(event) {
       const fragment = String(renderEventHtml(event, view));
+      view.statusShown = event.type === 'status';
       return fragment === '' ? undefined : { data: fragment };
     },
   });

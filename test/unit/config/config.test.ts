@@ -49,6 +49,16 @@ describe('parseConfig', () => {
     expect(ok(['--image-backend', 'openai', '--image-url', 'http://x:1/']).imageUrl).toBe('http://x:1');
   });
 
+  it('reads the reply timeouts in seconds, fractions and 0 (never) included', () => {
+    expect(ok([])).toMatchObject({ firstTokenTimeout: 300, stallTimeout: 120 });
+    expect(ok(['--first-token-timeout', '600', '--stall-timeout=0.5'])).toMatchObject({ firstTokenTimeout: 600, stallTimeout: 0.5 });
+    expect(ok([], { EASEL_FIRST_TOKEN_TIMEOUT: '0', EASEL_STALL_TIMEOUT: '30' })).toMatchObject({ firstTokenTimeout: 0, stallTimeout: 30 });
+    expect(failure(['--first-token-timeout', '-1'])).toMatch(/^--first-token-timeout must be a number of seconds from 0 \(never give up\) to 86400/);
+    expect(failure(['--stall-timeout', 'soon'])).toMatch(/^--stall-timeout must be a number of seconds/);
+    expect(formatHelp()).toMatch(/--first-token-timeout VALUE.*\[\$EASEL_FIRST_TOKEN_TIMEOUT\]/);
+    expect(formatHelp()).toMatch(/--stall-timeout VALUE.*\[\$EASEL_STALL_TIMEOUT\]/);
+  });
+
   it('names the flag and the allowed range on bad input', () => {
     expect(failure(['--port', '70000'])).toBe('--port must be a whole number from 0 to 65535 (got "70000").');
     expect(failure(['--num-ctx', 'lots'])).toMatch(/^--num-ctx must be a whole number from 512 to 1048576/);

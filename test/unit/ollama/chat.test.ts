@@ -22,13 +22,15 @@ describe('chat streaming', () => {
 
     const chunks = await collectChunks(model.chat({ messages: USER_HI }));
 
+    // A line without text (a thinking model's thoughts) still proves the model is working: 'alive'.
     expect(chunks).toEqual([
       { type: 'text', text: 'A light' },
       { type: 'text', text: 'house ' },
+      { type: 'alive' },
       { type: 'text', text: 'at dusk' },
       { type: 'end', doneReason: 'stop', evalCount: 9, evalDurationNs: expect.any(Number), promptEvalCount: 42 },
     ]);
-    expect((chunks[3] as Extract<ChatChunk, { type: 'end' }>).evalDurationNs).toBeGreaterThan(0);
+    expect((chunks[4] as Extract<ChatChunk, { type: 'end' }>).evalDurationNs).toBeGreaterThan(0);
   });
 
   it('reports done_reason "length" when the reply was cut at num_predict', async () => {

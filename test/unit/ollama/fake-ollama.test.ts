@@ -243,6 +243,53 @@ describe('fake Ollama: /api/chat replies', () => {
   });
 });
 
+describe('fake Ollama: loading, stalls and /api/ps', () => {
+  it('sends no headers while "loading", then headers with the first line', async () => {
+    fake.enqueue({ chunks: ['hi'], loadMs: 500 });
+    let answered = false;
+    const response = post('/api/chat', { model: 'mistral:7b', messages: HI }).then((r) => {
+      answered = true;
+      return r;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(answered).toBe(false);
+    expect((await readLines(await response)).map((line) => line.done)).toEqual([false, true]);
+  });
+
+  it('answers an error before any line as a JSON status, like streamResponse', async () => {
+    fake.enqueue({ chunks: ['a'], errorAfter: { chunks: 0, message: 'model requires more system memory' } });
+    await expectError(await post('/api/chat', { model: 'mistral:7b', messages: HI }), 500, 'model requires more system memory');
+  });
+
+  it('stalls after `stallAfter` lines until the client hangs up, and says so once they are flushed', async () => {
+    fake.enqueue({ chunks: ['one', 'two', 'three'], stallAfter: 2 });
+    const controller = new AbortController();
+    const response = await fetch(`${fake.url}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'mistral:7b', messages: HI }), signal: controller.signal });
+    await fake.waitForStall();
+    const reader = response.body!.getReader();
+    let text = '';
+    while ((text.match(/\n/g) ?? []).length < 2) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).toContain('"two"');
+    expect(text).not.toContain('"three"');
+    controller.abort();
+    await fake.waitForHangup();
+  });
+
+  it('lists loaded models in /api/ps like api.ProcessResponse: none at first, then the chatted model until unloaded', async () => {
+    const ps = async () => ((await (await fetch(`${fake.url}/api/ps`)).json()) as { models: Array<Record<string, unknown>> }).models;
+    expect(await ps()).toEqual([]);
+    fake.enqueue('hi');
+    await (await post('/api/chat', { model: 'mistral:7b', messages: HI })).text();
+    const [entry] = await ps();
+    expect(entry).toMatchObject({ name: 'mistral:7b', model: 'mistral:7b', size_vram: expect.any(Number), context_length: expect.any(Number) });
+    expect(Date.parse(String(entry?.expires_at))).toBeGreaterThan(Date.now());
+    await post('/api/generate', { model: 'mistral:7b', prompt: '', keep_alive: 0 });
+    expect(await ps()).toEqual([]);
+    fake.setLoaded(['llama3.2']);
+    expect((await ps()).map((m) => m.name)).toEqual(['llama3.2:latest']);
+  });
+});
+
 describe('fake Ollama: control', () => {
   it('records an unload from /api/generate with keep_alive 0', async () => {
     const response = await post('/api/generate', { model: 'mistral:7b', prompt: '', keep_alive: 0 });

@@ -117,6 +117,26 @@ describe('checkHealth', () => {
   });
 });
 
+describe('isLoaded', () => {
+  it('reads /api/ps: false until Ollama has the model in memory, then true', async () => {
+    const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
+    expect(await model.isLoaded()).toBe(false);
+    fake.setLoaded(['llama3.2:latest', 'mistral:7b']);
+    expect(await model.isLoaded()).toBe(true);
+    expect(fake.requests.map((request) => request.path)).toEqual(['/api/ps', '/api/ps']);
+  });
+
+  it('is undefined, without throwing, when Ollama cannot tell (down, silent, cancelled)', async () => {
+    const silent = createTcpServer((socket) => openSockets.push(socket));
+    const silentUrl = await listen(silent);
+    expect(await createOllamaChatModel({ host: silentUrl, model: 'mistral:7b', healthTimeoutMs: 100 }).isLoaded()).toBeUndefined();
+    expect(await createOllamaChatModel({ host: fake.url, model: 'mistral:7b' }).isLoaded(AbortSignal.abort())).toBeUndefined();
+    const { url } = fake;
+    await fake.close();
+    expect(await createOllamaChatModel({ host: url, model: 'mistral:7b' }).isLoaded()).toBeUndefined();
+  });
+});
+
 describe('unload', () => {
   it('asks Ollama to unload the model with keep_alive 0', async () => {
     const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', keepAlive: '30m' });
