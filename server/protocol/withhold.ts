@@ -97,15 +97,20 @@ export function createWithholder(): Withholder {
   let lineStart = true;
   let marker: MarkerKind | null = null;
   let tail: string | null = null;
-  let out: string[] = [];
+  // What this push (or finish) releases, joined into shownParts once per call.
+  let out = '';
   let finished: WithheldReply | null = null;
 
   function emit(text: string): void {
     // Leading whitespace of the reply is never shown (Ollama's Mistral often starts with a space).
-    const visible = shownParts.length === 0 ? text.replace(/^[ \t\r\n\f\v]+/, '') : text;
-    if (visible === '') return;
-    shownParts.push(visible);
-    out.push(visible);
+    out += shownParts.length === 0 && out === '' ? text.replace(/^[ \t\r\n\f\v]+/, '') : text;
+  }
+
+  function release(): string {
+    const released = out;
+    if (released !== '') shownParts.push(released);
+    out = '';
+    return released;
   }
 
   /** Releases the held text up to its last non-whitespace character; keeps the whitespace after. */
@@ -162,23 +167,31 @@ export function createWithholder(): Withholder {
   function push(chunk: string): string {
     if (finished !== null) throw new Error('push() was called after finish(); create a new withholder per reply.');
     rawParts.push(chunk);
-    out = [];
     let index = 0;
-    for (const ch of chunk) {
+    while (index < chunk.length) {
       if (tail !== null) {
         // Past the marker nothing is examined any more: the rest is machine data.
         tail += chunk.slice(index);
         break;
       }
+      if (candidate === null && held === '' && !lineStart) {
+        // Fast path, same decision as step(): mid-line, only whitespace or `{` can start anything.
+        const end = findPlainRunEnd(chunk, index);
+        if (end > index) {
+          emit(chunk.slice(index, end));
+          index = end;
+          continue;
+        }
+      }
+      const ch = String.fromCodePoint(chunk.codePointAt(index) as number);
       step(ch);
       index += ch.length;
     }
-    return out.join('');
+    return release();
   }
 
   function finish(): WithheldReply {
     if (finished !== null) return finished;
-    out = [];
     if (candidate !== null) {
       const kind = markerAtEnd(candidate);
       if (kind !== null) capture(kind, '');
@@ -186,12 +199,24 @@ export function createWithholder(): Withholder {
     }
     // Trailing whitespace is dropped: it would only ever separate the text from a marker.
     held = '';
-    const flushed = out.join('');
+    const flushed = release();
     finished = { shown: shownParts.join(''), raw: rawParts.join(''), tail, marker, flushed };
     return finished;
   }
 
   return { push, finish };
+}
+
+/** The end of the run from `start` of characters that are neither whitespace nor `{`. */
+function findPlainRunEnd(chunk: string, start: number): number {
+  let end = start;
+  while (end < chunk.length) {
+    const code = chunk.charCodeAt(end);
+    // `{`, space, \t, \n, \v, \f, \r: the characters isWhitespace and startCandidate look at mid-line.
+    if (code === 0x7b || code === 0x20 || (code >= 0x09 && code <= 0x0d)) break;
+    end += 1;
+  }
+  return end;
 }
 
 /** A `{` may open metadata anywhere; rules and fences only at the start of a line. */

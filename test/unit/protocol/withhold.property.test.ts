@@ -143,6 +143,12 @@ const LONG_FIXTURES: Fixture[] = [
     forbidden: ['"Prompt"', 'generateImage', '"Seed"', 'a fox'],
   },
   {
+    name: 'metadata right after a word',
+    raw: `Here it is:${JSON_LINE}\n`,
+    shown: 'Here it is:',
+    forbidden: [...DEFAULT_FORBIDDEN, '{'],
+  },
+  {
     name: 'metadata written twice',
     raw: `Here it is.\n---\n${JSON_LINE}\n---\n${JSON_LINE}\n`,
     shown: 'Here it is.',

@@ -222,6 +222,12 @@ describe('createWithholder: metadata at the end of a prose line', () => {
     expect(result).toMatchObject({ marker: 'inline-json', tail: json });
   });
 
+  it('withholds it right after a word, in one chunk or many', () => {
+    const reply = `Here it is:${JSON_LINE}`;
+    expect(feed([reply]).result).toMatchObject({ shown: 'Here it is:', marker: 'inline-json', tail: JSON_LINE });
+    expect(feed(['Here it', ` is:${JSON_LINE.slice(0, 5)}`, JSON_LINE.slice(5)]).outputs).toEqual(['Here it', ' is:', '']);
+  });
+
   it('shows a { in ordinary prose as soon as it cannot be metadata', () => {
     const withholder = createWithholder();
     expect(withholder.push('use {')).toBe('use');
