@@ -1,19 +1,9 @@
 // Ports: what the core needs from the outside world. Adapters (ollama, sqlite, a1111, comfyui,
 // openai-images) implement these structurally and never import each other.
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+import type { ChatMessage, ChatOptions } from '../protocol/index.ts';
 
-export interface ChatMessage {
-  role: ChatRole;
-  content: string;
-}
-
-export interface ChatOptions {
-  temperature?: number;
-  num_predict?: number;
-  num_ctx?: number;
-  seed?: number;
-}
+export type { ChatMessage, ChatOptions, ChatRole } from '../protocol/index.ts';
 
 export interface ChatRequest {
   messages: ChatMessage[];

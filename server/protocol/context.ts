@@ -2,7 +2,7 @@
 // core keeps (separate from the transcript the user sees, seed 003). Seed 000: exactly one system
 // message, first. Seed 001: the history must be well-formed, so roles alternate user/assistant.
 
-import type { ChatMessage, ChatOptions } from '../core/ports.ts';
+import type { ChatMessage, ChatOptions } from './messages.ts';
 import { formatCanonicalReply } from './metadata.ts';
 import type { Metadata } from './metadata.ts';
 import { SYSTEM_PROMPT, buildCompactionMessage, buildReminder } from './prompts.ts';

@@ -2,6 +2,7 @@
 // schema and its lossless repairs, the prompts, the model's context and the recovery ladder.
 
 export { LIMITS, MAX_REPLY_CHARS, RANDOM_SEED } from './limits.ts';
+export type { ChatMessage, ChatOptions, ChatRole } from './messages.ts';
 export { DELIMITER } from './delimiter.ts';
 export { createWithholder } from './withhold.ts';
 export type { MarkerKind, WithheldReply, Withholder } from './withhold.ts';

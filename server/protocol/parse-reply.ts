@@ -3,21 +3,33 @@
 // Anything else is a failure value that sends the turn up the recovery ladder.
 
 import { jsonrepair } from 'jsonrepair';
-import { DELIMITER, isWhitespace } from './delimiter.ts';
-import { LIMITS } from './limits.ts';
+import { DELIMITER, isRuleChar, isWhitespace, normaliseKeyName } from './delimiter.ts';
+import { LIMITS, RANDOM_SEED } from './limits.ts';
 import { metadataSchema, REQUIRED_METADATA_FIELDS } from './metadata.ts';
 import type { Metadata, MetadataField } from './metadata.ts';
 import { createWithholder } from './withhold.ts';
 import type { MarkerKind } from './withhold.ts';
 
-/** Stable codes of the lossless repairs, reported with an accepted reply. */
-export type RepairCode =
-  | 'missing-delimiter' // metadata found without `---` (bare `{` line or fence)
-  | 'code-fence' // ``` fences around the JSON
-  | 'trailing-text' // text after the JSON object
-  | 'json-syntax' // trailing commas, single quotes, True/None, unquoted keys… fixed by jsonrepair
-  | 'coerced-types' // "4" → 4, "true" → true
-  | 'clamped'; // out-of-range or fractional numbers, over-long prompts
+/**
+ * Stable codes of the lossless repairs, reported with an accepted reply in this order (the order
+ * they are applied in). DEVELOPMENT.md "Lossless repair" describes each.
+ */
+export const REPAIR_CODES = [
+  'missing-delimiter', // metadata without a delimiter line: a bare `{` line, a fence, or the end of a prose line
+  'markdown-rule', // another Markdown rule (`***`, `___`, `===`, `—`, `- - -`, `----`) used as the delimiter
+  'inline-json', // the metadata at the end of a prose line (`here you go! {"prompt": …}`)
+  'code-fence', // ``` fences around the JSON
+  'trailing-text', // text after the JSON object
+  'repeated-metadata', // the metadata written more than once: the first usable copy is used
+  'json-syntax', // trailing commas, single quotes, True/None, unquoted keys… fixed by jsonrepair
+  'key-names', // `Prompt`, `GENERATE_IMAGE`, `generateImage`, `generate-image`, `CFG` → the schema's keys
+  'coerced-types', // "4" → 4; "true", "Yes", 1 → true; "no", "FALSE", 0 → false
+  'random-seed', // a seed meaning random ("random", "any", "none", null) → −1
+  'number-units', // a number with a word ("20 steps", "7.5 cfg", "CFG 7") → the number
+  'clamped', // out-of-range or fractional numbers, over-long prompts
+] as const;
+
+export type RepairCode = (typeof REPAIR_CODES)[number];
 
 export type ParseErrorCode = 'MissingDelimiter' | 'InvalidJson' | 'MissingFields';
 
@@ -44,14 +56,20 @@ export interface ParseReplyOptions {
   doneReason?: string;
 }
 
+/** How many copies of the metadata are tried before the first one's error is reported. */
+const MAX_METADATA_COPIES = 3;
+
+interface MetadataCopy {
+  tail: string;
+  marker: MarkerKind;
+}
+
+type CopyResult =
+  | { ok: true; metadata: Metadata; repairs: RepairCode[]; notices: string[]; rest: string }
+  | { ok: false; error: ParseError; rest: string };
+
 export function parseReply(raw: string, options: ParseReplyOptions = {}): ParseResult {
-  const withholder = createWithholder();
-  withholder.push(raw);
-  const { shown: text, tail, marker } = withholder.finish();
-  const repairs: RepairCode[] = [];
-  const addRepair = (code: RepairCode): void => {
-    if (!repairs.includes(code)) repairs.push(code);
-  };
+  const { shown: text, tail, marker } = splitReply(raw);
   const fail = (error: ParseError): ParseResult => ({
     ok: false,
     error: options.doneReason === 'length' ? { ...error, message: `${error.message} ${LENGTH_NOTE}` } : error,
@@ -64,40 +82,85 @@ export function parseReply(raw: string, options: ParseReplyOptions = {}): ParseR
       message: `The reply has no \`${DELIMITER}\` line followed by the JSON metadata, so no prompt or settings could be read. Remind the model of the format and ask again.`,
     });
   }
-  if (marker !== 'delimiter') addRepair('missing-delimiter');
 
+  // The first usable copy wins; a broken first copy's error is what the ladder reports.
+  let copy: MetadataCopy | null = { tail, marker };
+  let firstError: ParseError | null = null;
+  for (let index = 0; copy !== null && index < MAX_METADATA_COPIES; index += 1) {
+    const result = readCopy(copy);
+    if (result.ok) {
+      const repeated = index > 0 || findMetadataCopy(result.rest) !== null;
+      const repairs = orderRepairs(repeated ? [...result.repairs, 'repeated-metadata'] : result.repairs);
+      return { ok: true, value: { text, metadata: result.metadata, repairs, notices: result.notices } };
+    }
+    firstError ??= result.error;
+    copy = findMetadataCopy(result.rest);
+  }
+  return fail(firstError as ParseError);
+}
+
+/** The one delimiter rule, run over a whole text. */
+function splitReply(raw: string) {
+  const withholder = createWithholder();
+  withholder.push(raw);
+  return withholder.finish();
+}
+
+/** The next metadata marker in `text` (after a copy that could not be used), by the same rule. */
+function findMetadataCopy(text: string): MetadataCopy | null {
+  const { tail, marker } = splitReply(text);
+  return tail !== null && marker !== null ? { tail, marker } : null;
+}
+
+function orderRepairs(repairs: RepairCode[]): RepairCode[] {
+  return REPAIR_CODES.filter((code) => repairs.includes(code));
+}
+
+const MARKER_REPAIRS: Record<MarkerKind, RepairCode[]> = {
+  delimiter: [],
+  rule: ['markdown-rule'],
+  'bare-json': ['missing-delimiter'],
+  fence: ['missing-delimiter'],
+  'inline-json': ['missing-delimiter', 'inline-json'],
+};
+
+function readCopy({ tail, marker }: MetadataCopy): CopyResult {
+  const repairs: RepairCode[] = [...MARKER_REPAIRS[marker]];
   const extracted = extractObjectText(tail, marker);
-  if (extracted.fenced) addRepair('code-fence');
-  if (!extracted.ok) return fail({ code: 'InvalidJson', message: extracted.message });
-  if (extracted.trailingText) addRepair('trailing-text');
+  if (extracted.fenced) repairs.push('code-fence');
+  if (!extracted.ok) return { ok: false, error: { code: 'InvalidJson', message: extracted.message }, rest: extracted.rest };
+  if (extracted.trailingText) repairs.push('trailing-text');
 
   const parsed = parseJsonObject(extracted.objectText);
-  if (!parsed.ok) return fail({ code: 'InvalidJson', message: parsed.message });
-  if (parsed.repaired) addRepair('json-syntax');
+  if (!parsed.ok) return { ok: false, error: { code: 'InvalidJson', message: parsed.message }, rest: extracted.rest };
+  if (parsed.repaired) repairs.push('json-syntax');
 
   const normalised = normaliseMetadata(parsed.value);
   if (!normalised.ok) {
     const details = normalised.problems.length > 0 ? ` (${normalised.problems.join('; ')})` : '';
-    return fail({
+    const error: ParseError = {
       code: 'MissingFields',
       message: `The metadata lacks usable values for ${normalised.fields.join(', ')}${details}. Ask the model to send all of prompt, generate_image, steps, cfg and seed.`,
       fields: normalised.fields,
-    });
+    };
+    return { ok: false, error, rest: extracted.rest };
   }
-  for (const code of normalised.repairs) addRepair(code);
-  return { ok: true, value: { text, metadata: normalised.metadata, repairs, notices: normalised.notices } };
+  return { ok: true, metadata: normalised.metadata, repairs: [...repairs, ...normalised.repairs], notices: normalised.notices, rest: extracted.rest };
 }
 
 const LENGTH_NOTE =
   'The reply was cut off by the length limit (done_reason "length") before it was complete; allow more tokens (num_predict) or ask for a shorter reply.';
 
 type Extracted =
-  | { ok: true; objectText: string; fenced: boolean; trailingText: boolean }
-  | { ok: false; message: string; fenced: boolean };
+  | { ok: true; objectText: string; fenced: boolean; trailingText: boolean; rest: string }
+  | { ok: false; message: string; fenced: boolean; rest: string };
 
-/** Finds the JSON object inside the withheld tail, removing the delimiter and any fences. */
+/**
+ * Finds the JSON object inside the withheld tail, removing the rule line and any fences. `rest` is
+ * where another copy of the metadata may start: after the object, or after a broken object's `{`.
+ */
 function extractObjectText(tail: string, marker: MarkerKind): Extracted {
-  let body = marker === 'delimiter' ? tail.slice(DELIMITER.length) : tail;
+  let body = marker === 'delimiter' || marker === 'rule' ? skipRuleLine(tail) : tail;
   body = skipWhitespace(body);
   const fenced = body.startsWith('```');
   // The opening fence and its language tag; the object may also follow on the same line.
@@ -106,6 +169,7 @@ function extractObjectText(tail: string, marker: MarkerKind): Extracted {
     return {
       ok: false,
       fenced,
+      rest: body,
       message: `The reply has a \`${DELIMITER}\` line but no JSON object after it. Ask the model to end with \`${DELIMITER}\` and the JSON object.`,
     };
   }
@@ -114,13 +178,22 @@ function extractObjectText(tail: string, marker: MarkerKind): Extracted {
     return {
       ok: false,
       fenced,
+      rest: body.slice(1),
       message:
         'The JSON metadata is not closed (no matching `}`), so it was probably cut short. Ask the model to send the complete JSON object.',
     };
   }
-  let rest = skipWhitespace(body.slice(end + 1));
+  const after = body.slice(end + 1);
+  let rest = skipWhitespace(after);
   if (fenced && rest.startsWith('```')) rest = skipWhitespace(rest.slice(3));
-  return { ok: true, objectText: body.slice(0, end + 1), fenced, trailingText: rest !== '' };
+  return { ok: true, objectText: body.slice(0, end + 1), fenced, trailingText: rest !== '', rest: after };
+}
+
+/** Drops the rule characters (`---`, `***`, `- - -`, `—`…) and the spaces between them. */
+function skipRuleLine(tail: string): string {
+  let start = 0;
+  while (start < tail.length && (isRuleChar(tail.charAt(start)) || tail.charAt(start) === ' ' || tail.charAt(start) === '\t')) start += 1;
+  return tail.slice(start);
 }
 
 function skipWhitespace(text: string): string {
@@ -189,11 +262,44 @@ type Normalised =
   | { ok: false; fields: string[]; problems: string[] };
 
 const NUMERIC_STRING = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+/** One number with words before or after it: "20 steps", "7.5 cfg", "CFG: 7", "seed 42". */
+const NUMBER_WITH_WORDS = /^(?:[A-Za-z][A-Za-z ]*?\s*[:=]?\s*)?([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:\s*[A-Za-z][A-Za-z .]*)?$/;
+/** Short values only: a unit is a word or two, and the pattern must stay cheap on long strings. */
+const MAX_NUMBER_WITH_WORDS_CHARS = 40;
+const TRUE_WORDS = ['true', 'yes', 'on', '1'];
+const FALSE_WORDS = ['false', 'no', 'off', '0'];
+/** A seed written as a word meaning random; JSON null means the same. */
+const RANDOM_SEED_WORDS = ['random', 'randomize', 'randomized', 'random seed', 'rand', 'any', 'none', 'null', 'auto', ''];
+
+/** The schema's keys by their normalised name (`generateimage` → `generate_image`). */
+const FIELDS_BY_NORMALISED_KEY = new Map(
+  Object.keys(metadataSchema.shape).map((field) => [normaliseKeyName(field), field as MetadataField]),
+);
+
+/**
+ * Maps keys written in another case or style to the schema's keys. The exact key wins over any
+ * variant; of two variants, the first one written wins. Other keys are dropped, as the schema does.
+ */
+function canonicaliseKeys(object: object): { input: Partial<Record<MetadataField, unknown>>; renamed: boolean } {
+  const input: Partial<Record<MetadataField, unknown>> = {};
+  let renamed = false;
+  for (const [key, value] of Object.entries(object)) {
+    const field = FIELDS_BY_NORMALISED_KEY.get(normaliseKeyName(key));
+    if (field === undefined) continue;
+    if (key === field) {
+      input[field] = value;
+    } else if (!Object.hasOwn(object, field) && !Object.hasOwn(input, field)) {
+      input[field] = value;
+      renamed = true;
+    }
+  }
+  return { input, renamed };
+}
 
 /** Coerces and clamps the parsed object into Metadata, recording each repair. */
 function normaliseMetadata(object: object): Normalised {
-  const input = object as Record<string, unknown>;
-  const repairs = new Set<RepairCode>();
+  const { input, renamed } = canonicaliseKeys(object);
+  const repairs = new Set<RepairCode>(renamed ? ['key-names'] : []);
   const notices: string[] = [];
   const fields: string[] = [];
   const problems: string[] = [];
@@ -221,9 +327,19 @@ function normaliseMetadata(object: object): Normalised {
     integer: boolean,
   ): number | undefined => {
     let value = input[field];
-    if (typeof value === 'string' && NUMERIC_STRING.test(value.trim())) {
-      value = Number(value.trim());
-      repairs.add('coerced-types');
+    if (field === 'seed' && isRandomSeedWord(value)) {
+      value = RANDOM_SEED;
+      repairs.add('random-seed');
+    } else if (typeof value === 'string') {
+      const trimmed = value.trim();
+      const withWords = trimmed.length <= MAX_NUMBER_WITH_WORDS_CHARS ? NUMBER_WITH_WORDS.exec(trimmed) : null;
+      if (NUMERIC_STRING.test(trimmed)) {
+        value = Number(trimmed);
+        repairs.add('coerced-types');
+      } else if (withWords?.[1] !== undefined) {
+        value = Number(withWords[1]);
+        repairs.add('number-units');
+      }
     }
     if (typeof value !== 'number' || !Number.isFinite(value)) {
       unusable(field, 'a number');
@@ -242,8 +358,9 @@ function normaliseMetadata(object: object): Normalised {
   if (prompt === undefined) unusable('prompt', 'a string');
 
   let generateImage = input.generate_image;
-  if (typeof generateImage === 'string' && /^(true|false)$/i.test(generateImage.trim())) {
-    generateImage = generateImage.trim().toLowerCase() === 'true';
+  const asBoolean = readBooleanWord(generateImage);
+  if (asBoolean !== undefined) {
+    generateImage = asBoolean;
     repairs.add('coerced-types');
   }
   if (typeof generateImage !== 'boolean') unusable('generate_image', 'true or false');
@@ -274,6 +391,19 @@ function normaliseMetadata(object: object): Normalised {
     return { ok: false, fields: bad, problems: checked.error.issues.map((issue) => issue.message) };
   }
   return { ok: true, metadata: checked.data, repairs: [...repairs], notices };
+}
+
+/** "true", "Yes", "no", "FALSE", 1, 0 → a boolean; anything else (a real boolean included) → undefined. */
+function readBooleanWord(value: unknown): boolean | undefined {
+  const word = typeof value === 'string' ? value.trim().toLowerCase() : typeof value === 'number' ? String(value) : null;
+  if (word === null) return undefined;
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  return undefined;
+}
+
+function isRandomSeedWord(value: unknown): boolean {
+  return value === null || (typeof value === 'string' && RANDOM_SEED_WORDS.includes(value.trim().toLowerCase()));
 }
 
 function orderFields(fields: string[]): string[] {

@@ -1,42 +1,56 @@
 // The one delimiter rule. Every model reply ends with a line `---` and a JSON object meant for the
 // server only; the user must never see it. Seed 002's lesson is to withhold before displaying:
 // markup recognised after bytes reached the browser is already on screen. So the stream is cut
-// here, on the server, before any chunk is forwarded, and streaming stops at `---` because
+// here, on the server, before any chunk is forwarded, and streaming stops at the marker because
 // everything after it is machine data that the parser reads once the reply is complete.
 //
 // The withholder is a character-level state machine. It releases text as soon as it is certain
 // that the text cannot belong to a marker and holds back only:
 //   - a trailing run of whitespace (never shown before a marker, dropped at the end), and
-//   - a candidate marker starting at the beginning of a line (after optional spaces/tabs):
-//       `---` line ......... a delimiter only when the next non-blank line starts with `{` or a
-//                            ``` fence, or the stream ends. A `---` followed by prose is a Markdown
+//   - a candidate marker:
+//       `---` line ......... a delimiter when the next non-blank line starts with `{` or a ```
+//                            fence, or the stream ends. A `---` followed by prose is a Markdown
 //                            rule and is released as text together with the start of that prose.
 //       `--- {` ............ a delimiter with the JSON on the same line.
+//       other rule line .... `***`, `___`, `===`, `—`, `- - -`, `----`: a delimiter only when
+//                            metadata (below) follows, on its line or the next non-blank one.
 //       `{` line ........... metadata without delimiter when its first key is `prompt` or
-//                            `generate_image` (quoted with " or ', or unquoted).
+//                            `generate_image` (any case or style, quoted or not) followed by `:`.
+//       `{` in a line ...... the same, at the end of a prose line (`here you go! {"prompt": …`).
 //       ``` / ```json line . metadata in a fence when its content begins such an object.
 // Every character is examined once and a rejected candidate is released without rescanning, so
-// the cost is linear in the reply length whatever the chunking.
+// the cost is linear in the reply length whatever the chunking. That needs one care: a candidate
+// rejects at the first character that could start another marker (a key never starts with `-`).
+// Rules, fence languages and keys are bounded, so at most MAX_HELD_CHARS visible characters wait.
 
 import {
-  MAX_CANDIDATE_CHARS,
+  MAX_KEY_CHARS,
+  MAX_RULE_CHARS,
   isFenceLanguage,
   isFenceLanguagePrefix,
   isKeyChar,
+  isKeyStartChar,
   isLineSpace,
   isMetadataKey,
   isMetadataKeyPrefix,
+  isRuleChar,
+  isRuleLength,
   isWhitespace,
+  normaliseKeyName,
 } from './delimiter.ts';
 
-export type MarkerKind = 'delimiter' | 'bare-json' | 'fence';
+/**
+ * Where the withheld machine part starts: `delimiter` (`---`), `rule` (another Markdown rule),
+ * `bare-json` (a `{` line), `inline-json` (a `{` after prose on its line), `fence` (```).
+ */
+export type MarkerKind = 'delimiter' | 'rule' | 'bare-json' | 'inline-json' | 'fence';
 
 export interface WithheldReply {
   /** Everything displayed: all `push` outputs followed by `flushed`. */
   shown: string;
   /** Everything pushed, unchanged. */
   raw: string;
-  /** The withheld machine part, starting at the marker (`---`, `{` or the fence), or null. */
+  /** The withheld machine part, starting at the marker (rule, `{` or the fence), or null. */
   tail: string | null;
   marker: MarkerKind | null;
   /** What `finish` released for display. */
@@ -50,16 +64,23 @@ export interface Withholder {
   finish(): WithheldReply;
 }
 
+type ObjectVia = 'rule' | 'bare-json' | 'inline-json' | 'fence';
+
 type Candidate =
-  | { kind: 'dash'; dashes: number; spaced: boolean }
+  /** `inner`: a space between rule characters (`- - -`); `gap`: a space since the last one. */
+  | { kind: 'rule'; char: string; count: number; gap: boolean; inner: boolean }
   | { kind: 'after-delimiter'; backticks: number }
-  | { kind: 'fence'; backticks: number; lang: string; spaced: boolean }
+  | { kind: 'fence'; via: 'rule' | 'fence'; backticks: number; lang: string; spaced: boolean }
   | {
       kind: 'object';
-      via: 'bare-json' | 'fence';
-      phase: 'before-brace' | 'before-key' | 'key';
+      via: ObjectVia;
+      phase: 'before-brace' | 'before-key' | 'key' | 'after-key';
+      /** A fence was already opened (after a rule), so another one is text. */
+      fenced: boolean;
       quote: string;
+      /** The key so far, normalised, and how many characters it had as written. */
       key: string;
+      keyChars: number;
     };
 
 /** A new candidate state means: keep holding. */
@@ -76,15 +97,20 @@ export function createWithholder(): Withholder {
   let lineStart = true;
   let marker: MarkerKind | null = null;
   let tail: string | null = null;
-  let out: string[] = [];
+  // What this push (or finish) releases, joined into shownParts once per call.
+  let out = '';
   let finished: WithheldReply | null = null;
 
   function emit(text: string): void {
     // Leading whitespace of the reply is never shown (Ollama's Mistral often starts with a space).
-    const visible = shownParts.length === 0 ? text.replace(/^[ \t\r\n\f\v]+/, '') : text;
-    if (visible === '') return;
-    shownParts.push(visible);
-    out.push(visible);
+    out += shownParts.length === 0 && out === '' ? text.replace(/^[ \t\r\n\f\v]+/, '') : text;
+  }
+
+  function release(): string {
+    const released = out;
+    if (released !== '') shownParts.push(released);
+    out = '';
+    return released;
   }
 
   /** Releases the held text up to its last non-whitespace character; keeps the whitespace after. */
@@ -105,19 +131,12 @@ export function createWithholder(): Withholder {
     candidateStart = -1;
   }
 
-  function startCandidate(ch: string): Candidate | null {
-    if (ch === '-') return { kind: 'dash', dashes: 1, spaced: false };
-    if (ch === '{') return { kind: 'object', via: 'bare-json', phase: 'before-key', quote: '', key: '' };
-    if (ch === '`') return { kind: 'fence', backticks: 1, lang: '', spaced: false };
-    return null;
-  }
-
   function step(ch: string): void {
     const atLineStart = lineStart;
     lineStart = ch === '\n' ? true : isWhitespace(ch) ? lineStart : false;
 
     if (candidate !== null) {
-      const next: Step = held.length - candidateStart >= MAX_CANDIDATE_CHARS ? 'reject' : advance(candidate, ch);
+      const next: Step = advance(candidate, ch);
       if (next === 'confirm') {
         capture(markerOf(candidate), ch);
         return;
@@ -134,7 +153,7 @@ export function createWithholder(): Withholder {
       held += ch;
       return;
     }
-    const next = atLineStart ? startCandidate(ch) : null;
+    const next = startCandidate(ch, atLineStart);
     if (next !== null) {
       candidate = next;
       candidateStart = held.length;
@@ -148,23 +167,31 @@ export function createWithholder(): Withholder {
   function push(chunk: string): string {
     if (finished !== null) throw new Error('push() was called after finish(); create a new withholder per reply.');
     rawParts.push(chunk);
-    out = [];
     let index = 0;
-    for (const ch of chunk) {
+    while (index < chunk.length) {
       if (tail !== null) {
         // Past the marker nothing is examined any more: the rest is machine data.
         tail += chunk.slice(index);
         break;
       }
+      if (candidate === null && held === '' && !lineStart) {
+        // Fast path, same decision as step(): mid-line, only whitespace or `{` can start anything.
+        const end = findPlainRunEnd(chunk, index);
+        if (end > index) {
+          emit(chunk.slice(index, end));
+          index = end;
+          continue;
+        }
+      }
+      const ch = String.fromCodePoint(chunk.codePointAt(index) as number);
       step(ch);
       index += ch.length;
     }
-    return out.join('');
+    return release();
   }
 
   function finish(): WithheldReply {
     if (finished !== null) return finished;
-    out = [];
     if (candidate !== null) {
       const kind = markerAtEnd(candidate);
       if (kind !== null) capture(kind, '');
@@ -172,7 +199,7 @@ export function createWithholder(): Withholder {
     }
     // Trailing whitespace is dropped: it would only ever separate the text from a marker.
     held = '';
-    const flushed = out.join('');
+    const flushed = release();
     finished = { shown: shownParts.join(''), raw: rawParts.join(''), tail, marker, flushed };
     return finished;
   }
@@ -180,18 +207,49 @@ export function createWithholder(): Withholder {
   return { push, finish };
 }
 
+/** The end of the run from `start` of characters that are neither whitespace nor `{`. */
+function findPlainRunEnd(chunk: string, start: number): number {
+  let end = start;
+  while (end < chunk.length) {
+    const code = chunk.charCodeAt(end);
+    // `{`, space, \t, \n, \v, \f, \r: the characters isWhitespace and startCandidate look at mid-line.
+    if (code === 0x7b || code === 0x20 || (code >= 0x09 && code <= 0x0d)) break;
+    end += 1;
+  }
+  return end;
+}
+
+/** A `{` may open metadata anywhere; rules and fences only at the start of a line. */
+function startCandidate(ch: string, atLineStart: boolean): Candidate | null {
+  if (ch === '{') return openObject(atLineStart ? 'bare-json' : 'inline-json', false);
+  if (!atLineStart) return null;
+  if (isRuleChar(ch)) return { kind: 'rule', char: ch, count: 1, gap: false, inner: false };
+  if (ch === '`') return { kind: 'fence', via: 'fence', backticks: 1, lang: '', spaced: false };
+  return null;
+}
+
+function openObject(via: ObjectVia, fenced: boolean): Candidate {
+  return { kind: 'object', via, phase: 'before-key', fenced, quote: '', key: '', keyChars: 0 };
+}
+
 function markerOf(candidate: Candidate): MarkerKind {
   if (candidate.kind === 'object') return candidate.via;
-  if (candidate.kind === 'fence') return 'fence';
+  if (candidate.kind === 'fence') return candidate.via;
   return 'delimiter';
+}
+
+/** The exact delimiter line `---` (spaces allowed after it, not between the dashes). */
+function isDelimiterLine(candidate: Extract<Candidate, { kind: 'rule' }>): boolean {
+  return candidate.char === '-' && candidate.count === 3 && !candidate.inner;
 }
 
 /** Decides what an undecided candidate is when the stream ends. */
 function markerAtEnd(candidate: Candidate): MarkerKind | null {
   switch (candidate.kind) {
-    case 'dash':
-      // A final `---` line is a delimiter whose JSON never came; the parser reports it.
-      return candidate.dashes === 3 ? 'delimiter' : null;
+    case 'rule':
+      // A final `---` line is a delimiter whose JSON never came; the parser reports it. Any other
+      // rule is Markdown: it is a delimiter only when metadata follows it.
+      return isDelimiterLine(candidate) ? 'delimiter' : null;
     case 'after-delimiter':
       return candidate.backticks === 0 ? 'delimiter' : null;
     case 'fence':
@@ -206,8 +264,8 @@ function markerAtEnd(candidate: Candidate): MarkerKind | null {
 /** Advances a candidate by one character: a new state to keep holding, or a decision. */
 function advance(candidate: Candidate, ch: string): Step {
   switch (candidate.kind) {
-    case 'dash':
-      return advanceDash(candidate, ch);
+    case 'rule':
+      return advanceRule(candidate, ch);
     case 'after-delimiter':
       return advanceAfterDelimiter(candidate, ch);
     case 'fence':
@@ -217,15 +275,22 @@ function advance(candidate: Candidate, ch: string): Step {
   }
 }
 
-function advanceDash(candidate: Extract<Candidate, { kind: 'dash' }>, ch: string): Step {
-  if (candidate.dashes < 3) {
-    return ch === '-' ? { kind: 'dash', dashes: candidate.dashes + 1, spaced: false } : 'reject';
+function advanceRule(candidate: Extract<Candidate, { kind: 'rule' }>, ch: string): Step {
+  if (ch === candidate.char) {
+    if (candidate.count >= MAX_RULE_CHARS) return 'reject';
+    return { ...candidate, count: candidate.count + 1, inner: candidate.inner || candidate.gap, gap: false };
   }
-  if (ch === '{') return 'confirm';
-  if (isLineSpace(ch)) return { kind: 'dash', dashes: 3, spaced: true };
-  // The line is exactly `---`; whether it is a delimiter depends on the next non-blank line.
-  if (ch === '\n') return { kind: 'after-delimiter', backticks: 0 };
-  // `----`, `--- yes`: more text on the line, so it is ordinary text.
+  if (isLineSpace(ch)) return { ...candidate, gap: true };
+  // `--`, `- item`, `**bold**`, `--- yes`, `----x`: ordinary text.
+  if (!isRuleLength(candidate.char, candidate.count)) return 'reject';
+  const delimiter = isDelimiterLine(candidate);
+  if (ch === '{') return delimiter ? 'confirm' : openObject('rule', false);
+  // The rule line is complete; whether it is a delimiter depends on the next non-blank line.
+  if (ch === '\n') {
+    return delimiter
+      ? { kind: 'after-delimiter', backticks: 0 }
+      : { kind: 'object', via: 'rule', phase: 'before-brace', fenced: false, quote: '', key: '', keyChars: 0 };
+  }
   return 'reject';
 }
 
@@ -245,10 +310,12 @@ function advanceFence(candidate: Extract<Candidate, { kind: 'fence' }>, ch: stri
   if (candidate.backticks < 3) {
     return ch === '`' ? { ...candidate, backticks: candidate.backticks + 1 } : 'reject';
   }
-  if (ch === '\n') {
-    return isFenceLanguage(candidate.lang)
-      ? { kind: 'object', via: 'fence', phase: 'before-brace', quote: '', key: '' }
-      : 'reject';
+  if (ch === '\n' || ch === '{') {
+    if (!isFenceLanguage(candidate.lang)) return 'reject';
+    // A one-line fence (```` ```{"prompt": …}``` ````) opens the object at once.
+    return ch === '{'
+      ? openObject(candidate.via, true)
+      : { kind: 'object', via: candidate.via, phase: 'before-brace', fenced: true, quote: '', key: '', keyChars: 0 };
   }
   if (isLineSpace(ch)) return { ...candidate, spaced: true };
   // The info string may follow spaces (``` json) but is one word.
@@ -261,17 +328,35 @@ function advanceObject(candidate: Extract<Candidate, { kind: 'object' }>, ch: st
   switch (candidate.phase) {
     case 'before-brace':
       if (isWhitespace(ch)) return candidate;
-      return ch === '{' ? { ...candidate, phase: 'before-key' } : 'reject';
+      if (ch === '{') return { ...candidate, phase: 'before-key' };
+      // A rule, then a fenced block holding the metadata.
+      if (ch === '`' && candidate.via === 'rule' && !candidate.fenced) {
+        return { kind: 'fence', via: 'rule', backticks: 1, lang: '', spaced: false };
+      }
+      return 'reject';
     case 'before-key':
       if (isWhitespace(ch)) return candidate;
       if (ch === '"' || ch === "'") return { ...candidate, phase: 'key', quote: ch };
-      if (isKeyChar(ch) && isMetadataKeyPrefix(ch)) return { ...candidate, phase: 'key', key: ch };
+      if (isKeyStartChar(ch)) return withKeyChar(candidate, ch);
       return 'reject';
     case 'key': {
-      const closed = candidate.quote === '' ? !isKeyChar(ch) : ch === candidate.quote;
-      if (closed) return isMetadataKey(candidate.key) ? 'confirm' : 'reject';
-      const key = candidate.key + ch;
-      return isMetadataKeyPrefix(key) ? { ...candidate, key } : 'reject';
+      if (candidate.quote !== '') {
+        if (ch === candidate.quote) return isMetadataKey(candidate.key) ? { ...candidate, phase: 'after-key' } : 'reject';
+        return withKeyChar(candidate, ch);
+      }
+      if (isKeyChar(ch)) return withKeyChar(candidate, ch);
+      if (!isMetadataKey(candidate.key)) return 'reject';
+      return advanceObject({ ...candidate, phase: 'after-key' }, ch);
     }
+    case 'after-key':
+      // The `:` tells a key from prose that merely names it (`use the {prompt} field`).
+      if (isWhitespace(ch)) return candidate;
+      return ch === ':' ? 'confirm' : 'reject';
   }
+}
+
+function withKeyChar(candidate: Extract<Candidate, { kind: 'object' }>, ch: string): Step {
+  const key = candidate.key + normaliseKeyName(ch);
+  const keyChars = candidate.keyChars + 1;
+  return keyChars <= MAX_KEY_CHARS && isMetadataKeyPrefix(key) ? { ...candidate, phase: 'key', key, keyChars } : 'reject';
 }

@@ -11,8 +11,7 @@ import {
   formatCanonicalReply,
   renderContext,
 } from '../../../server/protocol/index.ts';
-import type { ContextEntry, Metadata } from '../../../server/protocol/index.ts';
-import type { ChatMessage } from '../../../server/core/ports.ts';
+import type { ChatMessage, ContextEntry, Metadata } from '../../../server/protocol/index.ts';
 
 const META: Metadata = { prompt: 'a red fox', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const BIG = 100_000;

@@ -70,7 +70,7 @@ describe('parseReply: the format of story 010', () => {
 
   it('names fields whose values are unusable', () => {
     const result = rejected(
-      parseReply('Here.\n---\n{"prompt": 42, "generate_image": "maybe", "steps": "many", "cfg": 7, "seed": null}'),
+      parseReply('Here.\n---\n{"prompt": 42, "generate_image": "maybe", "steps": "many", "cfg": 7, "seed": "soon"}'),
     );
     expect(result.error).toMatchObject({ code: 'MissingFields', fields: ['prompt', 'generate_image', 'steps', 'seed'] });
     expect(result.error.message).toContain('"many"');
@@ -173,5 +173,183 @@ describe('parseReply: fences', () => {
     expect(value.metadata.prompt).toBe('a');
     const tagged = accepted(parseReply('Ok\n---\n```javascript\n{"prompt": "b", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}\n```'));
     expect(tagged.metadata.prompt).toBe('b');
+  });
+});
+
+describe('parseReply: more drift, repaired without asking the model again', () => {
+  const REST = '"steps": 20, "cfg": 7, "seed": -1';
+
+  it.each([
+    ['Prompt', `{"Prompt": "a cat", "GENERATE_IMAGE": true, "Steps": 20, "CFG": 7, "Seed": -1}`],
+    ['camelCase', `{"prompt": "a cat", "generateImage": true, ${REST}}`],
+    ['kebab-case', `{"prompt": "a cat", "generate-image": true, ${REST}}`],
+    ['words', `{"PROMPT": "a cat", "Generate Image": true, ${REST}}`],
+    ['unquoted', `{Prompt: "a cat", generateImage: true, STEPS: 20, Cfg: 7, SEED: -1}`],
+  ])('key-names: %s', (_name, json) => {
+    const value = accepted(parseReply(`Ok\n---\n${json}`));
+    expect(value.metadata).toEqual({ prompt: 'a cat', generate_image: true, steps: 20, cfg: 7, seed: -1 });
+    expect(value.repairs).toEqual(json.startsWith('{Prompt:') ? ['json-syntax', 'key-names'] : ['key-names']);
+  });
+
+  it('key-names: negativePrompt and Negative_Prompt become negative_prompt', () => {
+    for (const key of ['negativePrompt', 'Negative_Prompt', 'NEGATIVE-PROMPT']) {
+      const value = accepted(parseReply(`Ok\n---\n{"prompt": "a", "generate_image": false, ${REST}, "${key}": "blurry"}`));
+      expect(value.metadata.negative_prompt).toBe('blurry');
+      expect(value.repairs).toEqual(['key-names']);
+    }
+  });
+
+  it('key-names: the exact key wins over a variant, wherever it is written; of two variants the first wins', () => {
+    const before = accepted(parseReply(`Ok\n---\n{"Prompt": "theirs", "prompt": "exact", "generate_image": false, ${REST}}`));
+    expect(before.metadata.prompt).toBe('exact');
+    expect(before.repairs).toEqual([]);
+    const after = accepted(parseReply(`Ok\n---\n{"prompt": "exact", "PROMPT": "theirs", "generate_image": false, ${REST}}`));
+    expect(after.metadata.prompt).toBe('exact');
+    const variants = accepted(parseReply(`Ok\n---\n{"Prompt": "first", "PROMPT": "second", "generate_image": false, ${REST}}`));
+    expect(variants.metadata.prompt).toBe('first');
+    expect(variants.repairs).toEqual(['key-names']);
+  });
+
+  it.each([
+    ['"yes"', true],
+    ['"Yes"', true],
+    ['"no"', false],
+    ['"NO"', false],
+    ['"True"', true],
+    ['"FALSE"', false],
+    ['" true "', true],
+    ['1', true],
+    ['0', false],
+    ['"1"', true],
+    ['"0"', false],
+  ])('coerced-types: generate_image %s', (written, expected) => {
+    const value = accepted(parseReply(`Ok\n---\n{"prompt": "a", "generate_image": ${written}, ${REST}}`));
+    expect(value.metadata.generate_image).toBe(expected);
+    expect(value.repairs).toEqual(['coerced-types']);
+  });
+
+  it.each(['2', '"maybe"', '-1', 'null', '"sure"'])('refuses generate_image %s', (written) => {
+    const result = rejected(parseReply(`Ok\n---\n{"prompt": "a", "generate_image": ${written}, ${REST}}`));
+    expect(result.error).toMatchObject({ code: 'MissingFields', fields: ['generate_image'] });
+  });
+
+  it.each(['"random"', '"Random"', '"any"', '"none"', 'null', '"NULL"', '"auto"', '""'])('random-seed: %s → -1', (written) => {
+    const value = accepted(parseReply(`Ok\n---\n{"prompt": "a", "generate_image": false, "steps": 20, "cfg": 7, "seed": ${written}}`));
+    expect(value.metadata.seed).toBe(-1);
+    expect(value.repairs).toEqual(['random-seed']);
+  });
+
+  it('coerced-types: a seed written "-1" is a number in a string', () => {
+    const value = accepted(parseReply('Ok\n---\n{"prompt": "a", "generate_image": false, "steps": 20, "cfg": 7, "seed": "-1"}'));
+    expect(value.metadata.seed).toBe(-1);
+    expect(value.repairs).toEqual(['coerced-types']);
+  });
+
+  it('random-seed only for the seed: steps or cfg written "random" are unusable', () => {
+    const result = rejected(parseReply('Ok\n---\n{"prompt": "a", "generate_image": false, "steps": "random", "cfg": null, "seed": 1}'));
+    expect(result.error).toMatchObject({ code: 'MissingFields', fields: ['steps', 'cfg'] });
+  });
+
+  it.each([
+    ['"20 steps"', '"7.5 cfg"', '"seed 42"', { steps: 20, cfg: 7.5, seed: 42 }],
+    ['"steps: 30"', '"CFG 6"', '"42"', { steps: 30, cfg: 6, seed: 42 }],
+    ['"25 sampling steps."', '"7 CFG scale"', '-1', { steps: 25, cfg: 7, seed: -1 }],
+  ])('number-units: steps %s, cfg %s, seed %s', (steps, cfg, seed, expected) => {
+    const value = accepted(parseReply(`Ok\n---\n{"prompt": "a", "generate_image": false, "steps": ${steps}, "cfg": ${cfg}, "seed": ${seed}}`));
+    expect(value.metadata).toMatchObject(expected);
+    expect(value.repairs).toContain('number-units');
+    expect(value.repairs.filter((code) => code !== 'coerced-types')).toEqual(['number-units']);
+  });
+
+  it.each(['"20 or 30"', '"20-30 steps"', '"about twenty"', '"steps"', `"${'a'.repeat(40)} 20"`])('refuses steps %s', (steps) => {
+    const result = rejected(parseReply(`Ok\n---\n{"prompt": "a", "generate_image": false, "steps": ${steps}, "cfg": 7, "seed": -1}`));
+    expect(result.error).toMatchObject({ code: 'MissingFields', fields: ['steps'] });
+  });
+
+  it.each([
+    ['***', '***'],
+    ['___', '___'],
+    ['===', '==='],
+    ['em dash', '—'],
+    ['spaced dashes', '- - -'],
+    ['spaced stars', '* * *'],
+    ['four dashes', '----'],
+  ])('markdown-rule: %s used as the delimiter', (_name, rule) => {
+    const value = accepted(parseReply(`Perfect! Generating now.\n${rule}\n${JSON_LINE}`));
+    expect(value).toEqual({ text: 'Perfect! Generating now.', metadata: METADATA, repairs: ['markdown-rule'], notices: [] });
+  });
+
+  it('markdown-rule: with a fence, and with the JSON on the rule line', () => {
+    expect(accepted(parseReply(`Ok\n***\n\`\`\`json\n${JSON_LINE}\n\`\`\``)).repairs).toEqual(['markdown-rule', 'code-fence']);
+    expect(accepted(parseReply(`Ok\n— ${JSON_LINE}`)).repairs).toEqual(['markdown-rule']);
+  });
+
+  it('a rule followed by prose stays in the text', () => {
+    const value = accepted(parseReply(`Intro\n***\nMore.\n---\n${JSON_LINE}`));
+    expect(value.text).toBe('Intro\n***\nMore.');
+    expect(value.repairs).toEqual([]);
+  });
+
+  it('inline-json: the metadata at the end of a prose line', () => {
+    const value = accepted(parseReply(`Perfect, here you go! ${JSON_LINE}`));
+    expect(value).toEqual({ text: 'Perfect, here you go!', metadata: METADATA, repairs: ['missing-delimiter', 'inline-json'], notices: [] });
+  });
+
+  it('inline-json: prose braces before it stay in the text', () => {
+    const value = accepted(parseReply(`A set {1,2} and {curly} words. ${JSON_LINE}`));
+    expect(value.text).toBe('A set {1,2} and {curly} words.');
+    expect(value.metadata).toEqual(METADATA);
+  });
+
+  it('repeated-metadata: the metadata written twice, the first copy wins', () => {
+    const second = JSON_LINE.replace('"seed": -1', '"seed": 99');
+    const value = accepted(parseReply(`Ok\n---\n${JSON_LINE}\n---\n${second}`));
+    expect(value.metadata).toEqual(METADATA);
+    expect(value.repairs).toEqual(['trailing-text', 'repeated-metadata']);
+    expect(value.text).toBe('Ok');
+  });
+
+  it('repeated-metadata: a first copy that cannot be used gives way to the next usable one', () => {
+    const cases = [
+      `Ok\n---\n{"prompt": "a tabby", "cfg": 7}\n${JSON_LINE}`,
+      `Ok\n---\n{"prompt": "a tabby" @@ "steps"}\n---\n${JSON_LINE}`,
+      `Ok\n---\n{"prompt": "a tabby", "generate_image": "perhaps", ${REST}} oops ${JSON_LINE}`,
+      `Ok {"prompt": "a tabby"} and again: ${JSON_LINE}`,
+    ];
+    for (const reply of cases) {
+      const value = accepted(parseReply(reply));
+      expect(value.metadata).toEqual(METADATA);
+      expect(value.repairs).toContain('repeated-metadata');
+      expect(value.text).toBe('Ok');
+    }
+  });
+
+  it('repeated-metadata: when no copy can be used, the first copy\'s error is reported', () => {
+    const result = rejected(parseReply('Ok\n---\n{"prompt": "a", "cfg": 7}\n---\n{"prompt": "b" @@}'));
+    expect(result.error).toMatchObject({ code: 'MissingFields', fields: ['generate_image', 'steps', 'seed'] });
+  });
+
+  it('trailing-text: JSON followed by more chatter', () => {
+    const value = accepted(parseReply(`Here you go! ${JSON_LINE} Let me know what you think {smile}.`));
+    expect(value.text).toBe('Here you go!');
+    expect(value.repairs).toEqual(['missing-delimiter', 'inline-json', 'trailing-text']);
+  });
+
+  it('records every new repair together, in the documented order', () => {
+    const reply = `Sure! {'Prompt': 'a cat', 'generateImage': 'Yes', 'Steps': '20 steps', 'CFG': 99, 'Seed': 'random',} Enjoy!\n${JSON_LINE}`;
+    const value = accepted(parseReply(reply));
+    expect(value.metadata).toEqual({ prompt: 'a cat', generate_image: true, steps: 20, cfg: 30, seed: -1 });
+    expect(value.repairs).toEqual([
+      'missing-delimiter',
+      'inline-json',
+      'trailing-text',
+      'repeated-metadata',
+      'json-syntax',
+      'key-names',
+      'coerced-types',
+      'random-seed',
+      'number-units',
+      'clamped',
+    ]);
   });
 });

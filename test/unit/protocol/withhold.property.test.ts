@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createWithholder, formatCanonicalReply, parseReply } from '../../../server/protocol/index.ts';
-import { MAX_CANDIDATE_CHARS } from '../../../server/protocol/delimiter.ts';
+import { MAX_HELD_CHARS, MAX_KEY_CHARS, MAX_RULE_CHARS } from '../../../server/protocol/delimiter.ts';
 import type { Metadata, ParseResult, WithheldReply } from '../../../server/protocol/index.ts';
 
 function textOf(result: ParseResult): string {
@@ -36,6 +36,21 @@ const SHORT_FIXTURES: Fixture[] = [
   { name: 'code fence', raw: 'x\n```\ncode\n```', shown: 'x\n```\ncode\n```', forbidden: [] },
   { name: 'short dashes', raw: '-\n--\n---\n{}', shown: '-\n--', forbidden: ['---', '{'] },
   { name: 'same line', raw: 'Go\n--- {"a"}', shown: 'Go', forbidden: ['-', '{'] },
+  // Another Markdown rule as the delimiter: withheld only when metadata follows.
+  { name: 'star rule', raw: 'a\n***\n{prompt:', shown: 'a', forbidden: ['*', '{', 'p'] },
+  { name: 'em dash rule', raw: 'a\n—\n{"prompt":', shown: 'a', forbidden: ['—', '{', 'p'] },
+  { name: 'spaced rule', raw: '- - -\n{prompt:', shown: '', forbidden: ['-', '{', 'p'] },
+  { name: 'four dashes, JSON', raw: '----\n{Prompt:', shown: '', forbidden: ['-', '{', 'P'] },
+  { name: 'equals, same line', raw: 'x\n==={prompt:', shown: 'x', forbidden: ['=', '{', 'p'] },
+  { name: 'star rule, prose', raw: 'a\n***\nb', shown: 'a\n***\nb', forbidden: [] },
+  { name: 'rule, other JSON', raw: 'a\n___\n{"b":1}', shown: 'a\n___\n{"b":1}', forbidden: [] },
+  { name: 'rule at the end', raw: 'a\n* * *', shown: 'a\n* * *', forbidden: [] },
+  // Metadata at the end of a prose line, and braces in prose.
+  { name: 'inline json', raw: 'Hi {"prompt":', shown: 'Hi', forbidden: ['{', 'p'] },
+  { name: 'inline key style', raw: 'Ok!{GENERATE_', shown: 'Ok!', forbidden: ['{', 'G'] },
+  { name: 'prose braces', raw: 'a {b} {1} {p}', shown: 'a {b} {1} {p}', forbidden: [] },
+  { name: 'key named only', raw: '{prompt} x', shown: '{prompt} x', forbidden: [] },
+  { name: 'key, no colon', raw: 'a {"prompt" b', shown: 'a {"prompt" b', forbidden: [] },
 ];
 
 const LONG_REPLY_BODY = Array.from(
@@ -100,6 +115,49 @@ const LONG_FIXTURES: Fixture[] = [
     raw: `${LONG_REPLY_BODY}\n---\n${JSON_LINE}`,
     shown: LONG_REPLY_BODY.trimEnd(),
     forbidden: ['"prompt"', 'generate_image', '"seed"', '\n---\n'],
+  },
+  ...['***', '___', '===', '—', '- - -', '* * *', '----', '-----------'].map(
+    (rule): Fixture => ({
+      name: `${rule} as the delimiter`,
+      raw: `Perfect! Generating your image now.\n${rule}\n${JSON_LINE}\n`,
+      shown: 'Perfect! Generating your image now.',
+      forbidden: [...DEFAULT_FORBIDDEN, rule, rule.charAt(0)],
+    }),
+  ),
+  {
+    name: 'rules followed by prose, then a rule followed by metadata',
+    raw: `Intro.\n***\nMore.\n___\n\nAnd more.\n===\n— a quote\n- - -\n\n\`\`\`json\n${JSON_LINE}\n\`\`\``,
+    shown: 'Intro.\n***\nMore.\n___\n\nAnd more.\n===\n— a quote',
+    forbidden: [...DEFAULT_FORBIDDEN, '- - -', '`'],
+  },
+  {
+    name: 'metadata at the end of a prose line',
+    raw: `Perfect, here you go! ${JSON_LINE}`,
+    shown: 'Perfect, here you go!',
+    forbidden: [...DEFAULT_FORBIDDEN, '{'],
+  },
+  {
+    name: 'braces in prose, then metadata in another key style at the end of a line',
+    raw: 'Use {curly} braces, a set {1,2}, the {prompt} field, {"prompt" alone}. Done: {"Prompt": "a fox", "generateImage": "yes", "Steps": "20 steps", "CFG": 7, "Seed": "random"}',
+    shown: 'Use {curly} braces, a set {1,2}, the {prompt} field, {"prompt" alone}. Done:',
+    forbidden: ['"Prompt"', 'generateImage', '"Seed"', 'a fox'],
+  },
+  {
+    name: 'metadata right after a word',
+    raw: `Here it is:${JSON_LINE}\n`,
+    shown: 'Here it is:',
+    forbidden: [...DEFAULT_FORBIDDEN, '{'],
+  },
+  {
+    name: 'metadata written twice',
+    raw: `Here it is.\n---\n${JSON_LINE}\n---\n${JSON_LINE}\n`,
+    shown: 'Here it is.',
+  },
+  {
+    name: 'JSON followed by more chatter',
+    raw: `Here it is! ${JSON_LINE} Hope you like it! {"prompt": "again"}\nBye.`,
+    shown: 'Here it is!',
+    forbidden: [...DEFAULT_FORBIDDEN, 'Hope', 'Bye'],
   },
 ];
 
@@ -202,15 +260,38 @@ describe('withholder property: every chunking displays the same safe text', () =
   });
 });
 
-// Replies assembled from the pieces that make the rule hard: dashes, fences, braces, keys, line ends.
-const TRICKY_PIECES = ['-', '--', '---', '\n', '\r\n', ' ', '\t', '{', '}', '`', '```', 'json', '"', "'", 'prompt', 'generate_image', ':', 'a', 'yes', '.'];
+// Replies assembled from the pieces that make the rule hard: rules, fences, braces, keys in any
+// style, line ends.
+const TRICKY_PIECES = [
+  '-', '--', '---', '\n', '\r\n', ' ', '\t', '{', '}', '`', '```', 'json', '"', "'", 'prompt', 'generate_image', ':', 'a', 'yes', '.',
+  '*', '***', '_', '___', '===', '—', '- - -', 'Prompt', 'GENERATE_IMAGE', 'generateImage', 'generate-image', ' {', ',', '1',
+];
 const trickyReply = fc.array(fc.constantFrom(...TRICKY_PIECES), { maxLength: 40 }).map((pieces) => pieces.join(''));
+
+// The longest candidates: rules and keys around and beyond their maximum lengths, fences, quotes.
+const longCandidateReply = fc
+  .tuple(
+    fc.constantFrom('', 'Ok\n', 'Ok '),
+    fc.constantFrom('-', '*', '_', '=', '—'),
+    fc.integer({ min: 1, max: MAX_RULE_CHARS + 8 }),
+    fc.constantFrom('', ' '),
+    fc.constantFrom('\n', ' ', '', '\n\n', '\n```jsonc\n', '\n```\n'),
+    fc.constantFrom('"', "'", ''),
+    fc.constantFrom('prompt', 'generate_image', 'GenerateImage', 'PROMPT'),
+    fc.integer({ min: 0, max: MAX_KEY_CHARS }),
+    fc.constantFrom('"', "'", ''),
+    fc.constantFrom(':', ' x', '', '\n---\n{}', ' :1}'),
+  )
+  .map(([before, ruleChar, ruleLength, spacing, between, open, key, padding, close, after]) =>
+    [before, Array(ruleLength).fill(ruleChar).join(spacing), between, '{', open, key + '_'.repeat(padding), close, after].join(''),
+  );
+const replyArb = fc.oneof(trickyReply, longCandidateReply);
 
 describe('withholder property: arbitrary replies', () => {
   it('gives the same result for every chunking, shows exactly the text before the marker, trimmed', () => {
     fc.assert(
       fc.property(
-        trickyReply.chain((raw) => fc.tuple(fc.constant(raw), splitsOf(raw))),
+        replyArb.chain((raw) => fc.tuple(fc.constant(raw), splitsOf(raw))),
         ([raw, chunks]) => {
           const reference = displayChunks([raw]).result;
           const { displayed, result } = displayChunks(chunks);
@@ -226,27 +307,34 @@ describe('withholder property: arbitrary replies', () => {
     );
   });
 
-  it('holds back at most a short candidate plus whitespace while no marker is found', () => {
+  it('holds back at most MAX_HELD_CHARS visible characters before the marker, whatever the chunking', () => {
+    let mostHeld = 0;
     fc.assert(
       fc.property(
-        trickyReply.chain((raw) => fc.tuple(fc.constant(raw), splitsOf(raw))),
+        replyArb.chain((raw) => fc.tuple(fc.constant(raw), splitsOf(raw))),
         ([raw, chunks]) => {
-          if (displayChunks([raw]).result.marker !== null) return;
+          const { tail } = displayChunks([raw]).result;
+          const markerStart = tail === null ? raw.length : raw.length - tail.length;
+          const leading = raw.length - raw.replace(/^[ \t\r\n\f\v]+/, '').length;
           const withholder = createWithholder();
           let rawSoFar = '';
           let displayedSoFar = '';
           for (const chunk of chunks) {
             rawSoFar += chunk;
             displayedSoFar += withholder.push(chunk);
-            const pending = rawSoFar.replace(/^[ \t\r\n\f\v]+/, '');
-            expect(pending.startsWith(displayedSoFar)).toBe(true);
-            const heldVisible = pending.slice(displayedSoFar.length).replace(/[ \t\r\n\f\v]/g, '');
-            expect(heldVisible.length).toBeLessThanOrEqual(MAX_CANDIDATE_CHARS);
+            expect(rawSoFar.slice(leading).startsWith(displayedSoFar)).toBe(true);
+            // What waits: after the displayed text, before the marker (the marker itself is withheld for good).
+            const waiting = raw.slice(leading + displayedSoFar.length, Math.max(leading + displayedSoFar.length, Math.min(rawSoFar.length, markerStart)));
+            const heldVisible = waiting.replace(/[ \t\r\n\f\v]/g, '').length;
+            mostHeld = Math.max(mostHeld, heldVisible);
+            expect(heldVisible).toBeLessThanOrEqual(MAX_HELD_CHARS);
           }
         },
       ),
-      { numRuns: 1000 },
+      { numRuns: 2000 },
     );
+    // The generator reaches close to the bound, so a candidate that grew past it would be caught.
+    expect(mostHeld).toBeGreaterThanOrEqual(MAX_RULE_CHARS + MAX_KEY_CHARS);
   });
 
   const metadataArb: fc.Arbitrary<Metadata> = fc.record(

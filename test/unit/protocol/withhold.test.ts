@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createWithholder } from '../../../server/protocol/index.ts';
+import { MAX_HELD_CHARS, MAX_KEY_CHARS, MAX_RULE_CHARS } from '../../../server/protocol/delimiter.ts';
 
 const JSON_LINE = '{"prompt": "a tabby cat", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}';
 
@@ -74,7 +75,8 @@ describe('createWithholder: the delimiter', () => {
     expect(feedChars('a\n----\nb').result).toMatchObject({ shown: 'a\n----\nb', marker: null, tail: null });
     expect(feedChars('a\n--- yes\nb').result).toMatchObject({ shown: 'a\n--- yes\nb', marker: null });
     expect(feedChars('a\n-- b').result.shown).toBe('a\n-- b');
-    expect(feedChars('well --- {"prompt": 1}').result.shown).toBe('well --- {"prompt": 1}');
+    // A --- inside a line is text; the metadata after it is the end-of-line kind.
+    expect(feedChars('well --- {"prompt": 1}').result).toMatchObject({ shown: 'well ---', marker: 'inline-json' });
   });
 
   it('shows a Markdown rule followed by prose, and still finds the real delimiter later', () => {
@@ -128,12 +130,17 @@ describe('createWithholder: metadata without the delimiter', () => {
   });
 
   it('shows code fences that do not hold metadata, including a closing fence at the end', () => {
-    const reply = 'Example:\n```python\nprint({"prompt": 1})\n```';
+    const reply = 'Example:\n```python\nprint({"prompt" if x else y})\n```';
     expect(feedChars(reply).result).toMatchObject({ shown: reply, marker: null });
     const plain = 'Example:\n```\nls -la\n```';
     expect(feedChars(plain).result).toMatchObject({ shown: plain, marker: null });
     const other = 'Example:\n```json\n{"name": 1}\n```';
     expect(feedChars(other).result).toMatchObject({ shown: other, marker: null });
+  });
+
+  it('finds a delimiter line right after a lone { line (a key never starts with - or _)', () => {
+    expect(feedChars(`{\n---\n${JSON_LINE}`).result).toMatchObject({ shown: '{', marker: 'delimiter' });
+    expect(feedChars(`{\n___\n${JSON_LINE}`).result).toMatchObject({ shown: '{', marker: 'rule' });
   });
 
   it('withholds an object cut off mid-key at the end of the stream', () => {
@@ -142,9 +149,102 @@ describe('createWithholder: metadata without the delimiter', () => {
     expect(result).toMatchObject({ marker: 'bare-json', tail: '{"pro' });
   });
 
-  it('does not treat a { in the middle of a line as a marker', () => {
-    const reply = 'Try {"prompt": "x"} maybe';
+});
+
+describe('createWithholder: other Markdown rules as the delimiter', () => {
+  it.each(['***', '___', '===', '—', '–', '- - -', '* * *', '----', '-----', '——', ' ***  ', '_ _ _'])(
+    'withholds %j when metadata follows it, so the rule never shows',
+    (rule) => {
+      const { outputs, displayed, result } = feed(['Here you go!\n', rule, '\n', JSON_LINE]);
+      expect(displayed).toBe('Here you go!');
+      expect(outputs.join('')).toBe('Here you go!');
+      expect(result.marker).toBe('rule');
+      expect(result.tail).toBe(`${rule.trimStart()}\n${JSON_LINE}`);
+    },
+  );
+
+  it('withholds a rule followed by blank lines, a fence, or the JSON on the same line', () => {
+    expect(feedChars(`Ok\n***\n\n  ${JSON_LINE}`).result).toMatchObject({ shown: 'Ok', marker: 'rule' });
+    expect(feedChars(`Ok\n___\n\`\`\`json\n${JSON_LINE}\n\`\`\``).result).toMatchObject({ shown: 'Ok', marker: 'rule' });
+    expect(feedChars(`Ok\n=== ${JSON_LINE}`).result).toMatchObject({ shown: 'Ok', marker: 'rule', tail: `=== ${JSON_LINE}` });
+    expect(feedChars(`Ok\n— {Prompt: "x"}`).result).toMatchObject({ shown: 'Ok', marker: 'rule' });
+  });
+
+  it('shows a rule followed by prose, as soon as the prose starts', () => {
+    const withholder = createWithholder();
+    expect(withholder.push('Intro\n***\n')).toBe('Intro');
+    expect(withholder.push('\n')).toBe('');
+    expect(withholder.push('M')).toBe('\n***\n\nM');
+    expect(withholder.push('ore.')).toBe('ore.');
+    expect(withholder.finish().shown).toBe('Intro\n***\n\nMore.');
+  });
+
+  it('shows a rule followed by other JSON, a rule at the end, and lines that only look like rules', () => {
+    const other = 'a\n***\n{"name": 1}\nb';
+    expect(feedChars(other).result).toMatchObject({ shown: other, marker: null });
+    expect(feedChars('The end.\n***').result).toMatchObject({ shown: 'The end.\n***', marker: null });
+    expect(feedChars('x\n* item\n**bold**\n_a_\n= b\n— said she\n-*-').result.shown).toBe(
+      'x\n* item\n**bold**\n_a_\n= b\n— said she\n-*-',
+    );
+  });
+
+  it('still treats a final --- line (and only ---) as a delimiter whose JSON never came', () => {
+    expect(feedChars('x\n---').result.marker).toBe('delimiter');
+    expect(feedChars('x\n----').result).toMatchObject({ shown: 'x\n----', marker: null });
+  });
+
+  it('finds the metadata line after a rule too long to be a delimiter', () => {
+    const rule = '*'.repeat(MAX_RULE_CHARS + 1);
+    const { outputs, result } = feed([`Ok\n${rule}\n`, JSON_LINE]);
+    expect(outputs[0]).toBe(`Ok\n${rule}`);
+    expect(result).toMatchObject({ shown: `Ok\n${rule}`, marker: 'bare-json', tail: JSON_LINE });
+  });
+});
+
+describe('createWithholder: metadata at the end of a prose line', () => {
+  it('withholds it from the { on, whatever the chunking', () => {
+    const reply = `Perfect, here you go! ${JSON_LINE}`;
+    const { outputs, result } = feed(['Perfect, here you go! {', '"prompt', '": "a', JSON_LINE.slice(13)]);
+    expect(outputs).toEqual(['Perfect, here you go!', '', '', '']);
+    expect(result).toMatchObject({ shown: 'Perfect, here you go!', marker: 'inline-json', tail: JSON_LINE });
+    expect(feedChars(reply).displayed).toBe('Perfect, here you go!');
+  });
+
+  it.each([
+    ['single-quoted', "{'prompt': 'x'}"],
+    ['unquoted', '{prompt: "x"}'],
+    ['another key style', '{"GENERATE_IMAGE": true, "Prompt": "x"}'],
+    ['camel case', '{ "generateImage" : true }'],
+    ['right after the punctuation', '{"prompt":"x"}'],
+  ])('withholds it when the first key is %s', (_name, json) => {
+    const { displayed, result } = feedChars(`Sure thing! ${json}`);
+    expect(displayed).toBe('Sure thing!');
+    expect(result).toMatchObject({ marker: 'inline-json', tail: json });
+  });
+
+  it('withholds it right after a word, in one chunk or many', () => {
+    const reply = `Here it is:${JSON_LINE}`;
+    expect(feed([reply]).result).toMatchObject({ shown: 'Here it is:', marker: 'inline-json', tail: JSON_LINE });
+    expect(feed(['Here it', ` is:${JSON_LINE.slice(0, 5)}`, JSON_LINE.slice(5)]).outputs).toEqual(['Here it', ' is:', '']);
+  });
+
+  it('shows a { in ordinary prose as soon as it cannot be metadata', () => {
+    const withholder = createWithholder();
+    expect(withholder.push('use {')).toBe('use');
+    expect(withholder.push('c')).toBe(' {c');
+    expect(withholder.push('urly} braces, a set {1,2}, {prompt} as a word, {"prompt" is a key}')).toBe(
+      'urly} braces, a set {1,2}, {prompt} as a word, {"prompt" is a key}',
+    );
+    expect(withholder.finish().marker).toBeNull();
+  });
+
+  it('shows an object whose first key is not ours', () => {
+    const reply = 'Try {"name": "x", "prompt": "y"} maybe';
     expect(feedChars(reply).result).toMatchObject({ shown: reply, marker: null });
+  });
+
+  it('withholds a key that is cut off at the end of the stream', () => {
+    expect(feedChars('Here: {"generate_im').result).toMatchObject({ shown: 'Here:', marker: 'inline-json' });
   });
 });
 
@@ -154,7 +254,8 @@ describe('createWithholder: holding back', () => {
     expect(withholder.push('Hello\n-')).toBe('Hello');
     expect(withholder.push('-')).toBe('');
     expect(withholder.push('x')).toBe('\n--x');
-    expect(withholder.push(' and {')).toBe(' and {');
+    expect(withholder.push(' and {')).toBe(' and');
+    expect(withholder.push('x')).toBe(' {x');
   });
 
   it('never shows trailing whitespace, and releases inner whitespace when text follows', () => {
@@ -182,9 +283,16 @@ describe('createWithholder: holding back', () => {
     expect(result.shown).toBe('Wait\n--');
   });
 
-  it('bounds how long a candidate is held', () => {
+  it('bounds how long a candidate is held: rules and keys have a maximum length', () => {
+    expect(createWithholder().push('*'.repeat(100))).toBe('*'.repeat(100));
+    const longKey = `{"${'prompt'.padEnd(MAX_KEY_CHARS + 1, '_')}`;
+    expect(createWithholder().push(longKey)).toBe(longKey);
+    // The longest candidate: a rule, a fence with its language, `{` and a quoted key of the maximum length.
+    const longest = `${'*'.repeat(MAX_RULE_CHARS)}\n\`\`\`jsonc\n{"${'prompt'.padEnd(MAX_KEY_CHARS, '_')}"`;
+    expect(longest.replace(/\s/g, '')).toHaveLength(MAX_HELD_CHARS);
     const withholder = createWithholder();
-    expect(withholder.push(`\`\`\`${' '.repeat(100)}`)).toBe('```');
+    expect(withholder.push(`x\n${longest}`)).toBe('x');
+    expect(withholder.push(' x')).toBe(`\n${longest} x`);
   });
 
   it('keeps the raw reply and is idempotent at finish', () => {

@@ -1,0 +1,17 @@
+// The chat messages the protocol builds for the model. They live here, on the ground floor, so the
+// protocol never imports the core above it; the core's ports use these types.
+
+export type ChatRole = 'system' | 'user' | 'assistant';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+}
+
+/** The model options the protocol chooses (e.g. for compaction); Ollama's names. */
+export interface ChatOptions {
+  temperature?: number;
+  num_predict?: number;
+  num_ctx?: number;
+  seed?: number;
+}
