@@ -151,6 +151,16 @@ function watchSocket(socket: WebSocket) {
   return { readMessages, isClosed: () => closed };
 }
 
+/** `promise`, or a rejection with the signal's reason as soon as it aborts (the promise itself goes on). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
   const fetchImpl = options.fetch ?? globalThis.fetch;
@@ -212,8 +222,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
   }
 
   /** Removes our prompt from the queue if it has not started, and stops it if it runs. */
-  async function interrupt(promptId: string | undefined): Promise<void> {
-    if (promptId === undefined) return post('/interrupt');
+  async function interrupt(promptId: string): Promise<void> {
     await Promise.all([post('/queue', { delete: [promptId] }), post('/interrupt', { prompt_id: promptId })]);
   }
 
@@ -358,13 +367,12 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     const job = new AbortController();
     let stopReason: StopReason | undefined;
     let promptId: string | undefined;
-    let submitted = false;
     let interrupted: Promise<void> = Promise.resolve();
     const stop = (reason: StopReason) => {
       if (stopReason !== undefined) return;
       stopReason = reason;
-      // Before /prompt nothing of ours runs, and a bare /interrupt would stop someone else's job.
-      if (submitted) interrupted = interrupt(promptId);
+      // Only our own prompt is stopped: a bare /interrupt would stop whatever runs, maybe someone else's job.
+      if (promptId !== undefined) interrupted = interrupt(promptId);
       job.abort();
     };
     const onAbort = () => stop('cancelled');
@@ -377,9 +385,17 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       // The socket opens first so that no progress message can come before we listen.
       socket = await openSocket(clientId, job.signal);
       const watcher = watchSocket(socket);
-      submitted = true;
-      promptId = await queuePrompt(workflow, clientId, job.signal);
-      if (stopReason !== undefined) interrupted = interrupt(promptId);
+      // A cancel does not abort /prompt: ComfyUI queues the prompt even when the client has gone
+      // (server.py:700-709), and only its answer names the prompt to take out of the queue again.
+      const queued = queuePrompt(workflow, clientId, AbortSignal.timeout(timeoutMs));
+      queued.then(
+        (id) => {
+          promptId = id;
+          if (stopReason !== undefined) interrupted = interrupt(id);
+        },
+        () => {},
+      );
+      promptId = await untilAborted(queued, job.signal);
       let announced: OutputImage[];
       try {
         announced = await followPrompt(watcher.readMessages(job.signal), promptId, onProgress);

@@ -344,8 +344,8 @@ describeInBrowser('the image area', () => {
     await poll(async () => (await stored(id)).settings).toMatchObject({ seed: 987654, steps: 12 });
   });
 
-  it('a prompt holding markup shows as text in the large view and runs nothing', async () => {
-    await openConversation();
+  it('a prompt holding markup shows as text in the large view and runs nothing, also after a reload', async () => {
+    const id = await openConversation();
     const hostile = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
     await generate(hostile);
     await page.locator('#image-frame .current').click();
@@ -357,6 +357,13 @@ describeInBrowser('the image area', () => {
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     await page.keyboard.press('Escape');
     await poll(() => dialog().isVisible()).toBe(false);
-    expect(conversationIdOf(page)).toBeTruthy();
+
+    // After a reload the image is rendered from the store: its prompt is still text and runs nothing.
+    await page.reload();
+    expect(conversationIdOf(page)).toBe(id);
+    await poll(() => imageInFrame().getAttribute('alt')).toBe(`Image: ${hostile}`);
+    expect(await page.locator('#log .msg.generated img').getAttribute('alt')).toBe(`Image: ${hostile}`);
+    expect(await page.evaluate(() => document.querySelectorAll('img[src="x"], #log script, #image-frame script').length)).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
   });
 });

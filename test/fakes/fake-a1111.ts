@@ -26,6 +26,18 @@ export interface FakeA1111Options {
    * FastAPI's JSONResponse sends a Content-Length (starlette/responses.py, Response.init_headers).
    */
   hugeAnswer?: Omit<LargeBody, 'prefix' | 'suffix' | 'contentType'>;
+  /**
+   * The state a job before ours left behind (made in A1111's own UI, say): State.end() resets only
+   * `job` and `job_count` (modules/shared_state.py:129-133), so /progress keeps reporting that job's
+   * sampling_step and sampling_steps, with job_count 0 and progress 0 (modules/api/api.py, progressapi).
+   */
+  previousJob?: { steps: number };
+  /**
+   * Time between a txt2img request's arrival and the start of its job: A1111 waits for its queue_lock
+   * before State.begin() (modules/api/api.py, text2imgapi: `with self.queue_lock:`). Meanwhile
+   * /progress still describes the previous job.
+   */
+  startDelayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -149,8 +161,8 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     job_count: 0,
     job_timestamp: '0',
     job_no: 0,
-    sampling_step: 0,
-    sampling_steps: 0,
+    sampling_step: options.previousJob?.steps ?? 0,
+    sampling_steps: options.previousJob?.steps ?? 0,
   };
   let interrupts = 0;
   let inFlight = 0;
@@ -167,6 +179,13 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     const height = numberOr(values['height'], 512);
     const requestedSeed = numberOr(values['seed'], -1);
     const seed = requestedSeed === -1 ? Math.floor(Math.random() * 4_294_967_295) : requestedSeed;
+    if (options.startDelayMs !== undefined) {
+      try {
+        await sleep(options.startDelayMs, undefined, { signal: closing.signal });
+      } catch {
+        // closing: the job starts and ends at once
+      }
+    }
     Object.assign(state, {
       interrupted: false,
       job: 'txt2img',

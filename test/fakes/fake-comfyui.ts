@@ -29,6 +29,21 @@ export interface FakeComfyUiOptions {
    * aiohttp's web.FileResponse (server.py, view_image), which sends a Content-Length.
    */
   hugeViewBytes?: number;
+  /**
+   * /prompt takes this long before it queues the prompt and answers: ComfyUI awaits
+   * execution.validate_prompt first (server.py:700) and queues in the same handler (server.py:707).
+   * Like aiohttp, the handler runs to the end when the client hangs up meanwhile: the prompt is
+   * queued all the same and only the answer is lost.
+   */
+  promptDelayMs?: number;
+  /**
+   * Another client's prompt (the same graph with these steps), queued the moment each of our /prompt
+   * requests arrives, so it runs while ours waits. Without `clientId` (a script that sends none) its
+   * progress and interruption are broadcast to every socket (main.py:262, execution.py:617) but not its
+   * executing/executed messages (execution.py:450, main.py:203); with our client id every message of it
+   * reaches our socket, its final `executing {node: null}` included.
+   */
+  foreignPrompt?: { steps: number; clientId?: string };
 }
 
 export interface RecordedRequest {
@@ -49,6 +64,10 @@ export interface FakeComfyUi {
   promptIds: string[];
   /** Prompt ids removed through POST /queue {delete}. */
   queueDeletes: string[];
+  /** The prompt_id of each foreign prompt (see `foreignPrompt`), in the order they were queued. */
+  foreignPromptIds: string[];
+  /** How each prompt that ran ended, by prompt_id: what its history entry says. */
+  outcomes: Record<string, 'success' | 'error' | 'interrupted'>;
   /** How many times /interrupt was called. */
   readonly interrupts: number;
   /** How many /interrupt calls have been answered. */
@@ -179,6 +198,8 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   const workflows: unknown[] = [];
   const promptIds: string[] = [];
   const queueDeletes: string[] = [];
+  const foreignPromptIds: string[] = [];
+  const outcomes: Record<string, 'success' | 'error' | 'interrupted'> = {};
   const connectedClients: string[] = [];
   const sockets = new Map<string, Set<WebSocket>>();
   const pending: QueuedPrompt[] = [];
@@ -203,18 +224,32 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     }
   }
 
+  function socketsOf(clientId: string | undefined): WebSocket[] {
+    // send_json with sid None goes to every socket (server.py:939).
+    return clientId === undefined ? [...sockets.values()].flatMap((set) => [...set]) : [...(sockets.get(clientId) ?? [])];
+  }
+
+  /** A message sent to the prompt's client, or to every socket when the prompt has none (progress, interruption, status). */
   function send(clientId: string | undefined, type: string, data: Record<string, unknown>): void {
-    const targets = clientId === undefined ? [...sockets.values()].flatMap((set) => [...set]) : [...(sockets.get(clientId) ?? [])];
-    for (const socket of targets) socket.send(JSON.stringify({ type, data }));
+    for (const socket of socketsOf(clientId)) socket.send(JSON.stringify({ type, data }));
+  }
+
+  /**
+   * A message ComfyUI sends only when the prompt has a client id: executing, executed (execution.py:450,
+   * 517; main.py:203) and the add_message(broadcast=False) ones (execution.py:617).
+   */
+  function sendToClient(clientId: string | undefined, type: string, data: Record<string, unknown>): void {
+    if (clientId !== undefined) send(clientId, type, data);
   }
 
   function sendPreview(clientId: string | undefined): void {
     // ComfyUI's binary frame: uint32 event type (1 = preview image), uint32 format (2 = PNG), image.
+    // Sent like progress, to the prompt's client or to everyone (main.py:265-274).
     const header = Buffer.alloc(8);
     header.writeUInt32BE(1, 0);
     header.writeUInt32BE(2, 4);
     const frame = Buffer.concat([header, makePng(8, 8, [0, 0, 0])]);
-    for (const socket of sockets.get(clientId ?? '') ?? []) socket.send(frame, { binary: true });
+    for (const socket of socketsOf(clientId)) socket.send(frame, { binary: true });
   }
 
   function sendStatus(): void {
@@ -226,14 +261,14 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     const state = { prompt, interrupted: false };
     running = state;
     const timestamp = () => Date.now();
-    send(clientId, 'execution_start', { prompt_id: id, timestamp: timestamp() });
-    send(clientId, 'execution_cached', { nodes: [], prompt_id: id, timestamp: timestamp() });
+    sendToClient(clientId, 'execution_start', { prompt_id: id, timestamp: timestamp() });
+    sendToClient(clientId, 'execution_cached', { nodes: [], prompt_id: id, timestamp: timestamp() });
     const executed: string[] = [];
     const outputs: Record<string, unknown> = {};
     const messages: unknown[] = [['execution_start', { prompt_id: id, timestamp: timestamp() }]];
     let failure: 'interrupted' | 'error' | undefined;
     for (const [nodeId, node] of Object.entries(workflow)) {
-      send(clientId, 'executing', { node: nodeId, display_node: nodeId, prompt_id: id });
+      sendToClient(clientId, 'executing', { node: nodeId, display_node: nodeId, prompt_id: id });
       if (node.class_type === 'KSampler' || node.class_type === 'KSamplerAdvanced') {
         const steps = readNumberInput(workflow, node.class_type, 'steps', 20);
         for (let step = 1; step <= steps; step++) {
@@ -261,7 +296,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
             current_inputs: {},
             current_outputs: {},
           };
-          send(clientId, 'execution_error', data);
+          sendToClient(clientId, 'execution_error', data);
           messages.push(['execution_error', data]);
           failure = 'error';
           break;
@@ -280,7 +315,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         files.set(`${type}\n${subfolder}\n${filename}`, options.image ?? makePng(width, height, [seed & 0xff, (seed >>> 8) & 0xff, 99]));
         const output = { images: [{ filename, subfolder, type }] };
         outputs[nodeId] = output;
-        send(clientId, 'executed', { node: nodeId, display_node: nodeId, output, prompt_id: id });
+        sendToClient(clientId, 'executed', { node: nodeId, display_node: nodeId, output, prompt_id: id });
       }
       executed.push(nodeId);
     }
@@ -290,9 +325,10 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
       status: { status_str: failure === undefined ? 'success' : 'error', completed: failure === undefined, messages },
       meta: {},
     };
-    if (failure === undefined) send(clientId, 'execution_success', { prompt_id: id, timestamp: timestamp() });
+    outcomes[id] = failure === undefined ? 'success' : failure;
+    if (failure === undefined) sendToClient(clientId, 'execution_success', { prompt_id: id, timestamp: timestamp() });
     running = undefined;
-    send(clientId, 'executing', { node: null, prompt_id: id });
+    sendToClient(clientId, 'executing', { node: null, prompt_id: id });
     sendStatus();
   }
 
@@ -301,26 +337,44 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     for (let next = pending.shift(); next !== undefined && !closed; next = pending.shift()) await execute(next);
   }
 
-  function handlePrompt(text: string, response: ServerResponse): void {
+  function queue(prompt: Omit<QueuedPrompt, 'number'>): QueuedPrompt {
+    const queued = { ...prompt, number: promptNumber++ };
+    pending.push(queued);
+    sendStatus();
+    void pump();
+    return queued;
+  }
+
+  /** The foreign prompt of `options.foreignPrompt`: our graph with its own steps, from another client. */
+  function queueForeign(workflow: Record<string, Node>, outputNodes: string[]): void {
+    const foreign = options.foreignPrompt;
+    if (foreign === undefined) return;
+    const graph = structuredClone(workflow);
+    for (const node of Object.values(graph)) if (node.class_type === 'KSampler') node.inputs['steps'] = foreign.steps;
+    const queued = queue({ id: randomUUID(), clientId: foreign.clientId, workflow: graph, outputNodes });
+    foreignPromptIds.push(queued.id);
+  }
+
+  async function handlePrompt(text: string, response: ServerResponse): Promise<void> {
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     const body = parseBody(text);
     if (!isRecord(body) || !('prompt' in body)) return sendJson(response, 400, { error: 'no prompt', node_errors: [] });
     const validation = validatePrompt(body['prompt'], checkpoints);
     if (!validation.ok) return sendJson(response, 400, { error: validation.error, node_errors: validation.nodeErrors });
+    queueForeign(validation.workflow, validation.outputNodes);
+    if (options.promptDelayMs !== undefined) {
+      try {
+        await sleep(options.promptDelayMs, undefined, { signal: closing.signal });
+      } catch {
+        return;
+      }
+    }
     workflows.push(body['prompt']);
     const clientId = typeof body['client_id'] === 'string' ? body['client_id'] : undefined;
-    const prompt: QueuedPrompt = {
-      id: randomUUID(),
-      number: promptNumber++,
-      clientId,
-      workflow: validation.workflow,
-      outputNodes: validation.outputNodes,
-    };
-    pending.push(prompt);
+    const prompt = queue({ id: randomUUID(), clientId, workflow: validation.workflow, outputNodes: validation.outputNodes });
     promptIds.push(prompt.id);
-    sendJson(response, 200, { prompt_id: prompt.id, number: prompt.number, node_errors: {} });
-    sendStatus();
-    void pump();
+    // A client that hung up meanwhile loses only the answer (server.py:707-709).
+    if (!response.destroyed) sendJson(response, 200, { prompt_id: prompt.id, number: prompt.number, node_errors: {} });
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -428,6 +482,8 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     workflows,
     promptIds,
     queueDeletes,
+    foreignPromptIds,
+    outcomes,
     get interrupts() {
       return interrupts;
     },

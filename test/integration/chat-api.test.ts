@@ -270,7 +270,8 @@ describe('failures a person can act on', () => {
     expect(of(events, 'done')[0]).toMatchObject({ level: 'error' });
     const health = (await (await easel.get('/api/health')).json()) as any;
     expect(health.ollama).toMatchObject({ reachable: false, modelAvailable: false, remedy: 'ollama serve' });
-    expect(url).toBeTruthy();
+    // The message names the address where Ollama was expected, so a wrong --ollama-url shows.
+    expect(of(events, 'error')[0]!.message).toContain(`Ollama is not reachable at ${url}`);
   });
 
   it('model not pulled: error names the pull command; the message is kept and Retry does not duplicate it', async () => {

@@ -1,0 +1,114 @@
+// The page's own routes (HTML, form posts) on a real port: one-shot send keys, a second tab, and
+// what a reload renders from the store. The browser suite covers the page's behaviour; these pin
+// the server's answers, and run without Chromium.
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
+import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+
+const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
+
+let fake: FakeOllama;
+let a1111: FakeA1111;
+let easel: TestEasel;
+
+beforeEach(async () => {
+  fake = await createFakeOllama();
+  a1111 = await createFakeA1111({ stepDelayMs: 5 });
+  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
+});
+
+afterEach(async () => {
+  await easel.close();
+  await a1111.close();
+  await fake.close();
+});
+
+const newSendKey = () => randomUUID();
+
+/** A form post as the page's htmx sends it (same origin). */
+function postForm(path: string, fields: Record<string, string>): Promise<Response> {
+  return fetch(easel.url + path, {
+    method: 'POST',
+    headers: { 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams(fields),
+  });
+}
+
+async function stored(id: string) {
+  return (await (await easel.get(`/api/conversations/${id}`)).json()) as {
+    turns: Array<{ role: string; text: string; status: string }>;
+    images: Array<{ id: string }>;
+    busy: boolean;
+  };
+}
+
+describe('sending from the page', () => {
+  it('a second send from another tab while a reply streams is refused with 409 and says why', async () => {
+    let release!: () => void;
+    fake.enqueue({ ...scriptReply('Thinking about it.', ASKING), gate: new Promise<void>((resolve) => (release = resolve)) });
+    const id = await easel.newConversation();
+    const first = await postForm(`/c/${id}/messages`, { text: 'one', sendKey: newSendKey() });
+    expect(first.status).toBe(200);
+    await fake.waitForRequests(1, '/api/chat');
+
+    const second = await postForm(`/c/${id}/messages`, { text: 'two', sendKey: newSendKey() });
+    expect(second.status).toBe(409);
+    expect(await second.text()).toContain('A reply is still being written in this conversation');
+
+    release();
+    await first.text();
+    expect((await stored(id)).turns.map((t) => t.text)).toEqual(['one', 'Thinking about it.']);
+    expect(fake.chatRequests()).toHaveLength(1);
+  });
+
+  it('the same send key twice runs the reply once', async () => {
+    fake.enqueue(scriptReply('Once.', ASKING));
+    const id = await easel.newConversation();
+    const key = newSendKey();
+    await (await postForm(`/c/${id}/messages`, { text: 'hello', sendKey: key })).text();
+    const again = await postForm(`/c/${id}/messages`, { text: 'hello', sendKey: key });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('already sent once');
+    expect(fake.chatRequests()).toHaveLength(1);
+  });
+});
+
+describe('Generate from the page', () => {
+  it('the same send key twice makes one image', async () => {
+    const id = await easel.newConversation();
+    expect((await easel.put(`/api/conversations/${id}/settings`, { steps: 2 })).status).toBe(200);
+    const key = newSendKey();
+    const first = await postForm(`/c/${id}/generations`, { prompt: 'a red fox', sendKey: key });
+    expect(first.status).toBe(200);
+    expect(await first.text()).toContain('The image is ready.');
+
+    const again = await postForm(`/c/${id}/generations`, { prompt: 'a red fox', sendKey: key });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('it is not made twice');
+    expect(a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img')).toHaveLength(1);
+    expect((await stored(id)).images).toHaveLength(1);
+  });
+});
+
+describe('a reload renders the stored transcript as text', () => {
+  it('markup in a stored reply, a user message and an error message is escaped', async () => {
+    const reply = 'Try <img src="/pwned-reply" onerror="alert(1)"> or <button hx-get="/pwned-htmx" hx-trigger="load">x</button>';
+    const user = '<script>alert("user")</script> a cat';
+    const failure = '<img src="/pwned-error">';
+    fake.enqueue(scriptReply(reply, ASKING));
+    fake.enqueue({ chunks: ['Partial <b>bold'], errorAfter: { chunks: 1, message: failure } });
+    const id = await easel.newConversation();
+    await (await postForm(`/c/${id}/messages`, { text: user, sendKey: newSendKey() })).text();
+    await (await postForm(`/c/${id}/messages`, { text: 'again', sendKey: newSendKey() })).text();
+    expect((await stored(id)).turns.map((t) => t.status)).toEqual(['ok', 'ok', 'ok', 'error']);
+
+    const page = await (await easel.get(`/c/${id}`)).text();
+    for (const raw of ['<img src="/pwned', '<button hx-get', '<script>alert', '<b>bold']) expect(page).not.toContain(raw);
+    expect(page).toContain('Try &lt;img src=&quot;/pwned-reply&quot; onerror=&quot;alert(1)&quot;&gt; or &lt;button hx-get=&quot;/pwned-htmx&quot;');
+    expect(page).toContain('&lt;script&gt;alert(&quot;user&quot;)&lt;/script&gt; a cat');
+    expect(page).toContain('Partial &lt;b&gt;bold');
+    expect(page).toContain('&lt;img src=&quot;/pwned-error&quot;&gt;');
+  });
+});

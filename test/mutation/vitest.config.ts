@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+// The suites a mutation run executes (npm run mutate): everything `npm test` runs except the browser
+// suite, which is the separate, longer profile (vitest.browser.config.ts, npm run mutate:browser).
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    exclude: ['test/live/**', 'test/browser/**', 'node_modules/**'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+  },
+});
