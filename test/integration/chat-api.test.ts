@@ -175,7 +175,7 @@ describe('the recovery ladder', () => {
     expect(compaction.format).toMatchObject({ type: 'object', required: expect.arrayContaining(['prompt', 'generate_image', 'steps', 'cfg', 'seed']) });
     expect(compaction.options).toMatchObject({ temperature: 0 });
     expect(compaction.options.num_predict).toBeGreaterThan(0);
-    expect(fake.renderedPrompts()[4]).toMatch(/\[INST\] You are Easel[\s\S]*User wants:[\s\S]*ginger, with a wizard hat\[\/INST\]$/);
+    expect(fake.renderedPrompts()[4]).toMatch(/\[INST\] You are Easel[\s\S]*User wants:[\s\S]*ginger, with a wizard hat\[\/INST\] $/);
     const systems = systemMessages(compaction);
     expect(systems).toHaveLength(2);
     expect(systems[1]!.content).toMatch(/^User wants:/);
