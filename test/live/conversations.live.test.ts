@@ -4,22 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { readSse, shownText, type SseEvent } from '../helpers/sse.ts';
+import { LIVE_CONVERSATIONS } from '../eval/conversations.ts';
 
 const OLLAMA = process.env.OLLAMA_HOST ? normalise(process.env.OLLAMA_HOST) : 'http://127.0.0.1:11434';
 const MODEL = process.env.EASEL_MODEL ?? 'mistral:7b';
 
-const CONVERSATIONS: string[][] = [
-  ['a cat in a hat', 'a tabby cat, a blue wizard hat', 'yes, generate it'],
-  ['I want a landscape', 'mountains at sunset, oil painting', 'looks good, make it'],
-  ['a portrait of an old sailor', 'weathered face, pipe, stormy sea behind', 'go ahead'],
-  ['something cozy', 'a reading nook with rain on the window', 'warm lamp light please', 'generate'],
-  ['a robot', 'friendly, retro 1950s style, tin toy', 'yes'],
-  ['a logo for a coffee shop', 'minimal, a fox holding a cup, flat vector', 'perfect, generate'],
-  ['a fantasy castle', 'floating in the clouds, golden hour', 'add dragons circling it', 'make the image'],
-  ['a bowl of ramen', 'top-down food photography, steam rising', 'yes please'],
-  ['an astronaut', 'riding a horse on mars, photorealistic', 'generate it now'],
-  ['a city street', 'tokyo at night, neon, rain reflections', 'cinematic wide shot', 'go'],
-];
+const CONVERSATIONS = LIVE_CONVERSATIONS;
 
 interface Reachability {
   ok: boolean;
