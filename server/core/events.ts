@@ -20,8 +20,11 @@ export interface DoneEvent {
   attempts: number;
   /** Lossless repairs applied to the accepted reply, e.g. 'trailing-text', 'coerced-number'. */
   repairs: string[];
-  /** Highest recovery step reached. */
-  level: 'clean' | 'reminder' | 'compaction' | 'reset' | 'error' | 'stopped';
+  /**
+   * The recovery step that produced the accepted reply ('clean': the first reply, repaired or not;
+   * 'metadata': the metadata-only step, the first reply's text kept), or how the turn ended otherwise.
+   */
+  level: 'clean' | 'metadata' | 'reminder' | 'compaction' | 'reset' | 'error' | 'stopped';
   evalCount: number;
   tokensPerSecond: number;
   firstTokenMs: number | null;
@@ -32,6 +35,11 @@ export type TurnEvent =
   /** Nothing arrived from the model for a while before its first words: what it is waiting for. */
   | { type: 'status'; message: string }
   | { type: 'retry'; attempt: number; level: RecoveryLevel }
+  /**
+   * The reply's text is fine but its metadata was missing or broken: Easel asks the model for the
+   * metadata alone. The text shown so far is the reply's final text; no delta follows for this attempt.
+   */
+  | { type: 'metadata_retry'; attempt: number }
   | MetadataEvent
   | { type: 'reset'; message: string }
   | { type: 'generation'; id: string; queued?: boolean }

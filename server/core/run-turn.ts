@@ -1,17 +1,22 @@
 import {
   buildCompactionRequest,
+  buildMetadataReminder,
+  buildMetadataRequest,
   buildReminderRequest,
   collectUserWords,
   COMPACTION_OPTIONS,
   createWithholder,
   MAX_REPLY_CHARS,
   metadataJsonSchema,
+  METADATA_OPTIONS,
   NEUTRAL_FALLBACK_TEXT,
+  parseMetadataReply,
   parseReply,
   planRecovery,
   renderContext,
   RESET_MESSAGE,
   type ContextEntry,
+  type FailedReply,
   type Metadata,
 } from '../protocol/index.ts';
 import type { NewTurn } from './conversation.ts';
@@ -66,8 +71,9 @@ interface AttemptResult {
 const MAX_STORED_ENTRIES = 400;
 
 /**
- * One turn: stream the reply (withholding the metadata), then climb the recovery ladder
- * (reminder ×2 → compaction ×1 → reset) until a reply parses. Yields TurnEvents and returns what to store.
+ * One turn: stream the reply (withholding the metadata), then climb the recovery ladder until a reply
+ * parses: reminder ×2 (the first asks for the metadata alone when the text can be kept) → compaction ×1
+ * → reset. At most 4 model calls. Yields TurnEvents and returns what to store.
  */
 export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator<TurnEvent, TurnOutcome> {
   const startedAt = deps.now();
@@ -99,11 +105,15 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     firstTokenMs: stats.firstTokenAt === null ? null : stats.firstTokenAt - startedAt,
   });
 
-  /** One model call: streams the visible text; the watchdog aborts it when the model stays silent too long. */
-  async function* streamAttempt(request: ChatRequest): AsyncGenerator<TurnEvent, AttemptResult> {
+  /**
+   * One model call: streams the visible text; the watchdog aborts it when the model stays silent too long.
+   * A `silent` call (the metadata alone) shows nothing and leaves the text shown so far as it is.
+   */
+  async function* streamAttempt(request: ChatRequest, silent = false): AsyncGenerator<TurnEvent, AttemptResult> {
     stats.attempts++;
-    shownSoFar = '';
+    if (!silent) shownSoFar = '';
     const withholder = createWithholder();
+    let silentRaw = '';
     let doneReason = 'stop';
     let rawChars = 0;
     let capped = false;
@@ -131,7 +141,8 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           // A runaway reply is cut at the cap; leaving the loop hangs up on Ollama.
           const text = chunk.text.length > MAX_REPLY_CHARS - rawChars ? chunk.text.slice(0, MAX_REPLY_CHARS - rawChars) : chunk.text;
           rawChars += text.length;
-          const visible = withholder.push(text);
+          if (silent) silentRaw += text;
+          const visible = silent ? '' : withholder.push(text);
           if (visible) {
             shownSoFar += visible;
             yield { type: 'delta', text: visible };
@@ -155,6 +166,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
       input.signal.removeEventListener('abort', onUserAbort);
       watchdog.signal.removeEventListener('abort', onTimeout);
     }
+    if (silent) return { raw: silentRaw, shown: '', doneReason: capped ? 'length' : doneReason, capped };
     const finished = withholder.finish();
     if (finished.flushed) {
       shownSoFar += finished.flushed;
@@ -164,21 +176,48 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   }
 
   let request: ChatRequest = { messages: baseMessages, signal: input.signal };
+  /** 'metadata' while the current call asks for the metadata alone (the reply's text is kept). */
+  let mode: 'reply' | 'metadata' = 'reply';
   let failures = 0;
+  let firstFailure: FailedReply | undefined;
+  /** The latest full reply that failed: what a format reminder shows the model. */
+  let lastFailedReply = '';
   try {
     for (;;) {
-      const attempt = yield* streamAttempt(request);
-      history.push({ messages: request.messages, reply: attempt.raw });
-      if (attempt.capped) {
-        deps.logger.warn('the model reply passed the size cap and was stopped', { conversationId: deps.conversationId, maxChars: MAX_REPLY_CHARS });
-      } else if (attempt.doneReason === 'length') {
-        truncated = true;
-        deps.logger.warn('the model reply was cut by the length limit', { conversationId: deps.conversationId, numCtx: deps.numCtx });
+      let attempt: AttemptResult | null;
+      try {
+        attempt = yield* streamAttempt(request, mode === 'metadata');
+      } catch (error) {
+        // The metadata-only call may fail on its own (an Ollama without JSON-schema support, a network
+        // error): the ladder goes on. Stop and the timeouts still end the turn.
+        if (mode !== 'metadata' || input.signal.aborted || !isChatModelError(error) || error.code === 'aborted') throw error;
+        deps.logger.warn('the request for the metadata alone failed; asking for the whole reply again', {
+          conversationId: deps.conversationId,
+          attempt: stats.attempts,
+          error,
+        });
+        history.push({ messages: request.messages, reply: '' });
+        attempt = null;
       }
-      const parsed = parseReply(attempt.raw, { doneReason: attempt.doneReason });
-      if (parsed.ok) {
+      if (attempt !== null) {
+        history.push({ messages: request.messages, reply: attempt.raw });
+        if (attempt.capped) {
+          deps.logger.warn('the model reply passed the size cap and was stopped', { conversationId: deps.conversationId, maxChars: MAX_REPLY_CHARS });
+        } else if (attempt.doneReason === 'length') {
+          truncated = true;
+          deps.logger.warn('the model reply was cut by the length limit', { conversationId: deps.conversationId, numCtx: deps.numCtx });
+        }
+      }
+      const parsed =
+        attempt === null
+          ? null
+          : mode === 'metadata'
+            ? parseMetadataReply(attempt.raw, { doneReason: attempt.doneReason })
+            : parseReply(attempt.raw, { doneReason: attempt.doneReason });
+      if (attempt !== null && parsed?.ok) {
         const compacted = level === 'compaction';
-        let text = parsed.value.text;
+        // The metadata-only step keeps, byte for byte, the text the user already read.
+        let text = mode === 'metadata' ? shownSoFar : parsed.value.text;
         if (compacted && text === '') {
           // The JSON-only compaction reply has no words of its own: keep what the user last read.
           text = previousShown || NEUTRAL_FALLBACK_TEXT;
@@ -198,21 +237,27 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         return { turn: { role: 'assistant', text, metadata, status: 'ok' }, context, metadata, done: done(level, repairs) };
       }
 
-      if (attempt.capped) {
+      if (attempt?.capped && mode === 'reply') {
         // Asking again would resend the runaway reply and likely run away again: end the turn here.
         const failure = { code: 'reply_too_long', message: REPLY_CAP_ERROR };
         yield { type: 'error', ...failure };
         return { turn: { role: 'assistant', text: shownSoFar, status: 'error', error: failure }, context: boundContext(turnContext), done: done('error') };
       }
       failures++;
-      deps.logger.warn('model reply broke the format', {
-        conversationId: deps.conversationId,
-        attempt: stats.attempts,
-        code: parsed.error.code,
-        detail: parsed.error.message,
-      });
-      previousShown = attempt.shown || previousShown;
-      const step = planRecovery(failures);
+      if (parsed && !parsed.ok) {
+        deps.logger.warn(mode === 'metadata' ? 'the metadata asked for alone was unusable' : 'model reply broke the format', {
+          conversationId: deps.conversationId,
+          attempt: stats.attempts,
+          code: parsed.error.code,
+          detail: parsed.error.message,
+        });
+      }
+      if (mode === 'reply' && attempt !== null) {
+        previousShown = attempt.shown || previousShown;
+        lastFailedReply = attempt.raw;
+        firstFailure ??= { text: attempt.shown, doneReason: attempt.doneReason };
+      }
+      const step = planRecovery(failures, firstFailure);
       if (step.level === 'reset') {
         deps.logger.error('format recovery failed; the model context was reset', {
           conversationId: deps.conversationId,
@@ -223,10 +268,27 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         return { turn: { role: 'assistant', text: RESET_MESSAGE, status: 'reset' }, context: [], done: done('reset') };
       }
       level = step.level;
+      if (step.level === 'metadata') {
+        // The text stays in the bubble; only the metadata is asked for, constrained to its JSON Schema.
+        mode = 'metadata';
+        yield { type: 'metadata_retry', attempt: step.attempt };
+        request = {
+          messages: buildMetadataRequest(
+            baseMessages,
+            shownSoFar,
+            buildMetadataReminder({ prompt: input.prompt, settings: input.settings }),
+          ),
+          format: metadataJsonSchema,
+          options: { ...METADATA_OPTIONS },
+          signal: input.signal,
+        };
+        continue;
+      }
+      mode = 'reply';
       yield { type: 'retry', attempt: step.attempt, level: step.level };
       request =
         step.level === 'reminder'
-          ? { messages: buildReminderRequest(baseMessages, attempt.raw), signal: input.signal }
+          ? { messages: buildReminderRequest(baseMessages, lastFailedReply), signal: input.signal }
           : {
               messages: buildCompactionRequest({
                 userWords: collectUserWords(turnContext),

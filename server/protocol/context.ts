@@ -111,6 +111,23 @@ export function buildReminderRequest(contextMessages: ChatMessage[], failedReply
   ];
 }
 
+/**
+ * The metadata-only step: the turn's context, the reply's text as the assistant's message (without
+ * the broken metadata), then the request for the JSON alone as a final user message. The Mistral
+ * template renders system text only into a final user turn, so the request ends with one; the call's
+ * `format` keeps the answer to the JSON, so the question need not be repeated. Never stored.
+ */
+export function buildMetadataRequest(contextMessages: ChatMessage[], replyText: string, reminder: string): ChatMessage[] {
+  const context = contextMessages.filter((message, index) => message.role !== 'system' || index === 0);
+  return [...context, { role: 'assistant', content: replyText }, { role: 'user', content: reminder }];
+}
+
+/**
+ * Deterministic and short: the JSON of five fields is about 40 tokens plus the prompt (asked to stay
+ * under 200 characters, ≈ 60 tokens). A reply cut by this cap fails to parse and the ladder goes on.
+ */
+export const METADATA_OPTIONS = { temperature: 0, num_predict: 256 } as const satisfies ChatOptions;
+
 export interface CompactionRequestInput extends CompactionInput {
   latestUserText: string;
 }

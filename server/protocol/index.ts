@@ -14,26 +14,29 @@ export {
   REQUIRED_METADATA_FIELDS,
 } from './metadata.ts';
 export type { Metadata, MetadataField } from './metadata.ts';
-export { parseReply } from './parse-reply.ts';
+export { parseMetadataReply, parseReply, REPAIR_CODES } from './parse-reply.ts';
 export type { ParseError, ParseErrorCode, ParsedReply, ParseReplyOptions, ParseResult, RepairCode } from './parse-reply.ts';
 export {
   buildCompactionMessage,
+  buildMetadataReminder,
   buildReminder,
   formatUserNote,
   NEUTRAL_FALLBACK_TEXT,
   RESET_MESSAGE,
   SYSTEM_PROMPT,
 } from './prompts.ts';
-export type { CompactionInput, GenerationSettings, UserNoteInput } from './prompts.ts';
+export type { CompactionInput, GenerationSettings, MetadataReminderInput, UserNoteInput } from './prompts.ts';
 export {
   buildCompactionRequest,
+  buildMetadataRequest,
   buildReminderRequest,
   collectUserWords,
   COMPACTION_OPTIONS,
   DEFAULT_RESERVE_TOKENS,
   estimateTokens,
+  METADATA_OPTIONS,
   renderContext,
 } from './context.ts';
 export type { CompactionRequestInput, ContextEntry, RenderContextOptions } from './context.ts';
-export { MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from './ladder.ts';
-export type { RecoveryPlan } from './ladder.ts';
+export { canKeepText, MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from './ladder.ts';
+export type { FailedReply, RecoveryPlan } from './ladder.ts';

@@ -22,15 +22,30 @@ export const REQUIRED_METADATA_FIELDS = ['prompt', 'generate_image', 'steps', 'c
 
 export type MetadataField = keyof Metadata;
 
-// Ollama turns `format` into a grammar that understands only the structural keywords; bounds and
-// lengths are enforced by our own parser (with clamping) instead.
-const JSON_SCHEMA_KEYWORDS = new Set(['type', 'properties', 'required', 'enum']);
+// Ollama turns `format` into a llama.cpp grammar (json-schema-to-grammar.cpp). It enforces the structure
+// (`type`, `properties` in order, `required`, `enum`, no other keys) and an integer's `minimum`/`maximum`,
+// but reads those bounds as a 32-bit int: LIMITS.seed.max (4294967295) would become -1 and the grammar
+// would allow no seed but -1. So integer bounds are sent only when they fit; the seed keeps only its
+// minimum (-1) and our own parser clamps the rest. Number ranges are not enforced by the grammar, and a
+// `maxLength` of 2000 would expand into 2000 nested grammar rules, so neither is sent.
+const STRUCTURAL_KEYWORDS = new Set(['type', 'properties', 'required', 'enum']);
+const INTEGER_BOUNDS = new Set(['minimum', 'maximum']);
+const INT32 = { min: -2_147_483_648, max: 2_147_483_647 } as const;
+
+function isInt32(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= INT32.min && (value as number) <= INT32.max;
+}
 
 function restrictToOllamaGrammar(schema: unknown): unknown {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
+  const isInteger = (schema as Record<string, unknown>).type === 'integer';
   const restricted: Record<string, unknown> = {};
   for (const [keyword, value] of Object.entries(schema)) {
-    if (!JSON_SCHEMA_KEYWORDS.has(keyword)) continue;
+    if (INTEGER_BOUNDS.has(keyword)) {
+      if (isInteger && isInt32(value)) restricted[keyword] = value;
+      continue;
+    }
+    if (!STRUCTURAL_KEYWORDS.has(keyword)) continue;
     if (keyword === 'properties' && typeof value === 'object' && value !== null) {
       restricted[keyword] = Object.fromEntries(
         Object.entries(value).map(([name, property]) => [name, restrictToOllamaGrammar(property)]),
@@ -44,7 +59,7 @@ function restrictToOllamaGrammar(schema: unknown): unknown {
   return restricted;
 }
 
-/** For Ollama's `format` parameter: the schema above, limited to what Ollama's grammar accepts. */
+/** For Ollama's `format` parameter: the schema above, limited to what Ollama's grammar enforces correctly. */
 export const metadataJsonSchema: Record<string, unknown> = restrictToOllamaGrammar(
   z.toJSONSchema(metadataSchema),
 ) as Record<string, unknown>;

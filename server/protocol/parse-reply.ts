@@ -99,6 +99,25 @@ export function parseReply(raw: string, options: ParseReplyOptions = {}): ParseR
   return fail(firstError as ParseError);
 }
 
+/**
+ * The answer of the metadata-only step, a call constrained to the metadata's JSON Schema: the whole
+ * reply is the object, so no delimiter is expected (none is reported missing). Same repairs otherwise.
+ */
+export function parseMetadataReply(raw: string, options: ParseReplyOptions = {}): ParseResult {
+  const fail = (error: ParseError): ParseResult => ({
+    ok: false,
+    error: options.doneReason === 'length' ? { ...error, message: `${error.message} ${LENGTH_NOTE}` } : error,
+    text: '',
+  });
+  if (!skipWhitespace(raw).startsWith('{')) {
+    return fail({ code: 'InvalidJson', message: 'The answer to the request for the metadata alone holds no JSON object.' });
+  }
+  const result = readCopy({ tail: raw, marker: 'bare-json' });
+  if (!result.ok) return fail(result.error);
+  const repairs = orderRepairs(result.repairs.filter((code) => code !== 'missing-delimiter'));
+  return { ok: true, value: { text: '', metadata: result.metadata, repairs, notices: result.notices } };
+}
+
 /** The one delimiter rule, run over a whole text. */
 function splitReply(raw: string) {
   const withholder = createWithholder();

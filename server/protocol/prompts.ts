@@ -56,6 +56,28 @@ ${example}
 Write your reply again in this format: your text, then a line with only ---, then the JSON with all five fields.`;
 }
 
+export interface MetadataReminderInput {
+  /** The current image prompt ('' when there is none yet), possibly edited by the user. */
+  prompt: string;
+  settings: GenerationSettings;
+}
+
+/**
+ * The metadata-only request's last message, sent as the user's turn: Ollama's Mistral template renders
+ * the system prompt only into a final user turn, so the request must end with one. The call's `format`
+ * (the metadata JSON Schema) makes the model write nothing but the JSON.
+ */
+export function buildMetadataReminder({ prompt, settings }: MetadataReminderInput): string {
+  const example: Metadata = { prompt, generate_image: false, ...pickSettings(settings) };
+  return [
+    'Your reply above is missing its JSON. Do not write your reply again: write ONLY the JSON object for it, on one line, with all five fields.',
+    `Current prompt: ${prompt === '' ? '(none yet)' : JSON.stringify(prompt)}`,
+    `Current settings: ${describeSettings(settings)} (keep them unless the user asked to change them)`,
+    'prompt: the image prompt (under 200 characters) from what the user wants and your reply, or "" while you are still asking questions. generate_image: true only when the prompt is ready and the user wants the image now.',
+    `For example: ${formatMetadataJson(example)}`,
+  ].join('\n');
+}
+
 export interface GenerationSettings {
   steps: number;
   cfg: number;

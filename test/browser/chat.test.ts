@@ -79,6 +79,8 @@ describeInBrowser('the chat pane', () => {
   it('never shows the delimiter or the JSON, with split delimiters and after a retry', async () => {
     stage.fake.enqueue(
       { chunks: ['Sure, a lake', ' for you.'], delayMs: 10 },
+      // The metadata-only step's answer, cut by its cap: the full reminder follows and replaces the text.
+      { chunks: ['{"prompt": "a lake'], doneReason: 'length' },
       {
         chunks: ['A still lake', ' under', ' pines.\n', '-', '-', '-\n{"prompt": "a still lake', ' under pines", "generate_image": false, "steps": 25, "cfg": 6.5, "seed": -1}'],
         delayMs: 20,
@@ -95,6 +97,24 @@ describeInBrowser('the chat pane', () => {
       expect(state).not.toContain('---');
       expect(state).not.toMatch(/[{}]|generate_image|"prompt"/);
     }
+  });
+
+  it('keeps the text when only the metadata is asked for again: it never shrinks, and the settings arrive', async () => {
+    const text = 'A cabin in the woods, smoke from the chimney. Shall I make it?';
+    stage.fake.enqueue({ chunks: ['A cabin in the woods,', ' smoke from the chimney.', ' Shall I make it?'], delayMs: 20 });
+    stage.fake.enqueue({ chunks: [JSON.stringify(meta('a log cabin in a snowy forest, chimney smoke', { steps: 28 }))], delayMs: 150 });
+    const states = await recordReplyStates();
+    await send('a cabin');
+    await waitForReply();
+
+    await poll(() => promptBox().inputValue()).toBe('a log cabin in a snowy forest, chimney smoke');
+    expect(await lastReply().locator('.text').textContent()).toBe(text);
+    const lengths = (await states()).map((state) => state.length).filter((length) => length > 0);
+    // Once the text was whole it stayed whole: no retry emptied the bubble and re-streamed it.
+    expect(lengths.slice(lengths.indexOf(text.length))).toEqual(lengths.slice(lengths.indexOf(text.length)).map(() => text.length));
+    expect(lengths).toEqual([...lengths].sort((a, b) => a - b));
+    await page.reload();
+    await poll(() => page.locator('#log .msg.assistant .text').allTextContents()).toEqual([text]);
   });
 
   it('fills the prompt pane and settings from the metadata, and a reload shows it all again', async () => {
@@ -162,7 +182,7 @@ describeInBrowser('the chat pane', () => {
   });
 
   it('a reset shows the reset message and a divider marking the fresh start', async () => {
-    stage.fake.enqueue('prose 1', 'prose 2', 'prose 3', { chunks: ['{"prompt": "a cat in a hat, highly detailed, ', 'intricate'], doneReason: 'length' });
+    stage.fake.enqueue('prose 1', { chunks: ['{"prompt": "a cat'], doneReason: 'length' }, 'prose 2', { chunks: ['{"prompt": "a cat in a hat, highly detailed, ', 'intricate'], doneReason: 'length' });
     await send('a cat');
     await waitForReply();
     await poll(() => lastReply().locator('.text').textContent()).toBe(RESET_MESSAGE);

@@ -41,13 +41,19 @@ describe('renderEventHtml', () => {
 
   it('shows a status in the text\'s place, and whatever comes next removes it first', () => {
     expect(String(renderEventHtml({ type: 'status', message: 'Loading mistral:7b…' }, view))).toBe(
-      '<hx-partial hx-target="#reply-1-text" hx-swap="innerHTML"><span class="status" id="reply-1-status">Loading mistral:7b…</span></hx-partial>',
+      '<hx-partial hx-target="#reply-1-text" hx-swap="beforeend"><span class="status" id="reply-1-status">Loading mistral:7b…</span></hx-partial>',
     );
     const afterStatus = { ...view, statusShown: true };
     for (const event of [{ type: 'delta', text: 'Hi' }, { type: 'error', code: 'x', message: 'm' }, EVENTS.at(-1)!] as TurnEvent[]) {
       expect(String(renderEventHtml(event, afterStatus))).toMatch(/^<hx-partial hx-target="#reply-1-status" hx-swap="delete"><\/hx-partial>/);
     }
     expect(String(renderEventHtml({ type: 'delta', text: 'Hi' }, view))).not.toContain('-status');
+  });
+
+  it('keeps the text when only the metadata is asked for again: no fragment at all, and a status line is appended', () => {
+    expect(String(renderEventHtml({ type: 'metadata_retry', attempt: 2 }, view))).toBe('');
+    // The status of the metadata-only call goes after the kept text, never in its place.
+    expect(String(renderEventHtml({ type: 'status', message: 'Waiting…' }, view))).not.toMatch(/hx-swap="(innerHTML|outerHTML|textContent)"/);
   });
 
   it('sends errors after an image started to the image area, not the reply, and removes that image\'s bar', () => {

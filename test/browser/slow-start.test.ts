@@ -61,4 +61,14 @@ describeInBrowser('a model slow to start', () => {
     await lastReply().getByRole('button', { name: 'Retry' }).click();
     await poll(() => lastReply().locator('.text').textContent()).toBe('A harbour at dawn.');
   });
+
+  it('a slow metadata-only call shows its status after the text the user read, never in its place', async () => {
+    stage.fake.enqueue('A lighthouse on a cliff. Stormy or calm?');
+    stage.fake.enqueue({ chunks: [JSON.stringify(ASKING)], loadMs: 600 });
+    await send('a lighthouse');
+    await poll(() => lastReply().locator('.text .status').textContent()).toBe('Waiting for mistral:7b to start answering…');
+    expect(await lastReply().locator('.text').textContent()).toBe('A lighthouse on a cliff. Stormy or calm?Waiting for mistral:7b to start answering…');
+    await poll(() => lastReply().locator('.status').count()).toBe(0);
+    expect(await lastReply().locator('.text').textContent()).toBe('A lighthouse on a cliff. Stormy or calm?');
+  });
 });

@@ -17,8 +17,12 @@ export interface FakeOllamaReply {
   evalCount?: number;
   /** `prompt_eval_count` of the final line. Default: a rough token count of the messages. */
   promptEvalCount?: number;
-  /** Send this many chunks, then an `{"error": message}` line, and end (what Ollama does). */
-  errorAfter?: { chunks: number; message: string };
+  /**
+   * Send this many chunks, then fail as Ollama ≥ 0.12.6 does (v0.12.6 server/routes.go:1645-1674,
+   * streamResponse): with no line sent yet, an HTTP `status` (default 500) and a JSON `{"error": message}`;
+   * after content, one NDJSON `{"error": message}` line and the end of the body, with no `done` line.
+   */
+  errorAfter?: { chunks: number; message: string; status?: number };
   /** Send this many chunks, then destroy the socket: Ollama crashing mid-reply. */
   dropAfter?: number;
   /** Awaited after the first line and before the rest: lets a test act mid-stream. */
@@ -138,8 +142,10 @@ export function splitIntoChunks(text: string): string[] {
 
 const NO_REPLY_LEFT = 'fake-ollama: no scripted reply left';
 const FORMAT_VIOLATION = 'fake-ollama: scripted reply does not satisfy the requested format';
-const VALID_ROLES = ['system', 'user', 'assistant', 'tool'];
+const UNCONVERTIBLE_SCHEMA = 'fake-ollama: the format schema has a bound llama.cpp would misread';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+/** The paths this fake serves, each registered in v0.12.6 server/routes.go:1455-1485 for its methods. */
+const KNOWN_PATHS = new Set(['/', '/api/version', '/api/ps', '/api/tags', '/api/show', '/api/generate', '/api/chat']);
 
 interface Waiter {
   isSatisfied: () => boolean;
@@ -307,7 +313,14 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       await handleChat(requireObjectBody(parsed, 'ChatRequest'), exchange);
       return;
     }
-    // Ollama's router (gin) answers unknown routes and wrong methods with a plain-text 404.
+    // Ollama's router is gin with `r.HandleMethodNotAllowed = true` (v0.12.6 server/routes.go:1448, since
+    // v0.7.0): a known path with another method is a plain-text 405, anything else a plain-text 404
+    // (gin's gin.go: default405Body = "405 method not allowed", default404Body = "404 page not found").
+    if (KNOWN_PATHS.has(path)) {
+      res.writeHead(405, { 'Content-Type': 'text/plain' });
+      res.end('405 method not allowed');
+      return;
+    }
     res.writeHead(404, { 'Content-Type': 'text/plain' });
     res.end('404 page not found');
   }
@@ -356,14 +369,18 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       });
       return;
     }
-    const badRole = messages.find((message) => !VALID_ROLES.includes(message.role));
-    if (badRole) {
-      throw new HttpError(400, `invalid role "${badRole.role}": role must be one of ${VALID_ROLES.join(', ')}`);
-    }
+    // Any role is accepted: Ollama only lower-cases it (v0.12.6 api/types.go:198) and the template renders
+    // nothing for a role it has no branch for (see renderMistralPrompt).
 
     const script = queue.shift();
     if (script === undefined) throw recordScriptError(NO_REPLY_LEFT);
     const reply = await resolveScript(script, request);
+    const badBound = isRecord(request.format) ? findUnconvertibleBound(request.format, '$') : undefined;
+    if (badBound) {
+      scriptErrors.push(`${UNCONVERTIBLE_SCHEMA}: ${badBound}`);
+      sendJson(exchange.res, 500, { error: UNCONVERTIBLE_SCHEMA, detail: badBound });
+      return;
+    }
     if (request.format !== undefined && request.format !== null && request.format !== '' && isMeantToComplete(reply)) {
       const violation = findFormatViolation(reply.chunks.join(''), request.format);
       if (violation) {
@@ -538,9 +555,12 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
       });
     } else if (terminal === 'error') {
       const error = { error: reply.errorAfter?.message ?? 'fake-ollama: scripted error' };
-      // An error before any line is a plain JSON status (streamResponse: `if !c.Writer.Written()`).
-      if (line === 0) sendJson(res, 500, error);
+      // v0.12.6 server/routes.go:1664-1666: `if !c.Writer.Written() { c.JSON(status, gin.H{"error": e}) }`,
+      // the status from the StatusError (routes.go:2175) or 500 (routes.go:1659-1662).
+      if (line === 0) sendJson(res, reply.errorAfter?.status ?? 500, error);
       else {
+        // routes.go:1667-1673: `json.NewEncoder(c.Writer).Encode(gin.H{"error": e})`, then `return false`
+        // ends the stream: the client sees the error line and no `done`.
         writeLine(res, error);
         res.end();
       }
@@ -573,7 +593,9 @@ async function sendWholeReply(
   const totalDelay = (reply.delayMs ?? 0) * (reply.chunks.length + 1);
   if (totalDelay > 0 && !(await waitUnlessHungUp(sleep(totalDelay), exchange))) return;
   if (reply.errorAfter) {
-    sendJson(exchange.res, 500, { error: reply.errorAfter.message });
+    // stream:false collects the lines first; an error line becomes `c.JSON(status, gin.H{"error": msg})`
+    // (v0.12.6 server/routes.go:2225-2238), whether or not content came before it.
+    sendJson(exchange.res, reply.errorAfter.status ?? 500, { error: reply.errorAfter.message });
     return;
   }
   if (reply.dropAfter !== undefined) {
@@ -774,9 +796,35 @@ function describeModelDetails(): object {
   };
 }
 
-const MISTRAL_TEMPLATE =
-  '{{- if .Messages }}{{- range $index, $_ := .Messages }}{{- if eq .Role "user" }} [INST] {{ .Content }}[/INST]' +
-  '{{- else if eq .Role "assistant" }} {{ .Content }}</s>{{- end }}{{- end }}{{- else }}[INST] {{ .Prompt }}[/INST]{{- end }}';
+/**
+ * The chat template of `mistral:7b` (Mistral 7B v0.3) exactly as the registry serves it: the 801-byte
+ * template layer sha256:491dfa501e59ed17239711477601bdc7f559de5407fbd4a2a79078b271045621 that
+ * `ollama pull mistral:7b` fetches (test/unit/ollama/mistral-template.test.ts checks the digest).
+ * ollama/ollama holds no copy of it; docs/template.mdx "Example Tools / Mistral" shows the same branches.
+ */
+export const MISTRAL_TEMPLATE =
+  '{{- if .Messages }}\n' +
+  '{{- range $index, $_ := .Messages }}\n' +
+  '{{- if eq .Role "user" }}\n' +
+  '{{- if and (eq (len (slice $.Messages $index)) 1) $.Tools }}[AVAILABLE_TOOLS] {{ $.Tools }}[/AVAILABLE_TOOLS]\n' +
+  '{{- end }}[INST] {{ if and $.System (eq (len (slice $.Messages $index)) 1) }}{{ $.System }}\n' +
+  '\n' +
+  '{{ end }}{{ .Content }}[/INST]\n' +
+  '{{- else if eq .Role "assistant" }}\n' +
+  '{{- if .Content }} {{ .Content }}\n' +
+  '{{- else if .ToolCalls }}[TOOL_CALLS] [\n' +
+  '{{- range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}\n' +
+  '{{- end }}]\n' +
+  '{{- end }}</s>\n' +
+  '{{- else if eq .Role "tool" }}[TOOL_RESULTS] {"content": {{ .Content }}} [/TOOL_RESULTS]\n' +
+  '{{- end }}\n' +
+  '{{- end }}\n' +
+  '{{- else }}[INST] {{ if .System }}{{ .System }}\n' +
+  '\n' +
+  '{{ end }}{{ .Prompt }}[/INST]\n' +
+  '{{- end }} {{ .Response }}\n' +
+  '{{- if .Response }}</s>\n' +
+  '{{- end }}';
 
 function describeShownModel(name: string, modifiedAt: Date): object {
   const parameters = 'stop                           "[INST]"\nstop                           "[/INST]"';
@@ -807,9 +855,18 @@ function describeShownModel(name: string, modifiedAt: Date): object {
   };
 }
 
-// What Ollama's grammar guarantees for `format`: valid JSON, an object for "json", and for a
-// schema the types, required/allowed properties, enums and items. Ranges and lengths are not
-// enforced, so tests can still script out-of-range values for the app to repair.
+// What Ollama's grammar guarantees for `format`. Ollama turns a schema into a llama.cpp grammar
+// (v0.12.6 llm/server.go:1439 `llama.SchemaToGrammar(req.Format)`; llama/sampling_ext.cpp:49-68 parses it
+// as an nlohmann::ordered_json, so key order is kept, then calls json_schema_to_grammar). The converter,
+// llama/llama.cpp/common/json-schema-to-grammar.cpp at v0.12.6, gives:
+// - objects (:826-847, _build_object_rule :614-705): the required properties first, in the order of
+//   `properties`, then the optional ones in that order, each omissible; other keys only when
+//   `additionalProperties` is true or a schema (:640), and then only after the named ones;
+// - integers with minimum/maximum/exclusive* (:927-944): the range is enforced, with the bounds read by
+//   `get<int>()`, a plain static_cast to a 32-bit int (so 4294967295 becomes -1: findUnconvertibleBound);
+// - strings with minLength/maxLength (:922-926) and arrays with minItems/maxItems (:909-913): enforced;
+// - numbers: no range (:952 `// TODO: support minimum, maximum, exclusiveMinimum, exclusiveMaximum`), so a
+//   test can still script an out-of-range cfg for the app to repair.
 function findFormatViolation(text: string, format: unknown): string | undefined {
   let value: unknown;
   try {
@@ -820,6 +877,46 @@ function findFormatViolation(text: string, format: unknown): string | undefined 
   if (format === 'json') return isRecord(value) ? undefined : 'format "json" produces a JSON object';
   if (!isRecord(format)) return undefined;
   return findSchemaViolation(value, format, format, '$');
+}
+
+const INT32_MIN = -2_147_483_648;
+const INT32_MAX = 2_147_483_647;
+
+/** nlohmann's get<int>() on a JSON number: static_cast<int>, two's-complement wrap for integers. */
+function castToInt(value: number): number {
+  return Number.isInteger(value) ? value | 0 : Math.trunc(value);
+}
+
+/**
+ * A bound the converter would misread: an integer's minimum/maximum outside the 32-bit range comes out
+ * wrapped (json-schema-to-grammar.cpp:931-940), so the grammar would allow other numbers than the schema.
+ * Real Ollama gives no error for it; the fake refuses loudly so Easel never sends one.
+ */
+function findUnconvertibleBound(schema: unknown, path: string): string | undefined {
+  if (Array.isArray(schema)) {
+    for (const [index, item] of schema.entries()) {
+      const found = findUnconvertibleBound(item, `${path}[${index}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isRecord(schema)) return undefined;
+  if (schema.type === 'integer') {
+    for (const keyword of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) {
+      const bound = schema[keyword];
+      if (typeof bound !== 'number') continue;
+      const read = castToInt(bound);
+      if (read !== bound || bound < INT32_MIN || bound > INT32_MAX) {
+        return `${path}.${keyword} is ${bound}, which llama.cpp's get<int>() reads as ${read} (32-bit int): keep integer bounds within ${INT32_MIN}..${INT32_MAX}`;
+      }
+    }
+  }
+  for (const [key, child] of Object.entries(schema)) {
+    if (typeof child !== 'object' || child === null) continue;
+    const found = findUnconvertibleBound(child, `${path}.${key}`);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 function findSchemaViolation(
@@ -850,28 +947,71 @@ function findSchemaViolation(
   if (types && !types.some((type) => hasJsonType(value, type))) {
     return `${path} is ${describeJsonType(value)}, expected ${types.join(' or ')}`;
   }
-  if (isRecord(value)) {
-    const required = Array.isArray(schema.required) ? schema.required : [];
-    const missing = required.find((key) => typeof key === 'string' && !(key in value));
-    if (missing !== undefined) return `${path} is missing required property "${String(missing)}"`;
-    const properties = isRecord(schema.properties) ? schema.properties : {};
-    for (const [key, child] of Object.entries(value)) {
-      if (key in properties) {
-        const violation = findSchemaViolation(child, properties[key], root, `${path}.${key}`);
-        if (violation) return violation;
-      } else if (schema.additionalProperties === false) {
-        return `${path} has property "${key}", which the schema does not allow`;
-      } else if (isRecord(schema.additionalProperties)) {
-        const violation = findSchemaViolation(child, schema.additionalProperties, root, `${path}.${key}`);
+  if (isRecord(value) && (isRecord(schema.properties) || ('additionalProperties' in schema && schema.additionalProperties !== true))) {
+    const violation = findObjectViolation(value, schema, root, path);
+    if (violation) return violation;
+  }
+  if (schema.type === 'integer' && typeof value === 'number') {
+    const min = typeof schema.minimum === 'number' ? castToInt(schema.minimum) : typeof schema.exclusiveMinimum === 'number' ? castToInt(schema.exclusiveMinimum) + 1 : undefined;
+    const max = typeof schema.maximum === 'number' ? castToInt(schema.maximum) : typeof schema.exclusiveMaximum === 'number' ? castToInt(schema.exclusiveMaximum) - 1 : undefined;
+    if ((min !== undefined && value < min) || (max !== undefined && value > max)) {
+      return `${path} is ${value}, outside the grammar's range ${min ?? '…'}..${max ?? '…'}`;
+    }
+  }
+  if (schema.type === 'string' && typeof value === 'string') {
+    const length = Array.from(value).length;
+    if ((typeof schema.minLength === 'number' && length < schema.minLength) || (typeof schema.maxLength === 'number' && length > schema.maxLength)) {
+      return `${path} has ${length} characters, outside the grammar's ${schema.minLength ?? 0}..${schema.maxLength ?? '…'}`;
+    }
+  }
+  if (Array.isArray(value)) {
+    if ((typeof schema.minItems === 'number' && value.length < schema.minItems) || (typeof schema.maxItems === 'number' && value.length > schema.maxItems)) {
+      return `${path} has ${value.length} items, outside the grammar's ${schema.minItems ?? 0}..${schema.maxItems ?? '…'}`;
+    }
+    if (isRecord(schema.items)) {
+      for (const [index, item] of value.entries()) {
+        const violation = findSchemaViolation(item, schema.items, root, `${path}[${index}]`);
         if (violation) return violation;
       }
     }
   }
-  if (Array.isArray(value) && isRecord(schema.items)) {
-    for (const [index, item] of value.entries()) {
-      const violation = findSchemaViolation(item, schema.items, root, `${path}[${index}]`);
-      if (violation) return violation;
+  return undefined;
+}
+
+/** _build_object_rule: required keys in `properties` order, then optional ones in order, then extras if allowed. */
+function findObjectViolation(
+  value: Record<string, unknown>,
+  schema: Record<string, unknown>,
+  root: Record<string, unknown>,
+  path: string,
+): string | undefined {
+  const properties = isRecord(schema.properties) ? schema.properties : {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required.filter((key) => typeof key === 'string') : []);
+  const names = Object.keys(properties);
+  const order = [...names.filter((name) => required.has(name)), ...names.filter((name) => !required.has(name))];
+  const extra = schema.additionalProperties;
+  const extrasAllowed = extra === true || isRecord(extra);
+  const missing = order.find((name) => required.has(name) && !(name in value));
+  if (missing !== undefined) return `${path} is missing required property "${missing}"`;
+  let position = -1;
+  let sawExtra = false;
+  for (const [key, child] of Object.entries(value)) {
+    const index = order.indexOf(key);
+    if (index === -1) {
+      if (!extrasAllowed) return `${path} has property "${key}", which the grammar does not allow (no additionalProperties)`;
+      sawExtra = true;
+      if (isRecord(extra)) {
+        const violation = findSchemaViolation(child, extra, root, `${path}.${key}`);
+        if (violation) return violation;
+      }
+      continue;
     }
+    if (index < position || sawExtra) {
+      return `${path} has "${key}" out of order: the grammar writes ${order.map((name) => `"${name}"`).join(', ')} in that order (required first)`;
+    }
+    position = index;
+    const violation = findSchemaViolation(child, properties[key], root, `${path}.${key}`);
+    if (violation) return violation;
   }
   return undefined;
 }
@@ -911,24 +1051,35 @@ function isDeepEqual(a: unknown, b: unknown): boolean {
 }
 
 /**
- * Ollama's chat template for mistral:7b (v0.3), as Ollama executes it: `collate` joins consecutive
- * messages of one role and gathers every system message into $.System, and the template renders
- * $.System only inside the LAST message, and only when that message is a user turn. System
- * messages anywhere else are not rendered at all.
+ * What mistral:7b reads: MISTRAL_TEMPLATE executed the way Ollama executes a chat template.
+ * - Roles arrive lower-cased (v0.12.6 api/types.go:198 `m.Role = strings.ToLower(m.Role)`).
+ * - `collate` (template/template.go:354-371) joins consecutive messages of one role with "\n\n" (tool
+ *   messages excepted) and gathers every system message into $.System; Execute
+ *   (template.go:269-278) runs the template with those messages and `"Response": ""`.
+ * Then, branch by branch of the template:
+ * - user: `[INST] {{ if and $.System (eq (len (slice $.Messages $index)) 1) }}{{ $.System }}\n\n{{ end }}{{ .Content }}[/INST]`:
+ *   the system text only inside the LAST message, and only when that one is a user turn;
+ * - assistant: `{{- if .Content }} {{ .Content }}` … `{{- end }}</s>`: a space before the text, `</s>` always;
+ * - tool: `[TOOL_RESULTS] {"content": {{ .Content }}} [/TOOL_RESULTS]`;
+ * - system and any other role: no branch, so nothing;
+ * - after the range, `{{- end }} {{ .Response }}`: one space and the empty response. So every chat prompt
+ *   ends with a space after its last `[/INST]` (or `</s>`), and no turn starts with one.
  */
 export function renderMistralPrompt(messages: readonly FakeChatMessage[]): string {
-  const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
-  const collated: FakeChatMessage[] = [];
-  for (const message of messages) {
+  const lowered = messages.map((m) => ({ role: m.role.toLowerCase(), content: m.content }));
+  const system = lowered.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+  const collated: Array<{ role: string; content: string }> = [];
+  for (const message of lowered) {
     const previous = collated.at(-1);
-    if (previous && previous.role === message.role) previous.content += `\n\n${message.content}`;
-    else collated.push({ role: message.role, content: message.content });
+    if (previous && previous.role === message.role && message.role !== 'tool') previous.content += `\n\n${message.content}`;
+    else collated.push({ ...message });
   }
   let prompt = '';
   collated.forEach((message, index) => {
     const last = index === collated.length - 1;
     if (message.role === 'user') prompt += `[INST] ${system && last ? `${system}\n\n` : ''}${message.content}[/INST]`;
     else if (message.role === 'assistant') prompt += `${message.content ? ` ${message.content}` : ''}</s>`;
+    else if (message.role === 'tool') prompt += `[TOOL_RESULTS] {"content": ${message.content}} [/TOOL_RESULTS]`;
   });
-  return prompt;
+  return `${prompt} `;
 }

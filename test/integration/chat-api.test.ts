@@ -1,11 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
-import { readSse, shownText, type SseEvent } from '../helpers/sse.ts';
+import { metadataJsonSchema } from '../../server/protocol/index.ts';
+import { iterateSse, readSse, shownText, type SseEvent } from '../helpers/sse.ts';
 
 const READY = { prompt: 'a tabby cat in a wizard hat', generate_image: true, steps: 20, cfg: 7, seed: -1 };
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const RESET_MESSAGE = "I'm having trouble understanding the format. Let's start fresh.";
+/** The answer to the metadata-only request, cut off by its num_predict cap: the ladder goes on. */
+const METADATA_CUT = { chunks: ['{"prompt": "a cat in a hat, highly', ' detailed'], doneReason: 'length' };
 
 let fake: FakeOllama;
 let easel: TestEasel;
@@ -117,14 +120,17 @@ describe('lossless repair', () => {
 });
 
 describe('the recovery ladder', () => {
-  it('a format reminder recovers silently', async () => {
-    fake.enqueue('Sure, a cat in a hat. What colour?');
+  it('a format reminder recovers silently (a reply without text goes straight to it)', async () => {
+    // Only broken metadata and no words: nothing to keep, so no metadata-only step.
+    const broken = '{"prompt": "a cat in a hat", "generate_image": fal';
+    fake.enqueue(broken);
     fake.enqueue(scriptReply('Sure, a cat in a hat. What colour?', ASKING));
     const id = await easel.newConversation();
     const events = await send(id, 'a cat in a hat');
 
     expect(events.map((e) => e.type)).toContain('retry');
     expect(of(events, 'retry')).toEqual([{ attempt: 2, level: 'reminder' }]);
+    expect(of(events, 'metadata_retry')).toEqual([]);
     expect(of(events, 'error')).toEqual([]);
     expect(shownText(events)).toBe('Sure, a cat in a hat. What colour?');
     expect(of(events, 'done')[0]).toMatchObject({ attempts: 2, level: 'reminder' });
@@ -134,7 +140,7 @@ describe('the recovery ladder', () => {
     expect(systemMessages(first)).toHaveLength(1);
     // context, then the failed reply, then ONE reminder system message, then the question again
     expect(retry.messages.slice(0, -3)).toEqual(first.messages);
-    expect(retry.messages.at(-3)).toEqual({ role: 'assistant', content: 'Sure, a cat in a hat. What colour?' });
+    expect(retry.messages.at(-3)).toEqual({ role: 'assistant', content: broken });
     const reminder = retry.messages.at(-2)!;
     expect(reminder.role).toBe('system');
     expect(reminder.content).toMatch(/---/);
@@ -146,7 +152,7 @@ describe('the recovery ladder', () => {
     const rendered = fake.renderedPrompts()[1]!;
     expect(rendered).toContain('Please end your response with `---`');
     expect(rendered).toContain('ALWAYS include the delimiter and JSON');
-    expect(rendered).toContain('Sure, a cat in a hat. What colour?</s>');
+    expect(rendered).toContain(`${broken}</s>`);
 
     // The reminder is request-scoped: the next turn's request holds no reminder.
     fake.enqueue(scriptReply('Orange it is.', READY));
@@ -154,19 +160,21 @@ describe('the recovery ladder', () => {
     expect(systemMessages(chatRequest(2))).toHaveLength(1);
   });
 
-  it('two reminders then compaction succeeds, and the context continues from the compacted form', async () => {
+  it('the metadata-only step, a reminder, then compaction succeeds, and the context continues from the compacted form', async () => {
     fake.enqueue(scriptReply('What kind of cat?', ASKING));
-    fake.enqueue('No JSON here.', 'Still no JSON.', 'Nope, prose again.');
+    fake.enqueue('No JSON here.', METADATA_CUT, 'Nope, prose again.');
     fake.enqueue(JSON.stringify({ prompt: 'a ginger cat in a wizard hat', generate_image: true, steps: 20, cfg: 7, seed: -1 }));
     const id = await easel.newConversation();
     await send(id, 'a cat');
     const events = await send(id, 'ginger, with a wizard hat');
 
+    expect(of(events, 'metadata_retry')).toEqual([{ attempt: 2 }]);
     expect(of(events, 'retry')).toEqual([
-      { attempt: 2, level: 'reminder' },
       { attempt: 3, level: 'reminder' },
       { attempt: 4, level: 'compaction' },
     ]);
+    // The reminder after the failed metadata-only step shows the model its whole first reply.
+    expect(chatRequest(3).messages.at(-3)).toEqual({ role: 'assistant', content: 'No JSON here.' });
     expect(shownText(events)).toBe('Nope, prose again.');
     expect(of(events, 'metadata')[0]).toMatchObject({ prompt: 'a ginger cat in a wizard hat', generate_image: true });
     expect(of(events, 'done')[0]).toMatchObject({ attempts: 4, level: 'compaction' });
@@ -175,7 +183,7 @@ describe('the recovery ladder', () => {
     expect(compaction.format).toMatchObject({ type: 'object', required: expect.arrayContaining(['prompt', 'generate_image', 'steps', 'cfg', 'seed']) });
     expect(compaction.options).toMatchObject({ temperature: 0 });
     expect(compaction.options.num_predict).toBeGreaterThan(0);
-    expect(fake.renderedPrompts()[4]).toMatch(/\[INST\] You are Easel[\s\S]*User wants:[\s\S]*ginger, with a wizard hat\[\/INST\]$/);
+    expect(fake.renderedPrompts()[4]).toMatch(/\[INST\] You are Easel[\s\S]*User wants:[\s\S]*ginger, with a wizard hat\[\/INST\] $/);
     const systems = systemMessages(compaction);
     expect(systems).toHaveLength(2);
     expect(systems[1]!.content).toMatch(/^User wants:/);
@@ -192,7 +200,7 @@ describe('the recovery ladder', () => {
 
   it('full failure resets the model context but keeps transcript, prompt and settings', async () => {
     fake.enqueue(scriptReply('A cat!', { ...READY, prompt: 'a cat' }));
-    fake.enqueue('prose 1', 'prose 2', 'prose 3');
+    fake.enqueue('prose 1', METADATA_CUT, 'prose 2');
     // Grammar-constrained JSON can still fail: cut off by the num_predict cap.
     fake.enqueue({ chunks: ['{"prompt": "a cat in a hat, highly detailed, ', 'intricate'], doneReason: 'length' });
     const id = await easel.newConversation();
@@ -229,11 +237,130 @@ describe('the recovery ladder', () => {
   });
 
   it('the retry count starts again every turn', async () => {
-    fake.enqueue('no json', scriptReply('ok', ASKING));
-    fake.enqueue('no json', 'no json', scriptReply('ok', ASKING));
+    fake.enqueue('no json', JSON.stringify(ASKING));
+    fake.enqueue('no json', METADATA_CUT, scriptReply('ok', ASKING));
     const id = await easel.newConversation();
-    expect(of(await send(id, 'one'), 'done')[0]).toMatchObject({ attempts: 2, level: 'reminder' });
+    expect(of(await send(id, 'one'), 'done')[0]).toMatchObject({ attempts: 2, level: 'metadata' });
     expect(of(await send(id, 'two'), 'done')[0]).toMatchObject({ attempts: 3, level: 'reminder' });
+  });
+});
+
+describe('recovery that keeps what the user read', () => {
+  // Odd spacing, a Markdown list, an emoji and a `---` inside prose: all of it must survive untouched.
+  const TEXT = 'Sure — a cat in a  hat! 🎩\n\n- What kind of cat?\n- What colour is the hat? --- tell me';
+
+  it('a reply with good text and no JSON costs exactly one constrained call and keeps the text byte for byte', async () => {
+    fake.enqueue({ chunks: ['Sure — a cat', ' in a  hat! 🎩\n', '\n- What kind of cat?\n- What', ' colour is the hat? --- tell me'] });
+    fake.enqueue(JSON.stringify({ prompt: '', generate_image: false, steps: 25, cfg: 7, seed: -1 }));
+    const id = await easel.newConversation();
+    await easel.put(`/api/conversations/${id}/settings`, { steps: 25 });
+    const events = await send(id, 'a cat in a hat');
+
+    expect(fake.chatRequests()).toHaveLength(2);
+    // No retry, and nothing streamed after the step began: the bubble keeps exactly what the user read.
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t !== 'delta')).toEqual(['metadata_retry', 'metadata', 'done']);
+    expect(types.lastIndexOf('delta')).toBeLessThan(types.indexOf('metadata_retry'));
+    const deltas = of(events, 'delta').map((d) => d.text).join('');
+    expect(deltas).toBe(TEXT);
+    expect(shownText(events)).toBe(TEXT);
+    expect(of(events, 'metadata_retry')).toEqual([{ attempt: 2 }]);
+    expect(of(events, 'metadata')[0]).toEqual({ prompt: '', generate_image: false, steps: 25, cfg: 7, seed: -1, notices: [] });
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 2, repairs: [], level: 'metadata' });
+
+    // The constrained call: the turn's context, the text as the assistant's message, then the request as
+    // the user's turn, with the schema as `format`, temperature 0 and a small num_predict.
+    const first = chatRequest(0);
+    const constrained = chatRequest(1);
+    expect(constrained.format).toEqual(metadataJsonSchema);
+    expect(constrained.options).toMatchObject({ temperature: 0 });
+    expect(constrained.options.num_predict).toBeGreaterThan(0);
+    expect(constrained.options.num_predict).toBeLessThanOrEqual(256);
+    expect(constrained.messages.slice(0, -2)).toEqual(first.messages);
+    expect(constrained.messages.at(-2)).toEqual({ role: 'assistant', content: TEXT });
+    const ask = constrained.messages.at(-1)!;
+    expect(ask.role).toBe('user');
+    expect(ask.content).toMatch(/ONLY the JSON/);
+    expect(ask.content).toContain('steps 25');
+    expect(systemMessages(constrained)).toHaveLength(1);
+    // What mistral:7b reads: its own text closed by </s>, then the system prompt and the request in the last [INST].
+    const rendered = fake.renderedPrompts()[1]!;
+    expect(rendered).toContain(`${TEXT}</s>[INST] You are Easel`);
+    expect(rendered.endsWith(`${ask.content}[/INST] `)).toBe(true);
+
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as Record<string, any>;
+    expect(conversation.turns.at(-1)).toMatchObject({ role: 'assistant', text: TEXT, metadata: { steps: 25 } });
+
+    // The model's history holds the kept text in canonical form; no trace of the request for the JSON.
+    fake.enqueue(scriptReply('A tabby, then.', ASKING));
+    await send(id, 'a tabby');
+    const next = chatRequest(2);
+    expect(next.messages.at(-2)).toEqual({
+      role: 'assistant',
+      content: `${TEXT}\n---\n{"prompt": "", "generate_image": false, "steps": 25, "cfg": 7, "seed": -1}`,
+    });
+    expect(next.messages.some((m) => m.content.includes('ONLY the JSON'))).toBe(false);
+  });
+
+  it('broken metadata after good text is asked for alone too, and its repairs are reported', async () => {
+    fake.enqueue('Here is your fox.\n---\n{"prompt": "a red fox", "generate_image": tru');
+    // The grammar bounds steps but not cfg (a number): the parser clamps it.
+    fake.enqueue('{"prompt": "a red fox in snow", "generate_image": true, "steps": 30, "cfg": 45, "seed": 7}');
+    const id = await easel.newConversation();
+    const events = await send(id, 'a fox');
+
+    expect(shownText(events)).toBe('Here is your fox.');
+    expect(of(events, 'metadata')[0]).toMatchObject({ prompt: 'a red fox in snow', cfg: 30, seed: 7 });
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 2, level: 'metadata', repairs: ['clamped'] });
+    expect(chatRequest(1).messages.at(-2)).toEqual({ role: 'assistant', content: 'Here is your fox.' });
+  });
+
+  it('an Ollama without JSON-schema support refuses the step, and the full reminder follows', async () => {
+    fake.enqueue('What colour should the fox be?');
+    // Ollama before 0.5 declared `Format string` (v0.4.0 api/types.go:96): a schema fails its binding with a 400.
+    fake.enqueue({ chunks: [], errorAfter: { chunks: 0, status: 400, message: 'json: cannot unmarshal object into Go struct field ChatRequest.format of type string' } });
+    fake.enqueue(scriptReply('What colour should the fox be?', ASKING));
+    const id = await easel.newConversation();
+    const events = await send(id, 'a fox');
+
+    expect(of(events, 'metadata_retry')).toEqual([{ attempt: 2 }]);
+    expect(of(events, 'retry')).toEqual([{ attempt: 3, level: 'reminder' }]);
+    expect(of(events, 'error')).toEqual([]);
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 3, level: 'reminder' });
+    expect(shownText(events)).toBe('What colour should the fox be?');
+    expect(easel.logs.some((line) => line.includes('the request for the metadata alone failed'))).toBe(true);
+  });
+
+  it('a connection lost during the step is not the end either: the full reminder follows', async () => {
+    fake.enqueue('What colour should the fox be?');
+    fake.enqueue({ chunks: ['{"prompt": ', '"a fox"'], dropAfter: 1 });
+    fake.enqueue(scriptReply('Red or grey?', ASKING));
+    const id = await easel.newConversation();
+    const events = await send(id, 'a fox');
+
+    expect(of(events, 'done')[0]).toMatchObject({ attempts: 3, level: 'reminder' });
+    expect(shownText(events)).toBe('Red or grey?');
+  });
+
+  it('Stop during the step stores the text the user read', async () => {
+    let release!: () => void;
+    fake.enqueue('A lighthouse in a storm, got it.');
+    const json = JSON.stringify({ prompt: 'a lighthouse', generate_image: false, steps: 20, cfg: 7, seed: -1 });
+    fake.enqueue({ chunks: [json.slice(0, 12), json.slice(12)], gate: new Promise<void>((resolve) => (release = resolve)) });
+    const id = await easel.newConversation();
+    const response = await easel.post(`/api/conversations/${id}/messages`, { text: 'a lighthouse' });
+    const events: SseEvent[] = [];
+    for await (const event of iterateSse(response.body!)) {
+      events.push(event);
+      if (event.type === 'metadata_retry') {
+        await fake.waitForRequests(2, '/api/chat');
+        expect(await (await easel.post(`/api/conversations/${id}/stop`, {})).json()).toEqual({ stopped: true });
+      }
+    }
+    release();
+    expect(of(events, 'done')[0]).toMatchObject({ level: 'stopped', attempts: 2 });
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as Record<string, any>;
+    expect(conversation.turns.at(-1)).toMatchObject({ role: 'assistant', text: 'A lighthouse in a storm, got it.', status: 'stopped' });
   });
 });
 

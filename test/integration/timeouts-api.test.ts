@@ -119,12 +119,27 @@ describe('timeouts that tell the truth', () => {
 
   it('the reminder and compaction calls obey the same limits', async () => {
     const easel = await start({ flags: ['--first-token-timeout', '0.3'] });
-    fake.enqueue('No JSON at all.', { ...scriptReply('Late.', ASKING), loadMs: 60_000 });
+    // Broken metadata and no words: nothing to keep, so a full reminder comes next.
+    fake.enqueue('{"prompt": "a cat", "generate_image":', { ...scriptReply('Late.', ASKING), loadMs: 60_000 });
     const id = await easel.newConversation();
     const events = await send(easel, id, 'a cat');
     expect(of(events, 'retry')).toEqual([{ attempt: 2, level: 'reminder' }]);
     expect(of(events, 'error')[0]).toMatchObject({ code: 'ollama_first_token_timeout' });
     await fake.waitForHangup();
+  });
+
+  it('so does the metadata-only call: a timeout ends the turn, and the text the user read is kept', async () => {
+    const easel = await start({ flags: ['--first-token-timeout', '0.3'] });
+    fake.enqueue('No JSON at all.', { chunks: [JSON.stringify(ASKING)], loadMs: 60_000 });
+    const id = await easel.newConversation();
+    const events = await send(easel, id, 'a cat');
+    expect(of(events, 'metadata_retry')).toEqual([{ attempt: 2 }]);
+    expect(of(events, 'retry')).toEqual([]);
+    expect(of(events, 'error')[0]).toMatchObject({ code: 'ollama_first_token_timeout' });
+    expect(shownText(events)).toBe('No JSON at all.');
+    await fake.waitForHangup();
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as { turns: Array<{ text: string; status: string }> };
+    expect(conversation.turns.at(-1)).toMatchObject({ text: 'No JSON at all.', status: 'error' });
   });
 });
 

@@ -68,7 +68,8 @@ async function sendAndStop(id: string, text: string): Promise<SseEvent[]> {
 
 describe('the recovery ladder', () => {
   it('each reminder request is built on the turn context: one reminder, only the latest failed reply', async () => {
-    fake.enqueue('First try, no JSON.', 'Second try, still none.', scriptReply('Third time lucky.', ASKING));
+    // The first reply is cut by the length limit, so its text is not kept: two full reminders follow.
+    fake.enqueue({ chunks: ['First try, no JSON.'], doneReason: 'length' }, 'Second try, still none.', scriptReply('Third time lucky.', ASKING));
     const id = await easel.newConversation();
     const events = await send(id, 'a cat');
     expect(of(events, 'done')[0]).toMatchObject({ attempts: 3, level: 'reminder' });

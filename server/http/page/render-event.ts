@@ -55,11 +55,15 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       // One span per token, appended: `white-space: pre-wrap` on the bubble keeps spaces and newlines.
       return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span>${event.text}</span>`) : EMPTY;
     case 'status':
-      // Shown in the bubble's place, in the text, until the first words replace it.
-      return ids ? renderPartial(`#${ids.text}`, 'innerHTML', html`<span class="status" id="${ids.status}">${event.message}</span>`) : EMPTY;
+      // Appended to the text (empty before a reply's first words) until the next event removes it: a
+      // call asking for the metadata alone must not wipe the text the user is reading.
+      return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span class="status" id="${ids.status}">${event.message}</span>`) : EMPTY;
     case 'retry':
       // The new attempt replaces the old text silently.
       return ids ? renderPartial(`#${ids.text}`, 'outerHTML', html`<div class="text" id="${ids.text}"></div>`) : EMPTY;
+    case 'metadata_retry':
+      // Only the metadata is asked for again: the text stays exactly as the user read it.
+      return EMPTY;
     case 'metadata':
       return joinHtml([
         renderPartial('#metadata-inbox', 'innerHTML', renderMetadataCarrier(event)),

@@ -4,6 +4,8 @@ import {
   SYSTEM_PROMPT,
   buildCompactionMessage,
   buildCompactionRequest,
+  buildMetadataRequest,
+  METADATA_OPTIONS,
   buildReminder,
   buildReminderRequest,
   collectUserWords,
@@ -143,6 +145,25 @@ describe('buildReminderRequest', () => {
       { role: 'system', content: buildReminder() },
     ]);
     expect(request.at(-3)).toEqual({ role: 'assistant', content: 'second failure' });
+  });
+});
+
+describe('buildMetadataRequest', () => {
+  const context: ChatMessage[] = [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: 'a fox' },
+  ];
+
+  it('appends the kept text as the assistant and ends with the request as a user turn (the only one Mistral gives the system text)', () => {
+    expect(buildMetadataRequest([...context, { role: 'system', content: 'stray' }], 'A fox!', 'JSON please')).toEqual([
+      ...context,
+      { role: 'assistant', content: 'A fox!' },
+      { role: 'user', content: 'JSON please' },
+    ]);
+  });
+
+  it('asks for a deterministic answer with a small cap', () => {
+    expect(METADATA_OPTIONS).toEqual({ temperature: 0, num_predict: 256 });
   });
 });
 

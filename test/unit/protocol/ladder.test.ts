@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from '../../../server/protocol/index.ts';
+import { canKeepText, MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from '../../../server/protocol/index.ts';
 
 describe('planRecovery', () => {
   it('has two reminders, one compaction and four attempts in all', () => {
@@ -25,5 +25,30 @@ describe('planRecovery', () => {
 
   it.each([0, -1, 1.5, Number.NaN])('refuses %s failed attempts', (failed) => {
     expect(() => planRecovery(failed)).toThrow(RangeError);
+  });
+});
+
+describe('the metadata-only step', () => {
+  const fine = { text: 'A cat in a hat! What colour?', doneReason: 'stop' };
+
+  it('is the first reminder when the failed reply has text worth keeping, and the ladder goes on unchanged after it', () => {
+    expect([1, 2, 3, 4].map((failed) => planRecovery(failed, fine))).toEqual([
+      { level: 'metadata', attempt: 2 },
+      { level: 'reminder', attempt: 3 },
+      { level: 'compaction', attempt: 4 },
+      { level: 'reset' },
+    ]);
+  });
+
+  it('is skipped when the text cannot be kept: no words, or cut by the length limit', () => {
+    expect(planRecovery(1, { text: ' \n ', doneReason: 'stop' })).toEqual({ level: 'reminder', attempt: 2 });
+    expect(planRecovery(1, { text: 'Sure, a long', doneReason: 'length' })).toEqual({ level: 'reminder', attempt: 2 });
+    expect(planRecovery(1)).toEqual({ level: 'reminder', attempt: 2 });
+  });
+
+  it('keeps text with words that was not cut', () => {
+    expect(canKeepText(fine)).toBe(true);
+    expect(canKeepText({ text: '', doneReason: 'stop' })).toBe(false);
+    expect(canKeepText({ ...fine, doneReason: 'length' })).toBe(false);
   });
 });

@@ -45,23 +45,40 @@ describe('metadataJsonSchema', () => {
     return into;
   }
 
-  it('uses only keywords that Ollama grammars accept', () => {
+  it('uses only keywords that Ollama grammars enforce', () => {
     const keywords = collectKeywords(metadataJsonSchema, new Set());
-    expect([...keywords].every((keyword) => ['type', 'properties', 'required', 'enum'].includes(keyword))).toBe(true);
-    for (const dropped of ['$schema', 'additionalProperties', 'minimum', 'maximum', 'maxLength', 'pattern', 'format']) {
+    expect([...keywords].every((keyword) => ['type', 'properties', 'required', 'enum', 'minimum', 'maximum'].includes(keyword))).toBe(true);
+    for (const dropped of ['$schema', 'additionalProperties', 'maxLength', 'pattern', 'format']) {
       expect(keywords.has(dropped)).toBe(false);
     }
   });
 
-  it('describes the five required fields and the optional negative_prompt', () => {
+  it('sends integer bounds only within the 32-bit int that llama.cpp reads them as', () => {
+    const bounds: number[] = [];
+    const properties = metadataJsonSchema.properties as Record<string, Record<string, unknown>>;
+    for (const property of Object.values(properties)) {
+      for (const keyword of ['minimum', 'maximum']) {
+        if (keyword in property) {
+          expect(property.type, `a ${keyword} on a ${String(property.type)} is not enforced`).toBe('integer');
+          bounds.push(property[keyword] as number);
+        }
+      }
+    }
+    expect(bounds.length).toBeGreaterThan(0);
+    for (const bound of bounds) expect(bound | 0).toBe(bound);
+    // 4294967295 would be read as -1: the seed keeps only its minimum.
+    expect(properties.seed).toEqual({ type: 'integer', minimum: -1 });
+  });
+
+  it('describes the five required fields and the optional negative_prompt, with the enforceable bounds', () => {
     expect(metadataJsonSchema).toEqual({
       type: 'object',
       properties: {
         prompt: { type: 'string' },
         generate_image: { type: 'boolean' },
-        steps: { type: 'integer' },
+        steps: { type: 'integer', minimum: LIMITS.steps.min, maximum: LIMITS.steps.max },
         cfg: { type: 'number' },
-        seed: { type: 'integer' },
+        seed: { type: 'integer', minimum: -1 },
         negative_prompt: { type: 'string' },
       },
       required: ['prompt', 'generate_image', 'steps', 'cfg', 'seed'],

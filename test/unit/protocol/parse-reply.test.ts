@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseReply } from '../../../server/protocol/index.ts';
+import { parseMetadataReply, parseReply } from '../../../server/protocol/index.ts';
 import type { ParseResult, ParsedReply } from '../../../server/protocol/index.ts';
 
 const JSON_LINE = '{"prompt": "a tabby cat wearing a blue wizard hat", "generate_image": true, "steps": 20, "cfg": 7, "seed": -1}';
@@ -351,5 +351,23 @@ describe('parseReply: more drift, repaired without asking the model again', () =
       'number-units',
       'clamped',
     ]);
+  });
+});
+
+describe('parseMetadataReply: the answer of the metadata-only step', () => {
+  it('reads the object alone, reporting no missing delimiter', () => {
+    expect(accepted(parseMetadataReply(`  ${JSON_LINE}\n`))).toEqual({ text: '', metadata: METADATA, repairs: [], notices: [] });
+  });
+
+  it('repairs like any reply', () => {
+    const value = accepted(parseMetadataReply('{"Prompt": "a fox", "generate_image": "yes", "steps": 20, "cfg": 99, "seed": "random"}'));
+    expect(value.metadata).toEqual({ prompt: 'a fox', generate_image: true, steps: 20, cfg: 30, seed: -1 });
+    expect(value.repairs).toEqual(['key-names', 'coerced-types', 'random-seed', 'clamped']);
+  });
+
+  it('fails on anything but a usable object, saying when the cap cut it', () => {
+    expect(rejected(parseMetadataReply('Sure! Here it is.')).error.code).toBe('InvalidJson');
+    expect(rejected(parseMetadataReply('{"prompt": "a fox"}')).error).toMatchObject({ code: 'MissingFields' });
+    expect(rejected(parseMetadataReply('{"prompt": "a fox, highly', { doneReason: 'length' })).error.message).toMatch(/num_predict/);
   });
 });

@@ -4,8 +4,10 @@ import {
   RESET_MESSAGE,
   SYSTEM_PROMPT,
   buildCompactionMessage,
+  buildMetadataReminder,
   buildReminder,
   formatUserNote,
+  parseMetadataReply,
   parseReply,
 } from '../../../server/protocol/index.ts';
 import type { ParseResult } from '../../../server/protocol/index.ts';
@@ -67,6 +69,18 @@ describe('buildReminder', () => {
     expect(parsed.text).not.toBe('');
     expect(Object.keys(parsed.metadata)).toEqual(['prompt', 'generate_image', 'steps', 'cfg', 'seed']);
     expect(parsed.repairs).toEqual([]);
+  });
+});
+
+describe('buildMetadataReminder', () => {
+  it('asks for the JSON alone, with the current prompt and settings, and an example that parses alone', () => {
+    const reminder = buildMetadataReminder({ prompt: 'a "red" fox', settings: { steps: 30, cfg: 6.5, seed: 42 } });
+    expect(reminder).toMatch(/^Your reply above is missing its JSON\. Do not write your reply again: write ONLY the JSON/);
+    expect(reminder).toContain('Current prompt: "a \\"red\\" fox"');
+    expect(reminder).toContain('Current settings: steps 30, cfg 6.5, seed 42');
+    const example = /For example: (\{.*\})$/.exec(reminder)?.[1] ?? '';
+    expect(metadataOf(parseMetadataReply(example)).metadata).toEqual({ prompt: 'a "red" fox', generate_image: false, steps: 30, cfg: 6.5, seed: 42 });
+    expect(buildMetadataReminder({ prompt: '', settings: { steps: 20, cfg: 7, seed: -1 } })).toContain('Current prompt: (none yet)');
   });
 });
 

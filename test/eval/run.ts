@@ -1,0 +1,85 @@
+// `npm run eval -- --model NAME [--conversations 10] [--out report.json]`: the model report card.
+// docs/MODELS.md explains the columns and how to compare models.
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { DEFAULT_CONVERSATIONS, EVAL_CONVERSATIONS } from './conversations.ts';
+import { formatReport, renderProgressBar } from './report.ts';
+import { runEval } from './run-eval.ts';
+
+const HELP = `npm run eval -- [options]
+
+Runs ${EVAL_CONVERSATIONS.length} fixed multi-turn conversations through Easel against Ollama and prints how
+often the model kept the reply format, how Easel recovered, and how fast it answered.
+
+  --model NAME              the Ollama model (default mistral:7b)
+  --conversations N         how many of the ${EVAL_CONVERSATIONS.length} conversations to run (default ${DEFAULT_CONVERSATIONS})
+  --out FILE                also write the report and every turn as JSON
+  --ollama-url URL          where Ollama answers (default $OLLAMA_HOST, else http://127.0.0.1:11434)
+  --llm-seed N              sampling seed (default 42, so runs repeat)
+  --num-ctx N               context window in tokens (default 8192)
+  --first-token-timeout S   seconds to wait for a reply's first word (default 300)
+  --stall-timeout S         seconds to wait between words (default 120)`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`eval: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        model: { type: 'string' },
+        conversations: { type: 'string' },
+        out: { type: 'string' },
+        'ollama-url': { type: 'string' },
+        'llm-seed': { type: 'string' },
+        'num-ctx': { type: 'string' },
+        'first-token-timeout': { type: 'string' },
+        'stall-timeout': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    fail(`${(error as Error).message}. See --help.`);
+  }
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  const count = values.conversations === undefined ? DEFAULT_CONVERSATIONS : Number(values.conversations);
+  if (!Number.isInteger(count) || count < 1 || count > EVAL_CONVERSATIONS.length) {
+    fail(`--conversations must be a whole number from 1 to ${EVAL_CONVERSATIONS.length}, got ${values.conversations}.`);
+  }
+  const flags: string[] = ['--llm-seed', values['llm-seed'] ?? '42'];
+  for (const name of ['model', 'ollama-url', 'num-ctx', 'first-token-timeout', 'stall-timeout'] as const) {
+    const value = values[name];
+    if (value !== undefined) flags.push(`--${name}`, value);
+  }
+
+  // The bar is for a person watching a terminal; redirected output stays clean.
+  const showProgress = process.stderr.isTTY === true;
+  const result = await runEval({
+    flags,
+    env: { OLLAMA_HOST: process.env.OLLAMA_HOST },
+    conversations: EVAL_CONVERSATIONS.slice(0, count),
+    onTurn: showProgress ? (done, total) => process.stderr.write(`\r${renderProgressBar(done, total)}`) : undefined,
+  });
+  if (showProgress) process.stderr.write('\n');
+  if (!result.ok) {
+    if (result.skip) {
+      process.stdout.write(`eval skipped: ${result.reason}\n`);
+      return;
+    }
+    fail(result.reason, 1);
+  }
+  process.stdout.write(`${formatReport(result.report)}\n`);
+  if (values.out) {
+    writeFileSync(values.out, `${JSON.stringify({ report: result.report, turns: result.turns }, null, 2)}\n`);
+    process.stdout.write(`\nWritten to ${values.out}\n`);
+  }
+}
+
+await main();
