@@ -26,6 +26,7 @@ export const REPAIR_CODES = [
   'coerced-types', // "4" → 4; "true", "Yes", 1 → true; "no", "FALSE", 0 → false
   'random-seed', // a seed meaning random ("random", "any", "none", null) → −1
   'number-units', // a number with a word ("20 steps", "7.5 cfg", "CFG 7") → the number
+  'control-characters', // NUL, ESC and the other C0 controls (not tab or newline) removed from a prompt; CRLF → LF
   'clamped', // out-of-range or fractional numbers, over-long prompts
 ] as const;
 
@@ -55,6 +56,9 @@ export interface ParseReplyOptions {
   /** Ollama's done_reason; 'length' means the reply was cut by num_predict. */
   doneReason?: string;
 }
+
+/** C0 control characters other than tab and newline: no image prompt means them. */
+const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B-\u001F]/g;
 
 /** How many copies of the metadata are tried before the first one's error is reported. */
 const MAX_METADATA_COPIES = 3;
@@ -329,8 +333,11 @@ function normaliseMetadata(object: object): Normalised {
   };
 
   const readText = (field: 'prompt' | 'negative_prompt', label: string): string | undefined => {
-    const value = input[field];
-    if (typeof value !== 'string') return undefined;
+    const raw = input[field];
+    if (typeof raw !== 'string') return undefined;
+    // The model's prompt goes to the image backend and into the PNG: it obeys the rule typed text obeys.
+    const value = raw.replace(/\r\n?/g, '\n').replace(CONTROL_CHARACTERS, '');
+    if (value !== raw) repairs.add('control-characters');
     if (value.length <= LIMITS.promptMaxChars) return value;
     repairs.add('clamped');
     notices.push(

@@ -92,6 +92,20 @@ describe('parseReply: lossless repairs', () => {
     expect(value.metadata).toEqual(METADATA);
   });
 
+  it('control-characters: NUL, ESC and other C0 controls leave the prompts; tab and newline stay; CRLF becomes LF', () => {
+    const reply = 'Ok\n---\n{"prompt": "a\\u0000 cat\\u001b[31m\\tin\\r\\nred", "generate_image": true, "steps": 20, "cfg": 7, "seed": -1, "negative_prompt": "blur\\u0007"}';
+    const value = accepted(parseReply(reply));
+    expect(value.metadata.prompt).toBe('a cat[31m\tin\nred');
+    expect(value.metadata.negative_prompt).toBe('blur');
+    expect(value.repairs).toEqual(['control-characters']);
+  });
+
+  it('a prompt with only tab and newline is not repaired', () => {
+    const value = accepted(parseReply('Ok\n---\n{"prompt": "a\\tcat\\nhere", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}'));
+    expect(value.metadata.prompt).toBe('a\tcat\nhere');
+    expect(value.repairs).toEqual([]);
+  });
+
   it('code-fence: fences around the JSON after the delimiter', () => {
     const value = accepted(parseReply(`Perfect!\n---\n\`\`\`json\n${JSON_LINE}\n\`\`\``));
     expect(value.repairs).toEqual(['code-fence']);
