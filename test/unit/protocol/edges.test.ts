@@ -127,6 +127,18 @@ describe('reading the JSON object', () => {
     expect(value.repairs).toEqual([]);
   });
 
+  it("Python-style quotes: a brace inside a single-quoted string does not end the object", () => {
+    const value = parsed("Here.\n---\n{'prompt': 'a {cat', 'generate_image': False, 'steps': 20, 'cfg': 7, 'seed': -1}");
+    expect(value.metadata.prompt).toBe('a {cat');
+    expect(value.repairs).toEqual(['json-syntax']);
+  });
+
+  it("an apostrophe outside any string does not hide the object's end (double quotes are tried next)", () => {
+    const error = failure('Here.\n---\n{"prompt": "a {cat", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1, "note": don\'t}');
+    // The end was found, so the message is about reading the JSON, not about a missing `}`.
+    expect(error.message).toMatch(/^The JSON metadata cannot be read, even after repair/);
+  });
+
   it('a nested object does not end the metadata early', () => {
     const value = parsed(reply({ extra: '{"a": {"b": 1}}' }));
     expect(value.metadata).toEqual(META);
