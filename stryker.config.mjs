@@ -32,8 +32,9 @@ export default {
   coverageAnalysis: 'perTest',
   // 2 cores: one test runner and the type checker beside it. Raise it on a bigger, quiet machine.
   concurrency: 1,
-  // The tests start real servers and fakes on loopback ports; a busy machine needs slack.
-  timeoutMS: 10_000,
+  // The tests start real servers and fakes on loopback ports, and a static mutant (a module-level
+  // constant) reloads and runs every related test: a busy machine needs slack.
+  timeoutMS: 30_000,
   timeoutFactor: 2,
   dryRunTimeoutMinutes: 15,
   incremental: true,
