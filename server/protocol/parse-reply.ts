@@ -286,7 +286,8 @@ type Normalised =
 
 const NUMERIC_STRING = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 /** One number with words before or after it: "20 steps", "7.5 cfg", "CFG: 7", "seed 42". */
-const NUMBER_WITH_WORDS = /^(?:[A-Za-z][A-Za-z ]*?\s*[:=]?\s*)?([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:\s*[A-Za-z][A-Za-z .]*)?$/;
+// Words and the number are apart (a space, `:` or `=`): `20 steps`, `CFG: 7`, `seed=42`; `20abc` or `1e` are not numbers.
+const NUMBER_WITH_WORDS = /^(?:[A-Za-z][A-Za-z ]*?(?:\s+|\s*[:=]\s*))?([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:\s+[A-Za-z][A-Za-z .]*)?$/;
 /** Short values only: a unit is a word or two, and the pattern must stay cheap on long strings. */
 const MAX_NUMBER_WITH_WORDS_CHARS = 40;
 const TRUE_WORDS = ['true', 'yes', 'on', '1'];

@@ -89,10 +89,10 @@ describe('failure messages name what is wrong', () => {
   });
 
   it('each unusable value says what was expected, fields in the documented order', () => {
-    const error = failure(reply({ seed: '"x"', generate_image: '"yes"', prompt: '5', negative_prompt: '7' }));
+    const error = failure(reply({ seed: '"x"', generate_image: '"maybe"', prompt: '5', negative_prompt: '7' }));
     expect(error.fields).toEqual(['prompt', 'generate_image', 'seed', 'negative_prompt']);
     expect(error.message).toContain(
-      '(prompt: 5 is not a string; generate_image: "yes" is not true or false; seed: "x" is not a number; negative_prompt: 7 is not a string)',
+      '(prompt: 5 is not a string; generate_image: "maybe" is not true or false; seed: "x" is not a number; negative_prompt: 7 is not a string)',
     );
   });
 
@@ -256,9 +256,9 @@ describe('the exact words sent', () => {
       properties: {
         prompt: { type: 'string' },
         generate_image: { type: 'boolean' },
-        steps: { type: 'integer' },
+        steps: { type: 'integer', minimum: 1, maximum: 150 },
         cfg: { type: 'number' },
-        seed: { type: 'integer' },
+        seed: { type: 'integer', minimum: -1 },
         negative_prompt: { type: 'string' },
       },
       required: ['prompt', 'generate_image', 'steps', 'cfg', 'seed'],
