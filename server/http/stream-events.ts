@@ -24,6 +24,9 @@ export async function withRequestSignal<T>(c: Context, work: (signal: AbortSigna
   }
 }
 
+const INTERNAL_ERROR_MESSAGE =
+  'Something went wrong inside Easel; the details are in the server log. What you typed is kept: press Retry.';
+
 /** Quiet time after which an SSE comment is sent, so proxies and clients see a live connection. */
 export const SSE_KEEP_ALIVE_MS = 15_000;
 
@@ -68,15 +71,28 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         keepAlivePending = true;
         void stream.write(': keep-alive\n\n').finally(() => (keepAlivePending = false));
       }, options.keepAliveMs ?? SSE_KEEP_ALIVE_MS);
+      const send = async (event: TurnEvent) => {
+        options.onEvent?.(event);
+        const message = options.render(event);
+        if (message && !stream.aborted) {
+          await stream.writeSSE(message);
+          keepAlive.refresh();
+        }
+      };
+      let ended = false;
       try {
         if (options.first) await stream.writeSSE(options.first);
         for await (const event of events) {
-          options.onEvent?.(event);
-          const message = options.render(event);
-          if (message && !stream.aborted) {
-            await stream.writeSSE(message);
-            keepAlive.refresh();
-          }
+          await send(event);
+          if (event.type === 'done') ended = true;
+        }
+      } catch (error) {
+        // A bug must not leak its internal text as a raw `event: error` (hono's default): the client
+        // gets the documented error and done events, and the details go to the log.
+        logger.error('event stream failed', { path: c.req.path, error });
+        if (!ended && !stream.aborted) {
+          await send({ type: 'error', code: 'internal_error', message: INTERNAL_ERROR_MESSAGE });
+          await send({ type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
         }
       } finally {
         clearTimeout(keepAlive);
