@@ -56,7 +56,8 @@ describe('a clean reply', () => {
     const id = await easel.newConversation();
     const events = await send(id, 'a cat in a hat');
 
-    expect(events.map((e) => e.type)).toEqual(['delta', 'delta', 'delta', 'metadata', 'done']);
+    expect(events.map((e) => e.type)).toEqual(['started', 'delta', 'delta', 'delta', 'metadata', 'done']);
+    expect(events[0]?.data).toEqual({ conversationId: id, turnId: 2, userTurnId: 1 });
     expect(shownText(events)).toBe('A cat in a hat! Generating now.');
     const deltas = of(events, 'delta').map((d) => d.text).join('');
     expect(deltas).not.toMatch(/---|prompt|generate_image|\{/);

@@ -51,6 +51,8 @@ export function renderEventHtml(event: TurnEvent, view: StreamView): Html {
 function renderEventFragment(event: TurnEvent, view: StreamView): Html {
   const ids = view.bubbleId ? describeBubble(view.bubbleId) : undefined;
   switch (event.type) {
+    case 'started':
+      return EMPTY;
     case 'delta':
       // One span per token, appended: `white-space: pre-wrap` on the bubble keeps spaces and newlines.
       return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span>${event.text}</span>`) : EMPTY;

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { readFormBody, refuseNonFormBody } from '../errors.ts';
+import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
 import { streamEvents, withRequestSignal } from '../stream-events.ts';
-import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
+import type { EaselService, Logger, TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
@@ -32,12 +32,6 @@ export interface PageDeps {
 
 const LAST_CONVERSATION_COOKIE = 'easel_conversation';
 
-const STATUS: Record<ServiceError['code'], 404 | 409 | 422 | 503> = {
-  not_found: 404,
-  busy: 409,
-  invalid: 422,
-  unavailable: 503,
-};
 
 /** The web page: server-rendered HTML, htmx fragments and SSE streams of HTML, and its assets. */
 export function createPageRoutes(deps: PageDeps): Hono {
@@ -58,11 +52,17 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   page.get('/', (c) => {
     const last = getCookie(c, LAST_CONVERSATION_COOKIE);
-    const conversation = (last && service.getConversation(last)) || service.createConversation();
-    return c.redirect(conversationPath(conversation.id), 303);
+    const existing = last ? service.getConversation(last) : undefined;
+    if (existing) return c.redirect(conversationPath(existing.id), 303);
+    const created = service.createConversation();
+    if (!created.ok) return c.text(created.error.message, 503);
+    return c.redirect(conversationPath(created.value.id), 303);
   });
 
-  page.post('/c', (c) => c.redirect(conversationPath(service.createConversation().id), 303));
+  page.post('/c', (c) => {
+    const created = service.createConversation();
+    return created.ok ? c.redirect(conversationPath(created.value.id), 303) : c.text(created.error.message, 503);
+  });
 
   page.get('/c/:id', (c) => {
     const conversation = service.getConversation(c.req.param('id'));
@@ -194,7 +194,7 @@ function renderGenerateState(images: ImageStatus): Html {
   ]);
 }
 
-function sendHtml(c: Context, body: Html, status: 200 | 400 | 404 | 409 | 422 | 503 = 200): Response {
+function sendHtml(c: Context, body: Html, status: 200 | 400 | 404 | 409 | 413 | 422 | 503 = 200): Response {
   return c.html(String(body), status);
 }
 
