@@ -38,9 +38,9 @@ export interface StreamEventsOptions {
   hangup: AbortController;
   logger: Logger;
   /** The renderer: JSON for the API, HTML for the page. Undefined sends nothing for that event. */
-  render(event: TurnEvent): SseMessage | undefined;
+  render(event: TurnEvent): SseMessage | readonly SseMessage[] | undefined;
   /** Sent before the first event. */
-  first?: SseMessage;
+  first?: SseMessage | readonly SseMessage[];
   /** Sees every event before it is rendered. */
   onEvent?(event: TurnEvent): void;
   /** Quiet time before a keep-alive comment. Default SSE_KEEP_ALIVE_MS. */
@@ -69,14 +69,17 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         void stream.write(': keep-alive\n\n').finally(() => (keepAlivePending = false));
       }, options.keepAliveMs ?? SSE_KEEP_ALIVE_MS);
       try {
-        if (options.first) await stream.writeSSE(options.first);
-        for await (const event of events) {
-          options.onEvent?.(event);
-          const message = options.render(event);
-          if (message && !stream.aborted) {
+        const send = async (messages: SseMessage | readonly SseMessage[] | undefined) => {
+          for (const message of messages === undefined ? [] : Array.isArray(messages) ? messages : [messages as SseMessage]) {
+            if (stream.aborted) return;
             await stream.writeSSE(message);
             keepAlive.refresh();
           }
+        };
+        await send(options.first);
+        for await (const event of events) {
+          options.onEvent?.(event);
+          await send(options.render(event));
         }
       } finally {
         clearTimeout(keepAlive);

@@ -120,6 +120,11 @@ describe('the list', () => {
     expect((await list('"unbalanced')).map((c) => c.id)).toEqual([]);
     expect((await list('')).length).toBe(2);
   });
+
+  it('no conversation is created by reading pages or the list', async () => {
+    for (const path of ['/', '/api/conversations', '/c/00000000-0000-4000-8000-000000000000']) await (await easel.get(path)).text();
+    expect(await list()).toEqual([]);
+  });
 });
 
 describe('rename', () => {
