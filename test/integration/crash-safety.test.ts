@@ -226,16 +226,18 @@ describe('the server process dying in the middle of a reply', () => {
 });
 
 describe('a database Easel cannot use at start', () => {
-  function runToExit(args: string[]): { status: number | null; stderr: string } {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'server/main.ts', '--port', '0', '--ollama-url', 'http://127.0.0.1:9', ...args], {
+  function runToExit(args: string[]): Promise<{ status: number | null; stderr: string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--port', '0', '--ollama-url', 'http://127.0.0.1:9', ...args], {
       cwd: REPO,
-      encoding: 'utf8',
+      stdio: ['ignore', 'ignore', 'pipe'],
       timeout: 30_000,
     });
-    return { status: result.status, stderr: result.stderr };
+    let stderr = '';
+    child.stderr!.on('data', (data: Buffer) => (stderr += data.toString()));
+    return new Promise((resolve) => child.once('close', (status) => resolve({ status, stderr })));
   }
 
-  it('exits with code 2 and one line naming the file, the cause and what to do', () => {
+  it('exits with code 2 and one line naming the file, the cause and what to do', async () => {
     const damaged = tempDir('easel-damaged-');
     writeFileSync(join(damaged, 'easel.db'), 'not a database '.repeat(400));
     const newer = tempDir('easel-newer-');
@@ -250,8 +252,10 @@ describe('a database Easel cannot use at start', () => {
       [newer, /^easel: The database \S+easel\.db was written by a newer Easel \(schema version 999; this one knows up to \d+\)\. Update Easel, or start it with another --data-dir\.$/],
       [notADir, /^easel: The data folder \S+ cannot be used: it cannot be written \((EEXIST|ENOTDIR)\)/],
     ];
-    for (const [dataDir, message] of cases) {
-      const { status, stderr } = runToExit(['--data-dir', dataDir]);
+    // The three start at once (each is a whole Node process with tsx).
+    const results = await Promise.all(cases.map(([dataDir]) => runToExit(['--data-dir', dataDir])));
+    for (const [index, [dataDir, message]] of cases.entries()) {
+      const { status, stderr } = results[index]!;
       expect(status, dataDir).toBe(2);
       const lines = stderr.split('\n').filter((line) => line.startsWith('easel:'));
       expect(lines, stderr).toHaveLength(1);
@@ -274,7 +278,7 @@ describe('a database Easel cannot use at start', () => {
     const { status: made } = spawnSync(process.execPath, ['-e', `new (require('better-sqlite3'))(${JSON.stringify(join(mountPoint, 'easel.db'))}).exec('CREATE TABLE t (x)')`], { cwd: REPO });
     expect(made).toBe(0);
     expect(spawnSync('mount', ['-o', 'remount,ro', mountPoint]).status).toBe(0);
-    const { status, stderr } = runToExit(['--data-dir', mountPoint]);
+    const { status, stderr } = await runToExit(['--data-dir', mountPoint]);
     expect(status).toBe(2);
     expect(stderr).toMatch(/^easel: The data folder \S+ cannot be used: it is on a read-only disk\. Make it writable/m);
   });
