@@ -1,6 +1,6 @@
 // The only module that reads process.env / argv and wires adapters together.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
@@ -20,8 +20,9 @@ import { createOpenAiImagesBackend } from './openai-images/index.ts';
 import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
 import { createOllamaChatModel } from './ollama/index.ts';
-import { createSqliteStore } from './sqlite/index.ts';
-import { writeFileAtomically } from './util/index.ts';
+import { createSqliteStore, StoreOpenError } from './sqlite/index.ts';
+import { createImageFiles, writeFileAtomically } from './util/index.ts';
+import { createZipArchive } from './zip/index.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -50,8 +51,8 @@ export interface ServerTiming {
 
 /** Starts Easel with a parsed config; used by the CLI below and by tests that need a real port. */
 export async function startServer(config: Config, logger: Logger, timing: ServerTiming = {}): Promise<RunningServer> {
-  mkdirSync(config.dataDir, { recursive: true });
-  const store = createSqliteStore({ path: join(config.dataDir, 'easel.db') });
+  checkDataDir(config.dataDir);
+  const store = openStore(join(config.dataDir, 'easel.db'), logger);
   const llm = createOllamaChatModel({
     host: config.ollamaUrl,
     model: config.model,
@@ -74,7 +75,17 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     stallMs: config.stallTimeout * 1000,
     statusAfterMs: timing.statusAfterMs ?? DEFAULT_REPLY_TIMEOUTS.statusAfterMs,
   };
-  const service = createEaselService({ store, llm, images, logger, clock: Date, numCtx: config.numCtx, replyTimeouts });
+  const service = createEaselService({
+    store,
+    llm,
+    images,
+    imageFiles: createImageFiles(imagesDir),
+    archive: createZipArchive(),
+    logger,
+    clock: Date,
+    numCtx: config.numCtx,
+    replyTimeouts,
+  });
   // Off loopback, other machines can connect: they need a token (128 random bits unless --token gave one).
   // A --token given on loopback is enforced too: it guards against other users of this machine.
   const token = config.token ?? (isLoopbackHost(config.host) ? undefined : randomBytes(16).toString('hex'));
@@ -133,6 +144,29 @@ export async function startServer(config: Config, logger: Logger, timing: Server
         store.close();
       })()),
   };
+}
+
+/** The data folder exists and can be written, or Easel says so at once (exit code 2) rather than at the first message. */
+function checkDataDir(dataDir: string): void {
+  const probe = join(dataDir, `.easel-write-check-${process.pid}`);
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(probe, 'ok');
+    rmSync(probe, { force: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
+    const cause = code === 'EROFS' ? 'it is on a read-only disk' : code === 'EACCES' || code === 'EPERM' ? 'Easel may not write there' : code === 'ENOSPC' ? 'the disk is full' : `it cannot be written (${code})`;
+    throw new StartupError(`The data folder ${dataDir} cannot be used: ${cause}. Make it writable, free some space, or start Easel with another --data-dir.`);
+  }
+}
+
+function openStore(path: string, logger: Logger) {
+  try {
+    return createSqliteStore({ path, logger });
+  } catch (error) {
+    if (error instanceof StoreOpenError) throw new StartupError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 function isWildcardHost(host: string): boolean {

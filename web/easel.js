@@ -1,21 +1,12 @@
 // Easel's page behaviour that htmx does not cover. The page runs under a strict CSP, so there are no
-// inline handlers and no eval: everything is wired here with addEventListener.
+// inline handlers and no eval: everything is wired here with addEventListener. Switching conversations
+// swaps #conversation in place, so handlers are delegated from the document and look elements up when
+// they run; mount() re-attaches the observers of the conversation shown.
 (() => {
   'use strict';
 
   const byId = (id) => document.getElementById(id);
-  const composer = byId('composer');
-  if (!composer) return; // not a conversation page
-
-  const message = byId('message');
-  const send = byId('send');
-  const composerStatus = byId('composer-status');
-  const log = byId('log');
-  const prompt = byId('prompt');
-  const suggestion = byId('suggestion');
-  const suggestionText = byId('suggestion-text');
-  const promptSaved = byId('prompt-saved');
-  const inbox = byId('metadata-inbox');
+  if (!byId('composer')) return; // not a conversation page
 
   /** Each send carries a fresh key; the server refuses a key it has seen, so no reply runs twice. */
   function newSendKey() {
@@ -24,36 +15,167 @@
     return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
   }
 
-  function isStreamSource(elt) {
-    return elt instanceof Element && elt.matches('[data-stream]');
+  const isStreamSource = (elt) => elt instanceof Element && elt.matches('[data-stream]');
+  const isNewConversation = () => byId('start-new') !== null;
+  const conversationId = () => byId('conversation')?.dataset.conversationId ?? '';
+
+  // ---- What belongs to the conversation shown (reset by mount) ----
+
+  let promptState;
+  let settingsUnsaved;
+  let pendingText;
+  /** While the last message is being edited: the draft that was in the composer before. */
+  let editing;
+  /** Bubbles marked replaced as a Regenerate or an Edit was sent; put back if it did not start. */
+  let markedReplaced;
+  let observers = [];
+  let knownHeight = 0;
+
+  function mount() {
+    for (const observer of observers) observer.disconnect();
+    observers = [];
+    promptState = { edited: false, unsaved: false, resave: false, sending: null };
+    settingsUnsaved = false;
+    pendingText = '';
+    editing = null;
+    markedReplaced = [];
+    const log = byId('log');
+
+    // Follow new text only while the reader is at the bottom. Measured against the height before the
+    // change, and read now rather than from a scroll event (those arrive a frame late): a reader who just
+    // scrolled up is never pulled back down.
+    knownHeight = 0;
+    const follow = new MutationObserver((mutations) => {
+      const wasAtBottom = knownHeight - log.scrollTop - log.clientHeight < 40;
+      if (wasAtBottom) log.scrollTop = log.scrollHeight;
+      knownHeight = log.scrollHeight;
+      for (const mutation of mutations) for (const node of mutation.addedNodes) if (node.nodeType === 1) formatTimes(node);
+    });
+    follow.observe(log, { childList: true, subtree: true, characterData: true });
+    observers.push(follow);
+
+    // A message was stored, the conversation exists: its address, its title, its unsaved changes saved.
+    const chat = document.querySelector('#conversation .chat');
+    const created = new MutationObserver(() => {
+      document.title = `${byId('conversation-title')?.textContent ?? 'Easel'} · Easel`;
+      if (isNewConversation() || location.pathname !== '/') return;
+      history.replaceState({ htmx: true }, '', `/c/${encodeURIComponent(conversationId())}`);
+      if (promptState.unsaved) htmx.trigger(byId('prompt'), 'easel:save');
+      if (settingsUnsaved) {
+        settingsUnsaved = false;
+        byId('settings-form').dispatchEvent(new Event('change', { bubbles: true }));
+      }
+    });
+    // The head is a child of the chat (replaced whole); #start-new a child of the composer.
+    created.observe(chat, { childList: true });
+    created.observe(byId('composer'), { childList: true });
+    observers.push(created);
+
+    // A message next to a field also marks the field invalid for assistive technology.
+    const markInvalid = () => {
+      for (const slot of document.querySelectorAll('.field-error[id^="error-"]')) {
+        const field = byId(`setting-${slot.id.slice('error-'.length)}`);
+        if (field) field.setAttribute('aria-invalid', slot.textContent.trim() ? 'true' : 'false');
+      }
+      byId('prompt').setAttribute('aria-invalid', byId('prompt-error').textContent.trim() ? 'true' : 'false');
+    };
+    const invalid = new MutationObserver(markInvalid);
+    for (const region of [byId('settings-form'), byId('prompt-error')]) invalid.observe(region, { childList: true, subtree: true, characterData: true });
+    observers.push(invalid);
+
+    formatTimes(byId('conversation'));
+    scrollToEnd();
   }
+
+  function scrollToEnd() {
+    const log = byId('log');
+    log.scrollTop = log.scrollHeight;
+    knownHeight = log.scrollHeight;
+  }
+
+  // A switch from the sidebar replaced the conversation: mount what is shown now.
+  document.addEventListener('htmx:after:swap', () => {
+    if (byId('log') && byId('log').dataset.mounted !== 'yes') {
+      byId('log').dataset.mounted = 'yes';
+      mount();
+      closeLibrary();
+    }
+  });
+
+  // ---- Times: written by the server in UTC, shown in the reader's own time zone ----
+
+  function formatTimes(root) {
+    const times = root.matches?.('time[datetime]') ? [root] : root.querySelectorAll?.('time[datetime]:not([data-local])') ?? [];
+    const today = new Date().toDateString();
+    for (const time of times) {
+      const date = new Date(time.getAttribute('datetime'));
+      if (Number.isNaN(date.getTime()) || time.dataset.local) continue;
+      time.dataset.local = 'yes';
+      time.title = date.toLocaleString();
+      const sameDay = date.toDateString() === today;
+      time.textContent = sameDay
+        ? date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+        : date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+    }
+  }
+  // A refresh of the list morphs its items in place (new text, the marker attribute gone): format again.
+  new MutationObserver(() => formatTimes(byId('conversation-list'))).observe(byId('conversation-list'), {
+    childList: true,
+    subtree: true,
+    characterData: true,
+    attributes: true,
+    attributeFilter: ['datetime', 'data-local'],
+  });
+  formatTimes(byId('library'));
 
   // ---- Composer: Enter sends, Shift+Enter is a new line, empty messages are not sent ----
 
-  message.addEventListener('keydown', (event) => {
+  document.addEventListener('keydown', (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (event.key === 'Escape') {
+      if (target?.id === 'rename-title') closeRename();
+      else if (editing && target?.id === 'message') cancelEdit();
+      else closeLibrary();
+      return;
+    }
+    if (target?.id !== 'message') return;
     if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) return;
     event.preventDefault();
-    if (send.disabled) return;
-    composer.requestSubmit();
+    if (byId('send').disabled) return;
+    byId('composer').requestSubmit();
   });
-
-  let pendingText = '';
 
   document.addEventListener('htmx:config:request', (event) => {
     const ctx = event.detail.ctx;
     const elt = ctx.sourceElement;
-    if (elt instanceof Element && elt.matches('[data-one-shot]')) ctx.request.body.set('sendKey', newSendKey());
-    if (!isStreamSource(elt)) return;
     const body = ctx.request.body;
-    if (String(body.get('text') ?? '').trim() === '') {
+    const prompt = byId('prompt');
+    // Before its first message the conversation does not exist: prompt and settings wait, and go with it.
+    if (isNewConversation() && (elt === prompt || elt === byId('settings-form'))) {
       event.preventDefault();
-      composerStatus.textContent = 'Type a message first.';
-      message.focus();
+      if (elt === prompt) promptState.unsaved = true;
+      else settingsUnsaved = true;
+      return;
+    }
+    if (elt === prompt) promptState.sending = String(body.get('prompt') ?? '');
+    if (elt instanceof Element && elt.matches('[data-one-shot]')) {
+      body.set('sendKey', newSendKey());
+      if (isNewConversation()) body.set('startNew', '1');
+    }
+    if (!isStreamSource(elt)) return;
+    if (elt.id !== 'regenerate-form' && String(body.get('text') ?? '').trim() === '') {
+      event.preventDefault();
+      byId('composer-status').textContent = 'Type a message first.';
+      byId('message').focus();
       return;
     }
     body.set('sendKey', newSendKey());
+    if (elt.id === 'composer' && isNewConversation()) {
+      for (const [name, value] of new FormData(byId('settings-form'))) body.set(name, value);
+      settingsUnsaved = false;
+    }
     // An edit not saved yet travels with the message, so the model hears of it in this turn.
-    if (promptState.unsaved) {
+    if (promptState.unsaved || (elt.id === 'composer' && isNewConversation())) {
       body.set('prompt', prompt.value);
       promptState.unsaved = false;
     }
@@ -62,12 +184,15 @@
   document.addEventListener('htmx:before:request', (event) => {
     const elt = event.detail.ctx.sourceElement;
     if (!isStreamSource(elt)) return;
-    composerStatus.textContent = '';
+    byId('composer-status').textContent = '';
     scrollToEnd();
-    if (elt === composer) {
+    if (elt.id === 'composer') {
+      const message = byId('message');
       pendingText = message.value;
       message.value = '';
+      if (editing) markReplaced(lastExchange(true));
     }
+    if (elt.id === 'regenerate-form') markReplaced(lastExchange(false));
   });
 
   document.addEventListener('htmx:finally:request', (event) => {
@@ -77,98 +202,284 @@
     if (elt instanceof Element && elt.id === 'generate-form') htmx.trigger(document.body, 'easel:status');
     if (!isStreamSource(elt)) return;
     const status = ctx.response?.status;
+    const message = byId('message');
     // The user's text is never lost: a send that did not start puts it back.
-    if (elt === composer && status !== 200 && message.value === '') message.value = pendingText;
-    if (status === undefined && composerStatus.textContent === '') {
+    if (elt.id === 'composer' && status !== 200 && message && message.value === '') message.value = pendingText;
+    if (status === 200) {
+      markedReplaced = [];
+      if (elt.id === 'composer' && editing) endEdit();
+    } else {
+      unmarkReplaced();
+    }
+    const composerStatus = byId('composer-status');
+    if (status === undefined && composerStatus && composerStatus.textContent === '') {
       composerStatus.textContent = 'Could not reach Easel. Is it still running? Your text is kept.';
     }
     if (status === 200 && elt.matches('form.retry')) elt.remove();
-    for (const dots of log.querySelectorAll('.typing')) dots.remove();
+    for (const dots of document.querySelectorAll('#log .typing')) dots.remove();
     if (promptState.resave) {
       promptState.resave = false;
-      htmx.trigger(prompt, 'easel:save');
+      htmx.trigger(byId('prompt'), 'easel:save');
     }
     htmx.trigger(document.body, 'easel:status');
   });
 
-  // ---- Chat log: follow new text only while the reader is at the bottom ----
-
-  // Measured against the height before the change, and read now rather than from a scroll event
-  // (those arrive a frame late): a reader who just scrolled up is never pulled back down.
-  let knownHeight = 0;
-  const scrollToEnd = () => {
-    log.scrollTop = log.scrollHeight;
-    knownHeight = log.scrollHeight;
-  };
+  // A message that could not be stored comes back into the composer (the server says which).
   new MutationObserver(() => {
-    const wasAtBottom = knownHeight - log.scrollTop - log.clientHeight < 40;
-    if (wasAtBottom) log.scrollTop = log.scrollHeight;
-    knownHeight = log.scrollHeight;
-  }).observe(log, { childList: true, subtree: true, characterData: true });
-  scrollToEnd();
+    const inbox = byId('composer-inbox');
+    const carrier = inbox.querySelector('.restore-text');
+    if (!carrier) return;
+    const text = carrier.dataset.text ?? '';
+    inbox.replaceChildren();
+    const message = byId('message');
+    if (!message || message.value === text) return;
+    message.value = message.value === '' ? text : `${text}\n\n${message.value}`;
+    message.focus();
+  }).observe(byId('composer-inbox'), { childList: true });
+
+  // ---- Copy, Edit and Regenerate on the messages ----
+
+  /** The last message (with the replies after it), or only the replies after it. */
+  function lastExchange(withMessage) {
+    const shown = [...document.querySelectorAll('#log .msg.user:not(.replaced), #log .msg.assistant:not(.replaced)')];
+    const replies = [];
+    for (let index = shown.length - 1; index >= 0; index--) {
+      const bubble = shown[index];
+      if (bubble.classList.contains('user')) {
+        if (withMessage) replies.unshift(bubble);
+        break;
+      }
+      replies.unshift(bubble);
+    }
+    return replies;
+  }
+
+  function markReplaced(bubbles) {
+    for (const bubble of bubbles) {
+      bubble.classList.add('replaced');
+      const label = document.createElement('p');
+      label.className = 'replaced-label';
+      label.textContent = 'Replaced';
+      bubble.querySelector('.text')?.before(label);
+      markedReplaced.push({ bubble, label });
+    }
+  }
+
+  function unmarkReplaced() {
+    for (const { bubble, label } of markedReplaced) {
+      bubble.classList.remove('replaced');
+      label.remove();
+    }
+    markedReplaced = [];
+  }
+
+  async function copyText(text, button) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch {
+      const area = document.createElement('textarea');
+      area.value = text;
+      area.setAttribute('readonly', '');
+      area.className = 'visually-hidden';
+      button.after(area);
+      area.select();
+      const copied = document.execCommand('copy');
+      area.remove();
+      return copied;
+    }
+  }
+
+  function startEdit(bubble) {
+    const message = byId('message');
+    editing = { draft: message.value };
+    message.value = bubble.querySelector('.text')?.textContent ?? '';
+    byId('replace-last').disabled = false;
+    const status = byId('composer-status');
+    status.textContent = 'Editing your last message: sending replaces it and the reply after it. ';
+    const cancel = document.createElement('button');
+    cancel.type = 'button';
+    cancel.id = 'edit-cancel';
+    cancel.className = 'quiet';
+    cancel.textContent = 'Cancel';
+    status.append(cancel);
+    message.focus();
+    message.setSelectionRange(message.value.length, message.value.length);
+  }
+
+  function endEdit() {
+    editing = null;
+    const replaceLast = byId('replace-last');
+    if (replaceLast) replaceLast.disabled = true;
+    byId('edit-cancel')?.remove();
+  }
+
+  function cancelEdit() {
+    const draft = editing?.draft ?? '';
+    endEdit();
+    byId('message').value = draft;
+    byId('composer-status').textContent = '';
+  }
+
+  // ---- Rename ----
+
+  function openRename() {
+    const form = byId('rename-form');
+    const input = byId('rename-title');
+    input.value = byId('conversation-title').textContent;
+    form.hidden = false;
+    byId('conversation-title').hidden = true;
+    byId('rename-button').setAttribute('aria-expanded', 'true');
+    input.focus();
+    input.select();
+  }
+
+  function closeRename() {
+    const form = byId('rename-form');
+    if (!form || form.hidden) return;
+    form.hidden = true;
+    byId('conversation-title').hidden = false;
+    byId('rename-button').setAttribute('aria-expanded', 'false');
+    byId('rename-error').textContent = '';
+    byId('rename-button').focus();
+  }
+
+  // ---- The library on a narrow window: behind a button ----
+
+  function closeLibrary() {
+    if (!document.body.classList.contains('library-open')) return;
+    document.body.classList.remove('library-open');
+    byId('library-toggle').setAttribute('aria-expanded', 'false');
+  }
+
+  // ---- Clicks ----
+
+  document.addEventListener('click', (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    // Open over the page (a narrow window): a click beside it, or on a conversation, closes it.
+    if (document.body.classList.contains('library-open') && !target.closest('#library-toggle')) {
+      if (!target.closest('#library') || target.closest('a')) closeLibrary();
+    }
+    const copy = target.closest('.copy-message');
+    if (copy) {
+      const text = copy.closest('.msg')?.querySelector('.text')?.textContent ?? '';
+      void copyText(text, copy).then((copied) => {
+        copy.textContent = copied ? 'Copied' : 'Select the text and press Ctrl+C';
+        setTimeout(() => (copy.textContent = 'Copy'), 1500);
+      });
+      return;
+    }
+    const edit = target.closest('.edit-message');
+    if (edit) return startEdit(edit.closest('.msg'));
+    if (target.closest('#edit-cancel')) return cancelEdit();
+    if (target.closest('.regenerate-button')) {
+      if (!byId('send').disabled) byId('regenerate-form').requestSubmit();
+      return;
+    }
+    if (target.closest('#rename-button')) return openRename();
+    if (target.closest('#rename-cancel')) return closeRename();
+    if (target.closest('#library-toggle')) {
+      const open = document.body.classList.toggle('library-open');
+      byId('library-toggle').setAttribute('aria-expanded', String(open));
+      if (open) byId('conversation-search').focus();
+      return;
+    }
+    if (target.closest('#use-suggestion')) return useSuggestion();
+    if (target.closest('#dismiss-suggestion')) {
+      hideSuggestion();
+      byId('prompt').focus();
+      return;
+    }
+    if (target.closest('#copy-prompt')) return copyPrompt();
+    if (target.closest('#random-seed')) {
+      const seed = byId('setting-seed');
+      seed.value = '-1';
+      seed.dispatchEvent(new Event('change', { bubbles: true }));
+      return;
+    }
+    const view = target.closest('[data-image-view]');
+    if (view) {
+      event.preventDefault();
+      showImage(view);
+    }
+  });
+
+  // Import: choosing the file sends it.
+  document.addEventListener('change', (event) => {
+    if (event.target instanceof Element && event.target.id === 'import-file' && event.target.files?.length) {
+      byId('import-status').textContent = 'Importing…';
+      byId('import-form').requestSubmit();
+    }
+  });
+  document.addEventListener('htmx:finally:request', (event) => {
+    const elt = event.detail.ctx.sourceElement;
+    if (!(elt instanceof Element) || elt.id !== 'import-form') return;
+    const status = byId('import-status');
+    if (status.textContent === 'Importing…') status.textContent = '';
+    byId('import-file').value = '';
+  });
 
   // ---- Prompt pane: the user's edits win over the model's suggestions ----
 
-  const promptState = { edited: false, unsaved: false, resave: false, sending: null };
-
-  prompt.addEventListener('input', () => {
-    promptState.edited = true;
-    promptState.unsaved = true;
-    promptSaved.textContent = '';
-  });
-
-  document.addEventListener('htmx:config:request', (event) => {
-    const ctx = event.detail.ctx;
-    if (ctx.sourceElement === prompt) promptState.sending = String(ctx.request.body.get('prompt') ?? '');
+  document.addEventListener('input', (event) => {
+    const target = event.target;
+    if (!(target instanceof Element)) return;
+    if (target.id === 'prompt') {
+      promptState.edited = true;
+      promptState.unsaved = true;
+      byId('prompt-saved').textContent = '';
+    }
+    if (target.id === 'setting-width' || target.id === 'setting-height') matchPreset();
   });
 
   document.addEventListener('htmx:after:request', (event) => {
     const ctx = event.detail.ctx;
+    const prompt = byId('prompt');
     if (ctx.sourceElement !== prompt || ctx.response?.status !== 200) return;
     if (prompt.value === promptState.sending) promptState.unsaved = false;
   });
 
   function showSuggestion(text) {
-    suggestionText.textContent = text;
-    suggestion.hidden = false;
+    byId('suggestion-text').textContent = text;
+    byId('suggestion').hidden = false;
   }
 
   function hideSuggestion() {
-    suggestion.hidden = true;
-    suggestionText.textContent = '';
+    byId('suggestion').hidden = true;
+    byId('suggestion-text').textContent = '';
   }
 
-  byId('use-suggestion').addEventListener('click', () => {
-    prompt.value = suggestionText.textContent;
+  function useSuggestion() {
+    const prompt = byId('prompt');
+    prompt.value = byId('suggestion-text').textContent;
     hideSuggestion();
     promptState.edited = false;
     promptState.unsaved = true;
     htmx.trigger(prompt, 'easel:save');
     prompt.focus();
-  });
+  }
 
-  byId('dismiss-suggestion').addEventListener('click', () => {
-    hideSuggestion();
-    prompt.focus();
-  });
-
-  byId('copy-prompt').addEventListener('click', async () => {
+  async function copyPrompt() {
+    const prompt = byId('prompt');
+    const saved = byId('prompt-saved');
     try {
       await navigator.clipboard.writeText(prompt.value);
-      promptSaved.textContent = 'Copied.';
+      saved.textContent = 'Copied.';
     } catch {
       prompt.select();
-      promptSaved.textContent = document.execCommand('copy') ? 'Copied.' : 'Select the prompt and press Ctrl+C to copy it.';
+      saved.textContent = document.execCommand('copy') ? 'Copied.' : 'Select the prompt and press Ctrl+C to copy it.';
     }
-  });
+  }
 
   function applyPrompt(suggested) {
+    const prompt = byId('prompt');
     if (suggested === '' || suggested === prompt.value) {
       if (suggested !== '') hideSuggestion();
       return;
     }
-    const editing = document.activeElement === prompt;
-    if (promptState.edited || editing) {
+    const editingPrompt = document.activeElement === prompt;
+    if (promptState.edited || editingPrompt) {
       showSuggestion(suggested);
       // The server stored the model's prompt; saving the text on screen keeps both in step.
       promptState.resave = true;
@@ -176,7 +487,7 @@
       prompt.value = suggested;
       hideSuggestion();
     }
-    if (!editing) promptState.edited = false;
+    if (!editingPrompt) promptState.edited = false;
   }
 
   // ---- Settings: the model's values fill the fields the user is not editing ----
@@ -194,6 +505,7 @@
     }
   }
 
+  const inbox = byId('metadata-inbox');
   new MutationObserver(() => {
     const carrier = inbox.querySelector('.metadata');
     if (!carrier) return;
@@ -203,33 +515,28 @@
     applySettings({ steps: data.steps, cfg: data.cfg, seed: data.seed, negativePrompt: data.negativePrompt });
   }).observe(inbox, { childList: true });
 
-  const seed = byId('setting-seed');
-  byId('random-seed').addEventListener('click', () => {
-    seed.value = '-1';
-    seed.dispatchEvent(new Event('change', { bubbles: true }));
-  });
+  // Captured, so the sizes are set before the change reaches the form that saves the settings.
+  document.addEventListener(
+    'change',
+    (event) => {
+      if (!(event.target instanceof Element) || event.target.id !== 'size-preset') return;
+      const [w, h] = event.target.value.split('x');
+      if (!w || !h) return;
+      byId('setting-width').value = w;
+      byId('setting-height').value = h;
+    },
+    true,
+  );
 
-  const preset = byId('size-preset');
-  const width = byId('setting-width');
-  const height = byId('setting-height');
-  // Runs on the select itself, before the change bubbles to the form that saves the settings.
-  preset.addEventListener('change', () => {
-    const [w, h] = preset.value.split('x');
-    if (!w || !h) return;
-    width.value = w;
-    height.value = h;
-  });
-  const matchPreset = () => {
-    const value = `${width.value}x${height.value}`;
+  function matchPreset() {
+    const preset = byId('size-preset');
+    const value = `${byId('setting-width').value}x${byId('setting-height').value}`;
     preset.value = [...preset.options].some((option) => option.value === value) ? value : '';
-  };
-  width.addEventListener('input', matchPreset);
-  height.addEventListener('input', matchPreset);
+  }
 
   // ---- Large view of an image: its settings, "Use these settings" and "Reuse seed" ----
 
   const dialog = byId('image-dialog');
-  const settingsForm = byId('settings-form');
   let opener = null;
   let shown = null;
 
@@ -260,13 +567,6 @@
     dialog.showModal();
   }
 
-  document.addEventListener('click', (event) => {
-    const trigger = event.target instanceof Element ? event.target.closest('[data-image-view]') : null;
-    if (!trigger) return;
-    event.preventDefault();
-    showImage(trigger);
-  });
-
   byId('image-dialog-close').addEventListener('click', () => dialog.close());
   // A click on the backdrop (the dialog box itself, outside its inner wrapper) closes it too.
   dialog.addEventListener('click', (event) => {
@@ -289,41 +589,33 @@
 
   byId('use-settings').addEventListener('click', () => {
     if (!shown) return;
+    const prompt = byId('prompt');
     prompt.value = shown.prompt ?? '';
     hideSuggestion();
-    promptSaved.textContent = '';
+    byId('prompt-saved').textContent = '';
     // The user chose this prompt: later suggestions are offered beside it, not written over it.
     promptState.edited = true;
     promptState.unsaved = true;
     htmx.trigger(prompt, 'easel:save');
     setSetting(byId('setting-steps'), shown.steps);
     setSetting(byId('setting-cfg'), shown.cfg);
-    setSetting(seed, shown.seed);
-    setSetting(width, shown.width);
-    setSetting(height, shown.height);
+    setSetting(byId('setting-seed'), shown.seed);
+    setSetting(byId('setting-width'), shown.width);
+    setSetting(byId('setting-height'), shown.height);
     setSetting(byId('setting-negativePrompt'), shown.negativePrompt ?? '');
     matchPreset();
-    settingsForm.dispatchEvent(new Event('change', { bubbles: true }));
+    byId('settings-form').dispatchEvent(new Event('change', { bubbles: true }));
     dialog.close();
   });
 
   byId('reuse-seed').addEventListener('click', () => {
     if (!shown) return;
+    const seed = byId('setting-seed');
     setSetting(seed, shown.seed);
     seed.dispatchEvent(new Event('change', { bubbles: true }));
     dialog.close();
   });
 
-  // A message next to a field also marks the field invalid for assistive technology.
-  const markInvalid = () => {
-    for (const slot of document.querySelectorAll('.field-error[id^="error-"]')) {
-      const field = byId(`setting-${slot.id.slice('error-'.length)}`);
-      if (field) field.setAttribute('aria-invalid', slot.textContent.trim() ? 'true' : 'false');
-    }
-    prompt.setAttribute('aria-invalid', byId('prompt-error').textContent.trim() ? 'true' : 'false');
-  };
-  const invalidObserver = new MutationObserver(markInvalid);
-  for (const region of [byId('settings-form'), byId('prompt-error')]) {
-    invalidObserver.observe(region, { childList: true, subtree: true, characterData: true });
-  }
+  byId('log').dataset.mounted = 'yes';
+  mount();
 })();

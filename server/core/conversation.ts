@@ -4,7 +4,11 @@ import type { Settings } from './settings.ts';
 // Two separate records: the transcript (what the user saw) and the working context (what the
 // model sees). A reset clears the second and never touches the first.
 
-export type TurnStatus = 'ok' | 'error' | 'stopped' | 'reset';
+/**
+ * `running`: the reply is being written (its text is saved as it streams); `interrupted`: Easel stopped
+ * before it ended (a crash, a power cut); `replaced`: Regenerate or Edit asked again, and the user saw this one.
+ */
+export type TurnStatus = 'ok' | 'error' | 'stopped' | 'reset' | 'running' | 'interrupted' | 'replaced';
 
 export interface ImageRecord {
   id: string;
@@ -50,27 +54,98 @@ export interface PendingNotes {
 
 export interface ConversationRecord {
   id: string;
+  /** The title the user gave it; null means "from the first message". */
+  title: string | null;
   createdAt: string;
+  /** The time of the last message or image (not of prompt or settings edits). */
   updatedAt: string;
   prompt: string;
   settings: Settings;
   pending: PendingNotes;
+}
+
+/** One row of the library, as the store reads it; the service derives the title and preview. */
+export interface ConversationListing {
+  id: string;
+  title: string | null;
+  /** The first user message (the title when none was given), or null. */
+  firstMessage: string | null;
+  /** The last message shown (user or assistant, not replaced), or null. */
+  lastMessage: string | null;
+  prompt: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * How the working context changes: `edit` keeps the entries between `dropFront` and `dropBack` and appends
+ * `append` (one row each, the common case); `replace` rewrites it whole (reset, compaction, import).
+ */
+export type ContextChange =
+  | { kind: 'edit'; dropFront: number; dropBack: number; append: ContextEntry[] }
+  | { kind: 'replace'; entries: ContextEntry[] };
+
+export interface BeginTurnInput {
+  /** Creates the conversation in the same transaction: this is its first message. */
+  create?: { createdAt: string; settings: Settings; prompt: string };
+  /** The user's message; absent for Regenerate (the same message is asked again). */
+  user?: { text: string };
+  /** Turns the new one replaces (Regenerate, Edit): marked `replaced`, kept in the transcript. */
+  replaces: number[];
+  context: ContextChange;
+}
+
+export interface StartedTurn {
+  userTurnId: number | null;
+  /** The assistant turn, stored as `running` until finishTurn. */
+  turnId: number;
+}
+
+/** A whole conversation to store at once (an import): new ids everywhere. */
+export interface ConversationImport {
+  id: string;
+  title: string | null;
+  createdAt: string;
+  updatedAt: string;
+  prompt: string;
+  settings: Settings;
+  turns: Array<NewTurn & { createdAt: string }>;
   context: ContextEntry[];
+  /** `turn` is an index into `turns`, or null for an image of the Generate button. */
+  images: Array<Omit<ImageRecord, 'conversationId' | 'turnId' | 'url'> & { turn: number | null }>;
 }
 
 export interface ConversationStore {
-  createConversation(input: { id: string; createdAt: string; settings: Settings }): ConversationRecord;
+  /** Creates an empty conversation (POST /api/conversations, scripts). */
+  createConversation(input: { id: string; createdAt: string; settings: Settings; prompt?: string }): ConversationRecord;
+  /** Undefined when there is none, or when its row cannot be read (logged). */
   getConversation(id: string): ConversationRecord | undefined;
+  /** Newest activity first; `query` (the user's words) searches messages, titles and prompts. Unreadable rows are skipped. */
+  listConversations(options?: { query?: string; limit?: number }): ConversationListing[];
+  /** Null clears the title (back to "from the first message"). False when there is no such conversation. */
+  renameConversation(id: string, title: string | null): boolean;
+  /** Deletes the conversation and every record of it in one transaction; returns its image file names. */
+  deleteConversation(id: string): { files: string[] } | undefined;
   listTurns(conversationId: string): TranscriptTurn[];
-  /** Appends the user's message and takes (clears) the pending notes, in one transaction. */
-  beginTurn(conversationId: string, turn: NewTurn, at: string): { turn: TranscriptTurn; conversation: ConversationRecord };
+  /** The last user message that was not replaced, and every turn after it (not replaced), oldest first. */
+  listLastExchange(conversationId: string): TranscriptTurn[];
+  /** The working context (cached in memory, written through). Callers must not change the array. */
+  readContext(conversationId: string): readonly ContextEntry[];
   /**
-   * Records the outcome of a turn in one transaction. `prompt` and `settings` are written only when
-   * the user did not change them while the reply was streaming (their edit wins).
+   * Starts a turn in ONE transaction: creates the conversation when asked, stores the user's message in
+   * the transcript, applies the context change (the message enters the working context), marks replaced
+   * turns, inserts the assistant turn as `running`, and takes (clears) the pending notes.
+   */
+  beginTurn(conversationId: string, input: BeginTurnInput, at: string): StartedTurn;
+  /** Saves the text shown so far of a running reply (as it streams). */
+  saveReplyText(turnId: number, text: string): void;
+  /**
+   * Ends a turn in one transaction: the assistant turn's final text and status, the context change, and
+   * `prompt` / `settings` only when the user did not change them while the reply was streaming (their edit wins).
    */
   finishTurn(
     conversationId: string,
-    outcome: { turn: NewTurn; context: ContextEntry[]; prompt?: string; settings?: Settings },
+    outcome: { turnId: number; turn: NewTurn; context: ContextChange; prompt?: string; settings?: Settings },
     at: string,
   ): TranscriptTurn;
   setPrompt(conversationId: string, prompt: string, at: string): void;
@@ -78,5 +153,7 @@ export interface ConversationStore {
   addImage(image: ImageRecord): void;
   /** Every image of the conversation, oldest first (also those made by the Generate button, turnId null). */
   listImages(conversationId: string): ImageRecord[];
+  /** Stores a whole conversation in one transaction (an import). */
+  importConversation(conversation: ConversationImport): void;
   close(): void;
 }

@@ -40,3 +40,25 @@ export function isChatModelError(error: unknown): error is ChatModelError {
 export function isImageBackendError(error: unknown): error is ImageBackendError {
   return error instanceof ImageBackendError;
 }
+
+export type StorageErrorCode =
+  | 'full' // the disk holding the database is full (SQLITE_FULL)
+  | 'read_only' // the database or its folder cannot be written (read-only file system, permissions)
+  | 'failed'; // any other failure of the database
+
+/** A write to the conversation store failed; nothing of the transaction was kept. */
+export class StorageError extends Error {
+  override readonly name = 'StorageError';
+  readonly code: StorageErrorCode;
+  /** The database file, named in messages for a person. */
+  readonly location: string;
+  constructor(code: StorageErrorCode, message: string, options: { location: string; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.location = options.location;
+  }
+}
+
+export function isStorageError(error: unknown): error is StorageError {
+  return error instanceof StorageError;
+}

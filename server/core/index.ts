@@ -1,13 +1,37 @@
-export type { ConversationRecord, ConversationStore, ImageRecord, NewTurn, TranscriptTurn, TurnStatus } from './conversation.ts';
-export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError } from './errors.ts';
-export type { ChatModelErrorCode, ImageBackendErrorCode } from './errors.ts';
+export type {
+  BeginTurnInput,
+  ContextChange,
+  ConversationImport,
+  ConversationListing,
+  ConversationRecord,
+  ConversationStore,
+  ImageRecord,
+  NewTurn,
+  StartedTurn,
+  TranscriptTurn,
+  TurnStatus,
+} from './conversation.ts';
+export {
+  ARCHIVE_FORMAT,
+  ARCHIVE_MANIFEST,
+  ARCHIVE_VERSION,
+  MAX_IMPORT_BYTES,
+  MAX_IMPORT_UNPACKED_BYTES,
+  nameImage,
+} from './archive.ts';
+export type { ArchiveCodec, ArchiveErrorCode, ArchiveLimits, ImageFiles, UnpackResult } from './archive.ts';
+export { describeContextChange } from './context-change.ts';
+export { describeConversation, describeStorageFailure, MAX_TITLE_CHARS, UNTITLED, type ConversationSummary } from './library.ts';
+export { createReplySaver, type ReplySaver } from './reply-saver.ts';
+export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isStorageError, StorageError } from './errors.ts';
+export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
 export type { DoneEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
 export { describeModelHealth } from './health.ts';
 export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
-export { createEaselService, MAX_MESSAGE_CHARS } from './service.ts';
-export type { ConversationView, EaselService, Health, Result, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
+export { createEaselService, isConversationId, MAX_MESSAGE_CHARS, REPLY_SAVE_INTERVAL_MS } from './service.ts';
+export type { ConversationView, EaselService, Health, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
 export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
 export { createImageGenerator, NO_BACKEND_MESSAGE } from './generation.ts';
 export {

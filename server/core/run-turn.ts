@@ -321,7 +321,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
 }
 
 /** A Retry re-sends the unanswered last message: reuse it instead of asking twice. */
-function appendUserEntry(context: ContextEntry[], entry: Extract<ContextEntry, { kind: 'user' }>): ContextEntry[] {
+export function appendUserEntry(context: ContextEntry[], entry: Extract<ContextEntry, { kind: 'user' }>): ContextEntry[] {
   const last = context.at(-1);
   if (last?.kind === 'user' && last.text === entry.text) {
     const note = [last.note, entry.note].filter(Boolean).join('\n') || undefined;

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
-import type { EaselService, Logger, TurnEvent } from '../core/index.ts';
-import { isPlainObject, readJsonBody, respondError } from './errors.ts';
+import type { ConversationSummary, EaselService, Logger, TurnEvent } from '../core/index.ts';
+import { isPlainObject, readJsonBody, readMediaType, respondError } from './errors.ts';
 import { streamEvents, withRequestSignal } from './stream-events.ts';
 
 export interface ApiDeps {
@@ -24,9 +24,26 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     return c.json(await withRequestSignal(c, (signal) => deps.service.checkHealth(signal)));
   });
 
+  api.get('/conversations', (c) => {
+    const query = c.req.query('q');
+    return c.json({ conversations: deps.service.listConversations(query).map(toSummaryJson) });
+  });
+
   api.post('/conversations', (c) => {
-    const conversation = deps.service.createConversation();
-    return c.json({ id: conversation.id }, 201);
+    const created = deps.service.createConversation();
+    return created.ok ? c.json({ id: created.value.id }, 201) : respondError(c, created.error);
+  });
+
+  // The body is the zip itself; the app raises the body limit for this route alone (MAX_IMPORT_BYTES).
+  api.post('/conversations/import', async (c) => {
+    const type = readMediaType(c);
+    if (type !== 'application/zip' && type !== 'application/x-zip-compressed') {
+      const sent = c.req.header('content-type');
+      return c.json({ error: `Send the .zip made by Export as the body, with Content-Type: application/zip (this body ${sent ? `was sent as "${sent}"` : 'has no Content-Type'}).` }, 415);
+    }
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    const imported = await deps.service.importConversation(bytes);
+    return imported.ok ? c.json({ id: imported.value.id }, 201) : respondError(c, imported.error);
   });
 
   api.get('/conversations/:id', (c) => {
@@ -34,6 +51,9 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     if (!conversation) return c.json({ error: 'There is no such conversation. Create one with POST /api/conversations.' }, 404);
     return c.json({
       id: conversation.id,
+      title: conversation.title,
+      createdAt: conversation.createdAt,
+      updatedAt: conversation.updatedAt,
       prompt: conversation.prompt,
       settings: conversation.settings,
       busy: deps.service.isBusy(conversation.id),
@@ -50,6 +70,38 @@ export function createApiRoutes(deps: ApiDeps): Hono {
       // Every image, also those of the Generate button (they belong to no turn), oldest first.
       images: conversation.images.map(toImageJson),
     });
+  });
+
+  api.patch('/conversations/:id', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    if (!isPlainObject(body.value) || !('title' in body.value)) {
+      return c.json({ error: 'Send {"title": "…"} ("" gives it back its title from the first message).', fields: { title: 'title is required.' } }, 422);
+    }
+    const result = deps.service.renameConversation(c.req.param('id'), body.value.title);
+    return result.ok ? c.json(toSummaryJson(result.value)) : respondError(c, result.error);
+  });
+
+  api.delete('/conversations/:id', async (c) => {
+    const result = await deps.service.deleteConversation(c.req.param('id'));
+    return result.ok ? c.body(null, 204) : respondError(c, result.error);
+  });
+
+  api.get('/conversations/:id/export', async (c) => {
+    const result = await deps.service.exportConversation(c.req.param('id'));
+    if (!result.ok) return respondError(c, result.error);
+    return c.body(result.value.bytes as Uint8Array<ArrayBuffer>, 200, {
+      'content-type': 'application/zip',
+      'content-disposition': `attachment; filename="${result.value.fileName}"`,
+      'cache-control': 'no-store',
+    });
+  });
+
+  api.post('/conversations/:id/regenerate', (c) => {
+    const hangup = new AbortController();
+    const result = deps.service.regenerate(c.req.param('id'), hangup.signal);
+    if (!result.ok) return respondError(c, result.error);
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
   });
 
   api.put('/conversations/:id/prompt', async (c) => {
@@ -73,8 +125,12 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
     if (!isPlainObject(body.value)) return c.json({ error: 'Send {"text": "…"}.', fields: { text: 'text is required.' } }, 422);
+    const { replaceLast } = body.value;
+    if (replaceLast !== undefined && typeof replaceLast !== 'boolean') {
+      return c.json({ error: 'replaceLast must be true or false.', fields: { replaceLast: 'replaceLast must be true or false.' } }, 422);
+    }
     const hangup = new AbortController();
-    const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal);
+    const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal, { replaceLast: replaceLast === true });
     if (!result.ok) return respondError(c, result.error);
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
   });
@@ -96,6 +152,11 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   });
 
   return api;
+}
+
+function toSummaryJson(summary: ConversationSummary) {
+  const { id, title, createdAt, updatedAt, preview } = summary;
+  return { id, title, createdAt, updatedAt, preview };
 }
 
 function toImageJson(image: { id: string; url: string; seed: number; width: number; height: number; prompt: string; negativePrompt: string; steps: number; cfg: number; model: string | null; createdAt: string }) {

@@ -2,12 +2,15 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import type { Logger } from '../core/index.ts';
+import { MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
 import { isApiPath, respondMessage } from './errors.ts';
 import { addSecurityHeaders, allowListedHosts, refuseCrossSiteWrites, requireToken } from './middleware/index.ts';
 
 export const MAX_BODY_BYTES = 64 * 1024;
+
+/** The routes that take a conversation's zip (API: the zip as the body; page: a form holding the file). */
+export const IMPORT_PATHS: ReadonlySet<string> = new Set(['/api/conversations/import', '/c/import']);
 
 export interface AppDeps extends ApiDeps {
   logger: Logger;
@@ -37,13 +40,17 @@ export function createApp(deps: AppDeps): Hono {
   app.use('*', allowListedHosts({ hosts: deps.access.allowedHosts, logger: deps.logger }));
   app.use('*', refuseCrossSiteWrites({ logger: deps.logger }));
   if (deps.access.token !== undefined) app.use('*', requireToken({ token: deps.access.token, logger: deps.logger }));
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => c.json({ error: `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB; send less text.` }, 413),
-    }),
-  );
+  const textLimit = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) => c.json({ error: `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB; send less text.` }, 413),
+  });
+  // Only an import may be larger: a whole conversation with its images.
+  const importLimit = bodyLimit({
+    maxSize: MAX_IMPORT_BYTES,
+    onError: (c) =>
+      respondMessage(c, 413, `The file is larger than ${MAX_IMPORT_BYTES / 1024 / 1024} MB, more than Easel imports at once.`),
+  });
+  app.use('*', (c, next) => (c.req.method === 'POST' && IMPORT_PATHS.has(c.req.path) ? importLimit(c, next) : textLimit(c, next)));
   app.route('/api', createApiRoutes(deps));
   const imagesDir = deps.imagesDir;
   if (imagesDir) {

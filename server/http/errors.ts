@@ -3,12 +3,18 @@ import type { Context } from 'hono';
 import type { ServiceError } from '../core/index.ts';
 
 // The few error codes the HTTP edge knows, mapped to statuses; the message is already for a person.
-const STATUS: Record<ServiceError['code'], 404 | 409 | 422 | 503> = {
+export const STATUS: Record<ServiceError['code'], ServiceErrorStatus> = {
   not_found: 404,
   unavailable: 503,
   busy: 409,
   invalid: 422,
+  // The store could not write (a full or read-only disk): the message says what to do.
+  storage: 503,
+  bad_archive: 400,
+  too_large: 413,
 };
+
+export type ServiceErrorStatus = 400 | 404 | 409 | 413 | 422 | 503;
 
 export function respondError(c: Context, error: ServiceError) {
   return c.json({ error: error.message, ...(error.fields ? { fields: error.fields } : {}) }, STATUS[error.code]);
@@ -20,7 +26,7 @@ export type JsonBody = { ok: true; value: unknown } | { ok: false; response: Res
  * A message instead of what was asked (a refusal, 404, 500): JSON `{ error }` for the API, plain text elsewhere.
  * The message is for a person and says what to do.
  */
-export function respondMessage(c: Context, status: 401 | 403 | 404 | 415 | 500, message: string): Response {
+export function respondMessage(c: Context, status: 401 | 403 | 404 | 413 | 415 | 500, message: string): Response {
   return isApiPath(c.req.path) ? c.json({ error: message }, status) : c.text(message, status);
 }
 

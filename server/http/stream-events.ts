@@ -41,9 +41,9 @@ export interface StreamEventsOptions {
   hangup: AbortController;
   logger: Logger;
   /** The renderer: JSON for the API, HTML for the page. Undefined sends nothing for that event. */
-  render(event: TurnEvent): SseMessage | undefined;
+  render(event: TurnEvent): SseMessage | readonly SseMessage[] | undefined;
   /** Sent before the first event. */
-  first?: SseMessage;
+  first?: SseMessage | readonly SseMessage[];
   /** Sees every event before it is rendered. */
   onEvent?(event: TurnEvent): void;
   /** Quiet time before a keep-alive comment. Default SSE_KEEP_ALIVE_MS. */
@@ -71,17 +71,20 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         keepAlivePending = true;
         void stream.write(': keep-alive\n\n').finally(() => (keepAlivePending = false));
       }, options.keepAliveMs ?? SSE_KEEP_ALIVE_MS);
-      const send = async (event: TurnEvent) => {
-        options.onEvent?.(event);
-        const message = options.render(event);
-        if (message && !stream.aborted) {
+      const write = async (messages: SseMessage | readonly SseMessage[] | undefined) => {
+        for (const message of messages === undefined ? [] : Array.isArray(messages) ? messages : [messages as SseMessage]) {
+          if (stream.aborted) return;
           await stream.writeSSE(message);
           keepAlive.refresh();
         }
       };
+      const send = async (event: TurnEvent) => {
+        options.onEvent?.(event);
+        await write(options.render(event));
+      };
       let ended = false;
       try {
-        if (options.first) await stream.writeSSE(options.first);
+        await write(options.first);
         for await (const event of events) {
           await send(event);
           if (event.type === 'done') ended = true;

@@ -1,1 +1,2 @@
-export { createSqliteStore } from './store.ts';
+export { createSqliteStore, latestSchemaVersion, StoreOpenError, toSearchTerms } from './store.ts';
+export type { SqliteStoreOptions, StoreOpenErrorCode } from './store.ts';

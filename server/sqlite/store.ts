@@ -2,6 +2,10 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import type {
+  BeginTurnInput,
+  ContextChange,
+  ConversationImport,
+  ConversationListing,
   ConversationRecord,
   ConversationStore,
   ImageRecord,
@@ -10,19 +14,33 @@ import type {
   TranscriptTurn,
   TurnStatus,
 } from '../core/conversation.ts';
+import { StorageError, type StorageErrorCode } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
+import type { ContextEntry } from '../protocol/index.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 const NO_PENDING: PendingNotes = { promptEdited: false, settingsChanged: false };
+/** Conversations whose parsed working context stays in memory (the ones being talked to). */
+const CONTEXT_CACHE_SIZE = 32;
+/** At most this many words of a search are looked up (each one narrows the result). */
+const MAX_SEARCH_TERMS = 8;
+/** The preview of a conversation in the list is cut here (a reply can be 200 000 characters). */
+const PREVIEW_CHARS = 300;
 
 interface ConversationRow {
   id: string;
+  title: string | null;
   created_at: string;
   updated_at: string;
   prompt: string;
   settings: string;
   pending: string;
-  context: string;
+}
+
+interface ListingRow extends ConversationRow {
+  first_message: string | null;
+  last_message: string | null;
 }
 
 interface TurnRow {
@@ -51,46 +69,177 @@ interface ImageRow {
   created_at: string;
 }
 
-/** `path` is a file path or ':memory:'. Migrations are the numbered .sql files beside this one. */
-export function createSqliteStore(options: { path: string }): ConversationStore {
-  const db = new Database(options.path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('foreign_keys = ON');
-  migrate(db);
+export type StoreOpenErrorCode = 'cannot_open' | 'read_only' | 'corrupt' | 'newer_version';
+
+/** The database cannot be used at start-up; the message names the file, the cause and what to do. */
+export class StoreOpenError extends Error {
+  override readonly name = 'StoreOpenError';
+  readonly code: StoreOpenErrorCode;
+  constructor(code: StoreOpenErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export class StoreError extends Error {
+  override readonly name = 'StoreError';
+}
+
+/** The highest schema version this build knows: the number of its last migration. */
+export function latestSchemaVersion(): number {
+  return Math.max(0, ...listMigrations().map((migration) => migration.version));
+}
+
+export interface SqliteStoreOptions {
+  /** A file path or ':memory:'. */
+  path: string;
+  /** Where unreadable rows are reported (they are skipped, never a 500). */
+  logger?: Logger;
+}
+
+/**
+ * Opens (creating when needed) and migrates the database. Throws StoreOpenError when it cannot be used:
+ * not openable, read-only, failing `PRAGMA quick_check`, or written by a newer Easel. Writes throw
+ * StorageError (full, read-only, failed); every write is one transaction, so nothing is half-written.
+ */
+export function createSqliteStore(options: SqliteStoreOptions): ConversationStore {
+  const { path } = options;
+  const logger = options.logger;
+  const db = openDatabase(path);
 
   const statements = {
     insertConversation: db.prepare(
-      'INSERT INTO conversations (id, created_at, updated_at, settings) VALUES (?, ?, ?, ?)',
+      'INSERT INTO conversations (id, title, created_at, updated_at, prompt, settings) VALUES (?, ?, ?, ?, ?, ?)',
     ),
-    getConversation: db.prepare<[string], ConversationRow>('SELECT * FROM conversations WHERE id = ?'),
+    getConversation: db.prepare<[string], ConversationRow>(
+      'SELECT id, title, created_at, updated_at, prompt, settings, pending FROM conversations WHERE id = ?',
+    ),
     listTurns: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE conversation_id = ? ORDER BY id'),
+    listLastExchange: db.prepare<[string, string], TurnRow>(
+      `SELECT * FROM turns WHERE conversation_id = ? AND status != 'replaced'
+         AND id >= (SELECT coalesce(max(id), 0) FROM turns WHERE conversation_id = ? AND role = 'user' AND status != 'replaced')
+       ORDER BY id`,
+    ),
     listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
+    listImageFiles: db.prepare<[string], { file: string }>('SELECT file FROM images WHERE conversation_id = ?'),
     insertTurn: db.prepare(
       'INSERT INTO turns (conversation_id, role, text, metadata, status, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     getTurn: db.prepare<[number], TurnRow>('SELECT * FROM turns WHERE id = ?'),
-    setPending: db.prepare('UPDATE conversations SET pending = ?, updated_at = ? WHERE id = ?'),
-    setContext: db.prepare('UPDATE conversations SET context = ?, updated_at = ? WHERE id = ?'),
-    setPrompt: db.prepare('UPDATE conversations SET prompt = ?, updated_at = ? WHERE id = ?'),
-    setSettings: db.prepare('UPDATE conversations SET settings = ?, updated_at = ? WHERE id = ?'),
+    finishTurn: db.prepare('UPDATE turns SET text = ?, metadata = ?, status = ?, error = ? WHERE id = ? AND conversation_id = ?'),
+    saveReplyText: db.prepare("UPDATE turns SET text = ? WHERE id = ? AND status = 'running'"),
+    replaceTurn: db.prepare("UPDATE turns SET status = 'replaced' WHERE id = ? AND conversation_id = ?"),
+    setPending: db.prepare('UPDATE conversations SET pending = ? WHERE id = ?'),
+    touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
+    setPrompt: db.prepare('UPDATE conversations SET prompt = ? WHERE id = ?'),
+    setSettings: db.prepare('UPDATE conversations SET settings = ? WHERE id = ?'),
+    setTitle: db.prepare('UPDATE conversations SET title = ? WHERE id = ?'),
+    deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
     insertImage: db.prepare(
       `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, width, height, model, created_at)
        VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @width, @height, @model, @created_at)`,
     ),
+    readContext: db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM context_entries WHERE conversation_id = ? ORDER BY seq'),
+    contextBounds: db.prepare<[string], { low: number | null; high: number | null }>(
+      'SELECT min(seq) AS low, max(seq) AS high FROM context_entries WHERE conversation_id = ?',
+    ),
+    dropContextFront: db.prepare(
+      'DELETE FROM context_entries WHERE conversation_id = ? AND seq IN (SELECT seq FROM context_entries WHERE conversation_id = ? ORDER BY seq LIMIT ?)',
+    ),
+    dropContextBack: db.prepare(
+      'DELETE FROM context_entries WHERE conversation_id = ? AND seq IN (SELECT seq FROM context_entries WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?)',
+    ),
+    clearContext: db.prepare('DELETE FROM context_entries WHERE conversation_id = ?'),
+    insertContext: db.prepare('INSERT INTO context_entries (conversation_id, seq, entry) VALUES (?, ?, ?)'),
   };
+
+  const LISTING_COLUMNS = `c.id, c.title, c.created_at, c.updated_at, c.prompt, c.settings, c.pending,
+    (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.role = 'user' AND t.status != 'replaced' ORDER BY t.id LIMIT 1) AS first_message,
+    (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.status != 'replaced' AND t.text != '' ORDER BY t.id DESC LIMIT 1) AS last_message`;
+  const listAll = db.prepare<[number], ListingRow>(`SELECT ${LISTING_COLUMNS} FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?`);
+  // One lookup per word: a conversation matches when each word is in one of its messages, its title or its prompt.
+  const matchTerm = `SELECT t.conversation_id FROM turns_search s JOIN turns t ON t.id = s.rowid WHERE turns_search MATCH ?
+    UNION SELECT conversation_id FROM conversations_search WHERE conversations_search MATCH ?`;
+  const searchStatements = new Map<number, Database.Statement<unknown[], ListingRow>>();
+  function searchStatement(terms: number): Database.Statement<unknown[], ListingRow> {
+    let statement = searchStatements.get(terms);
+    if (!statement) {
+      const matches = Array.from({ length: terms }, () => `SELECT * FROM (${matchTerm})`).join(' INTERSECT ');
+      statement = db.prepare<unknown[], ListingRow>(
+        `SELECT ${LISTING_COLUMNS} FROM conversations c WHERE c.id IN (${matches}) ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?`,
+      );
+      searchStatements.set(terms, statement);
+    }
+    return statement;
+  }
+
+  // ---- The working context: rows in SQLite, the parsed array cached per conversation (write-through) ----
+
+  const contextCache = new Map<string, ContextEntry[]>();
+  function cacheContext(conversationId: string, entries: ContextEntry[]): void {
+    contextCache.delete(conversationId);
+    contextCache.set(conversationId, entries);
+    if (contextCache.size > CONTEXT_CACHE_SIZE) {
+      const oldest = contextCache.keys().next();
+      if (!oldest.done) contextCache.delete(oldest.value);
+    }
+  }
+
+  function readContext(conversationId: string): ContextEntry[] {
+    const cached = contextCache.get(conversationId);
+    if (cached) {
+      cacheContext(conversationId, cached);
+      return cached;
+    }
+    const entries: ContextEntry[] = [];
+    for (const row of statements.readContext.all(conversationId)) {
+      try {
+        entries.push(JSON.parse(row.entry) as ContextEntry);
+      } catch (error) {
+        logger?.warn('skipped a working-context entry that cannot be read', { conversationId, seq: row.seq, error });
+      }
+    }
+    cacheContext(conversationId, entries);
+    return entries;
+  }
+
+  /** Inside a transaction; the cache is updated by the caller once the transaction committed. */
+  function writeContextChange(conversationId: string, change: ContextChange): void {
+    if (change.kind === 'replace') {
+      statements.clearContext.run(conversationId);
+      change.entries.forEach((entry, index) => statements.insertContext.run(conversationId, index, JSON.stringify(entry)));
+      return;
+    }
+    if (change.dropFront > 0) statements.dropContextFront.run(conversationId, conversationId, change.dropFront);
+    if (change.dropBack > 0) statements.dropContextBack.run(conversationId, conversationId, change.dropBack);
+    if (change.append.length === 0) return;
+    const { high } = statements.contextBounds.get(conversationId) ?? { high: null };
+    let seq = high === null ? 0 : high + 1;
+    for (const entry of change.append) statements.insertContext.run(conversationId, seq++, JSON.stringify(entry));
+  }
+
+  function cacheContextChange(conversationId: string, change: ContextChange): void {
+    const cached = contextCache.get(conversationId);
+    if (change.kind === 'replace') {
+      cacheContext(conversationId, [...change.entries]);
+      return;
+    }
+    if (!cached) return;
+    const kept = cached.slice(change.dropFront, Math.max(change.dropFront, cached.length - change.dropBack));
+    cacheContext(conversationId, [...kept, ...change.append]);
+  }
+
+  // ---- Rows ----
 
   function readConversation(id: string): ConversationRecord | undefined {
     const row = statements.getConversation.get(id);
     if (!row) return undefined;
-    return {
-      id: row.id,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-      prompt: row.prompt,
-      settings: JSON.parse(row.settings) as Settings,
-      pending: { ...NO_PENDING, ...(JSON.parse(row.pending) as Partial<PendingNotes>) },
-      context: JSON.parse(row.context) as ConversationRecord['context'],
-    };
+    try {
+      return toConversation(row);
+    } catch (error) {
+      logger?.warn('skipped a conversation whose record cannot be read', { conversationId: id, error });
+      return undefined;
+    }
   }
 
   function insertTurn(conversationId: string, turn: NewTurn, at: string): number {
@@ -106,108 +255,225 @@ export function createSqliteStore(options: { path: string }): ConversationStore 
     return Number(result.lastInsertRowid);
   }
 
-  function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
-    return {
-      id: row.id,
-      role: row.role,
-      text: row.text,
-      ...(row.metadata ? { metadata: JSON.parse(row.metadata) } : {}),
-      status: row.status,
-      ...(row.error ? { error: JSON.parse(row.error) } : {}),
-      images: images.filter((image) => image.turnId === row.id),
-      createdAt: row.created_at,
-    };
-  }
-
   function requireConversation(id: string): ConversationRecord {
     const conversation = readConversation(id);
     if (!conversation) throw new StoreError(`No conversation with id ${id}.`);
     return conversation;
   }
 
-  const beginTurn = db.transaction((conversationId: string, turn: NewTurn, at: string) => {
-    const conversation = requireConversation(conversationId);
-    const turnId = insertTurn(conversationId, turn, at);
-    statements.setPending.run(JSON.stringify(NO_PENDING), at, conversationId);
-    return { turnId, conversation };
+  function insertConversation(input: { id: string; title?: string | null; createdAt: string; updatedAt?: string; settings: Settings; prompt?: string }): void {
+    statements.insertConversation.run(
+      input.id,
+      input.title ?? null,
+      input.createdAt,
+      input.updatedAt ?? input.createdAt,
+      input.prompt ?? '',
+      JSON.stringify(input.settings),
+    );
+  }
+
+  const beginTurn = db.transaction((conversationId: string, input: BeginTurnInput, at: string) => {
+    if (input.create) insertConversation({ id: conversationId, ...input.create });
+    else requireConversation(conversationId);
+    const userTurnId = input.user ? insertTurn(conversationId, { role: 'user', text: input.user.text }, at) : null;
+    for (const id of input.replaces) statements.replaceTurn.run(id, conversationId);
+    writeContextChange(conversationId, input.context);
+    const turnId = insertTurn(conversationId, { role: 'assistant', text: '', status: 'running' }, at);
+    statements.setPending.run(JSON.stringify(NO_PENDING), conversationId);
+    statements.touch.run(at, conversationId);
+    return { userTurnId, turnId };
   });
 
   const finishTurn = db.transaction(
     (conversationId: string, outcome: Parameters<ConversationStore['finishTurn']>[1], at: string) => {
       const current = requireConversation(conversationId);
-      const turnId = insertTurn(conversationId, outcome.turn, at);
-      statements.setContext.run(JSON.stringify(outcome.context), at, conversationId);
-      if (outcome.prompt !== undefined && !current.pending.promptEdited) {
-        statements.setPrompt.run(outcome.prompt, at, conversationId);
-      }
+      const { turn } = outcome;
+      statements.finishTurn.run(
+        turn.text,
+        turn.metadata ? JSON.stringify(turn.metadata) : null,
+        turn.status ?? 'ok',
+        turn.error ? JSON.stringify(turn.error) : null,
+        outcome.turnId,
+        conversationId,
+      );
+      writeContextChange(conversationId, outcome.context);
+      if (outcome.prompt !== undefined && !current.pending.promptEdited) statements.setPrompt.run(outcome.prompt, conversationId);
       if (outcome.settings !== undefined && !current.pending.settingsChanged) {
-        statements.setSettings.run(JSON.stringify(outcome.settings), at, conversationId);
+        statements.setSettings.run(JSON.stringify(outcome.settings), conversationId);
       }
-      return turnId;
+      statements.touch.run(at, conversationId);
     },
   );
 
-  const setPrompt = db.transaction((conversationId: string, prompt: string, at: string) => {
+  const setPrompt = db.transaction((conversationId: string, prompt: string) => {
     const current = requireConversation(conversationId);
-    statements.setPrompt.run(prompt, at, conversationId);
-    statements.setPending.run(JSON.stringify({ ...current.pending, promptEdited: true }), at, conversationId);
+    statements.setPrompt.run(prompt, conversationId);
+    statements.setPending.run(JSON.stringify({ ...current.pending, promptEdited: true }), conversationId);
   });
 
-  const setSettings = db.transaction((conversationId: string, settings: Settings, at: string) => {
+  const setSettings = db.transaction((conversationId: string, settings: Settings) => {
     const current = requireConversation(conversationId);
-    statements.setSettings.run(JSON.stringify(settings), at, conversationId);
-    statements.setPending.run(JSON.stringify({ ...current.pending, settingsChanged: true }), at, conversationId);
+    statements.setSettings.run(JSON.stringify(settings), conversationId);
+    statements.setPending.run(JSON.stringify({ ...current.pending, settingsChanged: true }), conversationId);
+  });
+
+  const addImage = db.transaction((image: ImageRecord) => {
+    statements.insertImage.run(toImageRow(image));
+    statements.touch.run(image.createdAt, image.conversationId);
+  });
+
+  const deleteConversation = db.transaction((id: string) => {
+    if (!statements.getConversation.get(id)) return undefined;
+    const files = statements.listImageFiles.all(id).map((row) => row.file);
+    // Turns, images, the context and the search rows go with it (ON DELETE CASCADE, triggers).
+    statements.deleteConversation.run(id);
+    return { files };
+  });
+
+  const importConversation = db.transaction((input: ConversationImport) => {
+    insertConversation(input);
+    const turnIds = input.turns.map((turn) => insertTurn(input.id, turn, turn.createdAt));
+    writeContextChange(input.id, { kind: 'replace', entries: input.context });
+    for (const image of input.images) {
+      statements.insertImage.run(
+        toImageRow({ ...image, conversationId: input.id, turnId: image.turn === null ? null : (turnIds[image.turn] ?? null), url: '' }),
+      );
+    }
   });
 
   function listImages(conversationId: string): ImageRecord[] {
     return statements.listImages.all(conversationId).map(toImage);
   }
 
+  function toListing(row: ListingRow): ConversationListing | undefined {
+    try {
+      // The same checks as opening it: a row listed can be opened.
+      toConversation(row);
+    } catch (error) {
+      logger?.warn('skipped a conversation whose record cannot be read', { conversationId: row.id, error });
+      return undefined;
+    }
+    return {
+      id: row.id,
+      title: row.title,
+      firstMessage: row.first_message,
+      lastMessage: row.last_message,
+      prompt: row.prompt,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    };
+  }
+
+  /** Every write goes through here: SQLite's failure becomes a StorageError a person can act on. */
+  function write<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw toStorageError(error, path);
+    }
+  }
+
   return {
-    createConversation({ id, createdAt, settings }) {
-      statements.insertConversation.run(id, createdAt, createdAt, JSON.stringify(settings));
-      return requireConversation(id);
+    createConversation(input) {
+      write(() => insertConversation(input));
+      return requireConversation(input.id);
     },
     getConversation: readConversation,
+    listConversations({ query, limit = 500 } = {}) {
+      const terms = toSearchTerms(query ?? '');
+      const rows = terms.length === 0 ? listAll.all(limit) : searchStatement(terms.length).all(...terms.flatMap((term) => [term, term]), limit);
+      return rows.map(toListing).filter((listing): listing is ConversationListing => listing !== undefined);
+    },
+    renameConversation(id, title) {
+      return write(() => statements.setTitle.run(title, id).changes > 0);
+    },
+    deleteConversation(id) {
+      const deleted = write(() => deleteConversation(id));
+      contextCache.delete(id);
+      return deleted;
+    },
     listTurns(conversationId) {
       const images = listImages(conversationId);
       return statements.listTurns.all(conversationId).map((row) => toTurn(row, images));
     },
-    beginTurn(conversationId, turn, at) {
-      const { turnId, conversation } = beginTurn(conversationId, turn, at);
-      return { turn: toTurn(statements.getTurn.get(turnId) as TurnRow, []), conversation };
+    listLastExchange(conversationId) {
+      return statements.listLastExchange.all(conversationId, conversationId).map((row) => toTurn(row, []));
+    },
+    readContext,
+    beginTurn(conversationId, input, at) {
+      const started = write(() => beginTurn(conversationId, input, at));
+      cacheContextChange(conversationId, input.context);
+      return started;
+    },
+    saveReplyText(turnId, text) {
+      write(() => statements.saveReplyText.run(text, turnId));
     },
     finishTurn(conversationId, outcome, at) {
-      const turnId = finishTurn(conversationId, outcome, at);
-      return toTurn(statements.getTurn.get(turnId) as TurnRow, []);
+      write(() => finishTurn(conversationId, outcome, at));
+      cacheContextChange(conversationId, outcome.context);
+      return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, []);
     },
-    setPrompt(conversationId, prompt, at) {
-      setPrompt(conversationId, prompt, at);
+    setPrompt(conversationId, prompt) {
+      write(() => setPrompt(conversationId, prompt));
     },
-    setSettings(conversationId, settings, at) {
-      setSettings(conversationId, settings, at);
+    setSettings(conversationId, settings) {
+      write(() => setSettings(conversationId, settings));
     },
     addImage(image) {
-      statements.insertImage.run({
-        id: image.id,
-        conversation_id: image.conversationId,
-        turn_id: image.turnId,
-        file: image.file,
-        prompt: image.prompt,
-        negative_prompt: image.negativePrompt,
-        steps: image.steps,
-        cfg: image.cfg,
-        seed: image.seed,
-        width: image.width,
-        height: image.height,
-        model: image.model,
-        created_at: image.createdAt,
-      });
+      write(() => addImage(image));
     },
     listImages,
+    importConversation(input) {
+      write(() => importConversation(input));
+      cacheContext(input.id, [...input.context]);
+    },
     close() {
+      contextCache.clear();
       db.close();
     },
+  };
+}
+
+function toConversation(row: ConversationRow): ConversationRecord {
+  return {
+    id: row.id,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    prompt: row.prompt,
+    settings: JSON.parse(row.settings) as Settings,
+    pending: { ...NO_PENDING, ...(JSON.parse(row.pending) as Partial<PendingNotes>) },
+  };
+}
+
+function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
+  return {
+    id: row.id,
+    role: row.role,
+    text: row.text,
+    ...(row.metadata ? { metadata: JSON.parse(row.metadata) } : {}),
+    status: row.status,
+    ...(row.error ? { error: JSON.parse(row.error) } : {}),
+    images: images.filter((image) => image.turnId === row.id),
+    createdAt: row.created_at,
+  };
+}
+
+function toImageRow(image: ImageRecord): ImageRow {
+  return {
+    id: image.id,
+    conversation_id: image.conversationId,
+    turn_id: image.turnId,
+    file: image.file,
+    prompt: image.prompt,
+    negative_prompt: image.negativePrompt,
+    steps: image.steps,
+    cfg: image.cfg,
+    seed: image.seed,
+    width: image.width,
+    height: image.height,
+    model: image.model,
+    created_at: image.createdAt,
   };
 }
 
@@ -230,22 +496,121 @@ function toImage(row: ImageRow): ImageRecord {
   };
 }
 
-export class StoreError extends Error {
-  override readonly name = 'StoreError';
+/**
+ * The user's words as FTS5 terms: split where the tokenizer splits (anything but letters and digits),
+ * each one quoted (so no word is read as FTS5 syntax: AND, NEAR, a column filter) and matched as a prefix.
+ */
+export function toSearchTerms(query: string): string[] {
+  return query
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== '')
+    .slice(0, MAX_SEARCH_TERMS)
+    .map((word) => `"${word.replaceAll('"', '""')}"*`);
 }
 
-/** Applies each numbered .sql file once, in order, recording the version in user_version. */
-function migrate(db: Database.Database): void {
-  const files = readdirSync(MIGRATIONS_DIR)
+function sqliteCode(error: unknown): string | undefined {
+  return error instanceof Database.SqliteError ? error.code : undefined;
+}
+
+function toStorageError(error: unknown, location: string): unknown {
+  const code = sqliteCode(error);
+  if (code === undefined) return error;
+  const kind: StorageErrorCode = code.startsWith('SQLITE_FULL')
+    ? 'full'
+    : code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || code === 'SQLITE_PERM' || code === 'SQLITE_AUTH'
+      ? 'read_only'
+      : 'failed';
+  const what = kind === 'full' ? 'the disk is full' : kind === 'read_only' ? 'it cannot be written' : 'the database failed';
+  return new StorageError(kind, `Writing to ${location} failed: ${what} (${code}: ${(error as Error).message}).`, { location, cause: error });
+}
+
+function listMigrations(): Array<{ version: number; file: string }> {
+  return readdirSync(MIGRATIONS_DIR)
     .filter((name) => /^\d{3}-[\w-]+\.sql$/.test(name))
-    .sort();
+    .sort()
+    .map((file) => ({ version: Number(file.slice(0, 3)), file }));
+}
+
+/** Opens, checks and migrates the database, or throws StoreOpenError saying what is wrong and what to do. */
+function openDatabase(path: string): Database.Database {
+  let db: Database.Database;
+  try {
+    db = new Database(path);
+  } catch (error) {
+    throw describeOpenFailure(error, path);
+  }
+  try {
+    if (path !== ':memory:') {
+      const check = db.pragma('quick_check', { simple: true });
+      if (check !== 'ok') {
+        throw new StoreOpenError('corrupt', corruptMessage(path, String(check)));
+      }
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const latest = latestSchemaVersion();
+    if (version > latest) {
+      throw new StoreOpenError(
+        'newer_version',
+        `The database ${path} was written by a newer Easel (schema version ${version}; this one knows up to ${latest}). Update Easel, or start it with another --data-dir.`,
+      );
+    }
+    db.pragma('journal_mode = WAL');
+    migrate(db);
+    db.pragma('foreign_keys = ON');
+    // A turn left `running` belongs to a process that ended without finishing it (a crash, kill -9). This
+    // write also proves, at start, that the database can be written.
+    db.prepare("UPDATE turns SET status = 'interrupted' WHERE status = 'running'").run();
+    return db;
+  } catch (error) {
+    db.close();
+    if (error instanceof StoreOpenError) throw error;
+    throw describeOpenFailure(error, path);
+  }
+}
+
+function corruptMessage(path: string, detail: string): string {
+  return `The database ${path} is damaged (${detail}). Move it aside and start Easel again to begin with an empty library, or restore it from a backup.`;
+}
+
+function describeOpenFailure(error: unknown, path: string): StoreOpenError {
+  const code = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code ?? 'unknown';
+  const detail = `${code}: ${(error as Error).message}`;
+  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+    return new StoreOpenError('corrupt', corruptMessage(path, detail), { cause: error });
+  }
+  if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EROFS') {
+    return new StoreOpenError(
+      'read_only',
+      `The database ${path} cannot be written (${detail}). Make it and its folder writable for Easel, or start it with another --data-dir.`,
+      { cause: error },
+    );
+  }
+  return new StoreOpenError(
+    'cannot_open',
+    `The database ${path} cannot be opened (${detail}). Check the file and its folder, or start Easel with another --data-dir.`,
+    { cause: error },
+  );
+}
+
+/**
+ * Applies each numbered .sql file once, in order, recording the version in user_version. Foreign keys are
+ * off meanwhile (a migration may rebuild a table: dropping it must not cascade), and checked before commit.
+ */
+function migrate(db: Database.Database): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  for (const file of files) {
-    const version = Number(file.slice(0, 3));
-    if (version <= current) continue;
-    db.transaction(() => {
-      db.exec(readFileSync(MIGRATIONS_DIR + file, 'utf8'));
-      db.pragma(`user_version = ${version}`);
-    })();
+  const pending = listMigrations().filter((migration) => migration.version > current);
+  if (pending.length === 0) return;
+  db.pragma('foreign_keys = OFF');
+  try {
+    for (const migration of pending) {
+      db.transaction(() => {
+        db.exec(readFileSync(MIGRATIONS_DIR + migration.file, 'utf8'));
+        const broken = db.pragma('foreign_key_check') as unknown[];
+        if (broken.length > 0) throw new StoreError(`Migration ${migration.file} left ${broken.length} broken references; nothing was changed.`);
+        db.pragma(`user_version = ${migration.version}`);
+      })();
+    }
+  } finally {
+    db.pragma('foreign_keys = ON');
   }
 }

@@ -52,3 +52,4 @@ export { describeTooLarge, formatBytes, readCappedBytes, readCappedText, readTex
 export type { BodyTooLarge, CappedBody } from './read-capped.ts';
 export { temporaryNameFor, writeFileAtomically } from './write-file-atomically.ts';
 export type { AtomicWriteFs } from './write-file-atomically.ts';
+export { createImageFiles, isImageFileName } from './image-files.ts';

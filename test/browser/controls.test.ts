@@ -152,7 +152,7 @@ describeInBrowser('controls, settings and status', () => {
   it('the status line says in words what is wrong and the exact command to fix it', async () => {
     await poll(() => page.locator('#status').textContent()).toContain('is ready with mistral:7b');
     expect(await page.locator('#status').textContent()).toContain('No image backend is configured');
-    expect(await page.getByRole('button', { name: 'Generate' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Generate', exact: true }).isDisabled()).toBe(true);
     expect(await page.locator('#generate-help').textContent()).toContain('--image-backend');
 
     stage.fake.setModels([]);
@@ -160,16 +160,20 @@ describeInBrowser('controls, settings and status', () => {
     await poll(() => page.locator('#status code').textContent()).toBe('ollama pull mistral:7b');
   });
 
-  it('"New conversation" starts an empty one; the old one stays at its address', async () => {
+  it('"New conversation" opens an empty page that stores nothing; the old one stays at its address', async () => {
     stage.fake.enqueue(scriptReply('A boat.', meta('a boat')));
     await page.getByRole('textbox', { name: 'Message' }).fill('a boat');
     await page.getByRole('button', { name: 'Send' }).click();
     await poll(() => page.locator('#log .msg.assistant .text').allTextContents()).toEqual(['A boat.']);
     const first = page.url();
 
-    await page.getByRole('button', { name: 'New conversation' }).click();
-    await poll(() => page.url()).not.toBe(first);
+    const conversations = async () => ((await (await stage.easel.get('/api/conversations')).json()) as { conversations: unknown[] }).conversations.length;
+    const before = await conversations();
+    await page.getByRole('link', { name: 'New conversation', exact: true }).click();
+    await poll(() => new URL(page.url()).pathname).toBe('/');
     await poll(() => page.locator('#log .msg').count()).toBe(0);
+    // An empty page stores nothing: the conversation comes with its first message.
+    expect(await conversations()).toBe(before);
     expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).inputValue()).toBe('');
     await page.goto(first);
     expect(await page.locator('#log .msg.assistant .text').allTextContents()).toEqual(['A boat.']);

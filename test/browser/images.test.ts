@@ -68,7 +68,7 @@ describeInBrowser('the image area', () => {
     open.requests.length = 0;
     await page.goto(`${stage.easel.url}/c/${encodeURIComponent(id)}`);
     await poll(() => page.locator('#status').textContent()).toContain('AUTOMATIC1111 answers');
-    await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Generate', exact: true }).isEnabled()).toBe(true);
     return id;
   }
 
@@ -86,10 +86,10 @@ describeInBrowser('the image area', () => {
   async function generate(promptText: string): Promise<void> {
     const before = (await imageInFrame().count()) > 0 ? await imageInFrame().getAttribute('src') : null;
     await promptBox().fill(promptText);
-    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('button', { name: 'Generate', exact: true }).click();
     await poll(async () => ((await imageInFrame().count()) > 0 ? imageInFrame().getAttribute('src') : null)).not.toBe(before);
     await poll(() => page.locator('#image-status .generation').count()).toBe(0);
-    await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Generate', exact: true }).isEnabled()).toBe(true);
   }
 
   /** Records every state of the progressbar: its aria-valuenow, or "indeterminate" when it has none. */
@@ -161,7 +161,7 @@ describeInBrowser('the image area', () => {
     // The steps edit is still being saved when Generate is pressed: the request carries it anyway.
     await field('Steps').fill('5');
     await promptBox().fill('a lantern in the fog');
-    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('button', { name: 'Generate', exact: true }).click();
     await poll(() => imageInFrame().getAttribute('alt')).toBe('Image: a lantern in the fog');
     expect(txt2img().at(-1)?.body).toMatchObject({ prompt: 'a lantern in the fog', steps: 5 });
     await poll(() => page.locator('#log .msg.generated .thumbs img').count()).toBe(1);
@@ -183,7 +183,7 @@ describeInBrowser('the image area', () => {
     await openConversation({ steps: 40 });
     const progress = await recordProgress();
     await promptBox().fill('a slow tide');
-    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('button', { name: 'Generate', exact: true }).click();
     const bar = page.getByRole('progressbar', { name: 'Image progress' });
     await poll(() => bar.getAttribute('aria-valuenow')).toMatch(/^\d+$/);
     await poll(() => imageInFrame().getAttribute('alt')).toBe('Image: a slow tide');
@@ -201,7 +201,7 @@ describeInBrowser('the image area', () => {
     await openConversation({ steps: 150 });
     await promptBox().fill('a slow sunrise');
     const interrupts = a1111.interrupts;
-    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('button', { name: 'Generate', exact: true }).click();
     await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
@@ -209,7 +209,7 @@ describeInBrowser('the image area', () => {
     await poll(() => page.getByRole('progressbar').count()).toBe(0);
     expect(await promptBox().inputValue()).toBe('a slow sunrise');
     expect(await imageInFrame().count()).toBe(0);
-    await poll(() => page.getByRole('button', { name: 'Generate' }).isEnabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Generate', exact: true }).isEnabled()).toBe(true);
   });
 
   it("Cancel stops the image a reply started on its own; the reply's text stays", async () => {
@@ -234,7 +234,7 @@ describeInBrowser('the image area', () => {
     await send('tell me a long story');
     await poll(() => page.locator('#log .msg.assistant .text').last().textContent()).toContain('word1');
     await promptBox().fill('a quick sketch');
-    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.getByRole('button', { name: 'Generate', exact: true }).click();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => page.locator('#image-error [role="alert"]').textContent()).toContain('cancelled');
     await waitForReply();

@@ -1,7 +1,7 @@
 // The HTML renderer of turn events, without a browser: every event renders, and nothing a model or a
 // user wrote can become markup.
 import { describe, expect, it } from 'vitest';
-import type { TurnEvent } from '../../server/core/index.ts';
+import type { DoneEvent, TurnEvent } from '../../server/core/index.ts';
 import { renderEventHtml, renderTurnStart } from '../../server/http/page/index.ts';
 import { renderMessage } from '../../server/http/page/markup.ts';
 
@@ -131,10 +131,35 @@ describe('renderEventHtml', () => {
   });
 
   it('starts a turn with the user bubble and an empty reply bubble, both escaped', () => {
-    const markup = String(renderTurnStart(view));
+    const markup = String(renderTurnStart({ ...view, at: '2026-11-23T10:00:00.000Z' }));
     expect(markup).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(markup).toContain('<time class="msg-time" datetime="2026-11-23T10:00:00.000Z">');
     expect(markup).toContain('id="reply-1-text"');
     expect(markup).not.toContain('<script');
+  });
+});
+
+describe('the library on the page', () => {
+  it('renders a storage failure before the turn began with the text to put back, escaped', () => {
+    const markup = String(
+      renderEventHtml({ type: 'error', code: 'storage_full', message: 'full' }, { conversationId: 'c1', bubbleId: 'reply-1', userText: '<b>"mine"</b>' }),
+    );
+    expect(markup).toContain('<hx-partial hx-target="#composer-inbox" hx-swap="innerHTML"><div class="restore-text" data-text="&lt;b&gt;&quot;mine&quot;&lt;/b&gt;">');
+    // Once the message is stored, it is not put back (it is kept in the conversation).
+    const stored = String(
+      renderEventHtml({ type: 'error', code: 'storage_full', message: 'full' }, { conversationId: 'c1', bubbleId: 'reply-1', userText: 'mine', started: true }),
+    );
+    expect(stored).not.toContain('composer-inbox');
+  });
+
+  it('offers Regenerate and Edit once a stored turn is done, and not for a message that was not stored', () => {
+    const done: DoneEvent = { type: 'done', attempts: 1, repairs: [], level: 'clean', evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 };
+    const stored = String(renderEventHtml(done, { conversationId: 'c1', bubbleId: 'reply-1', userText: 'x', started: true }));
+    expect(stored).toContain('class="regenerate-button last-only"');
+    expect(stored).toContain('<hx-partial hx-target="#reply-1-user .msg-actions" hx-swap="beforeend"><button type="button" class="edit-message last-only">Edit</button>');
+    const unsaved = String(renderEventHtml(done, { conversationId: 'c1', bubbleId: 'reply-1', userText: 'x' }));
+    expect(unsaved).not.toContain('regenerate-button');
+    expect(unsaved).not.toContain('edit-message');
   });
 });
 

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { encodeRgbPng } from '../fakes/png-bytes.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { openNewConversation, openPage, startStage } from './browser.ts';
+import { openPage, startStage } from './browser.ts';
 
 const OUTPUT = fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url));
 
@@ -72,7 +72,17 @@ async function saveScreenshot(): Promise<void> {
   try {
     const open = await openPage(stage);
     const { page } = open;
-    await openNewConversation(stage, open);
+    // A few earlier conversations for the library beside the chat.
+    for (const [text, reply] of [
+      ['A lighthouse on a cliff in a storm', 'Day or night, and how wild should the sea be?'],
+      ['A fox in the snow at dusk', 'Here is a first version. Closer, or the whole landscape?'],
+    ]) {
+      const id = ((await (await stage.easel.post('/api/conversations', {})).json()) as { id: string }).id;
+      stage.fake.enqueue(scriptReply(reply!, { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+      await (await stage.easel.post(`/api/conversations/${id}/messages`, { text })).text();
+    }
+    await page.goto(`${stage.easel.url}/`);
+    await page.locator('#status .state').first().waitFor();
 
     stage.fake.enqueue(
       scriptReply(

@@ -16,8 +16,14 @@ export interface TestEasel extends RunningServer {
 }
 
 /** The real server (main.ts wiring, SQLite in a temp dir) on a free loopback port. */
-export async function startTestEasel(options: { ollamaUrl: string; flags?: string[]; timing?: ServerTiming }): Promise<TestEasel> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'easel-test-'));
+export async function startTestEasel(options: {
+  ollamaUrl: string;
+  flags?: string[];
+  timing?: ServerTiming;
+  /** An existing data dir (a restart); it is left in place by close(). Default: a new temp dir, removed by close(). */
+  dataDir?: string;
+}): Promise<TestEasel> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'easel-test-'));
   const parsed = parseConfig(
     ['--port', '0', '--ollama-url', options.ollamaUrl, '--data-dir', dataDir, '--log-level', 'debug', ...(options.flags ?? [])],
     {},
@@ -47,7 +53,7 @@ export async function startTestEasel(options: { ollamaUrl: string; flags?: strin
     },
     async close() {
       await running.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,13 +1,15 @@
 // Who may talk to Easel (docs/SECURITY.md): Host allowlist, cross-site writes, content types, the
 // security headers, token mode and control characters, through a real port with the headers a
 // browser (or an attacker's page) would send.
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEaselService, createImageGenerator, silentLogger } from '../../server/core/index.ts';
 import { createApp } from '../../server/http/index.ts';
 import { createOllamaChatModel } from '../../server/ollama/index.ts';
 import { createSqliteStore } from '../../server/sqlite/index.ts';
+import { createImageFiles } from '../../server/util/index.ts';
+import { createZipArchive } from '../../server/zip/index.ts';
 import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
@@ -477,7 +479,7 @@ describe('token mode', () => {
 
   it('takes the right bearer token, refuses a wrong one or another scheme', async () => {
     expect((await send({ path: '/api/health', headers: bearer })).status).toBe(200);
-    expect((await send({ path: '/', headers: bearer })).status).toBe(303);
+    expect((await send({ path: '/', headers: bearer })).status).toBe(200);
     const wrong = await send({ path: '/api/health', headers: { authorization: `Bearer ${TOKEN}x` } });
     expect(wrong.status).toBe(401);
     expect(JSON.parse(wrong.body).error).toContain('not the right one');
@@ -498,7 +500,7 @@ describe('token mode', () => {
     const jar = { cookie: cookie.split(';')[0] as string };
     expect((await send({ path: '/api/health', headers: jar })).status).toBe(200);
     expect((await send({ path: '/assets/htmx.min.js', headers: jar })).status).toBe(200);
-    expect((await send({ path: '/', headers: jar })).status).toBe(303);
+    expect((await send({ path: '/', headers: jar })).status).toBe(200);
     expect((await send({ path: '/api/health', headers: { cookie: 'easel_token=wrong-token-value-123' } })).status).toBe(401);
   });
 
@@ -583,7 +585,7 @@ describe('an internal error', () => {
     const store = createSqliteStore({ path: ':memory:' });
     const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => {} });
     const llm = createOllamaChatModel({ host: 'http://127.0.0.1:9', model: 'mistral:7b', numCtx: 8192 });
-    const service = createEaselService({ store, llm, images, logger: silentLogger, clock: Date, numCtx: 8192 });
+    const service = createEaselService({ store, llm, images, imageFiles: createImageFiles(tmpdir()), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
     const page = new Hono().get('/boom', () => {
       throw new Error('boom');
     });

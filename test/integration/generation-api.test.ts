@@ -48,7 +48,7 @@ describe('automatic generation after a ready reply', () => {
     const id = await easel.newConversation();
     const events = await chat(easel, id, 'a cat in a wizard hat');
 
-    expect(events.map((e) => e.type).filter((t) => t !== 'progress' && t !== 'delta')).toEqual(['metadata', 'generation', 'image', 'done']);
+    expect(events.map((e) => e.type).filter((t) => t !== 'progress' && t !== 'delta')).toEqual(['started', 'metadata', 'generation', 'image', 'done']);
     const progress = of(events, 'progress');
     expect(progress.length).toBeGreaterThanOrEqual(2);
     expect(progress.at(-1)).toMatchObject({ steps: 12 });

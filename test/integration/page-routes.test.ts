@@ -112,3 +112,82 @@ describe('a reload renders the stored transcript as text', () => {
     expect(page).toContain('&lt;img src=&quot;/pwned-error&quot;&gt;');
   });
 });
+
+describe('the library on the page', () => {
+  const draftId = (page: string) => /hx-post="\/c\/([0-9a-f-]{36})\/messages"/.exec(page)?.[1];
+  const conversations = async () => ((await (await easel.get('/api/conversations')).json()) as { conversations: Array<{ id: string }> }).conversations;
+
+  it('"/" is an empty page with a fresh id each time, and stores nothing', async () => {
+    const first = await (await easel.get('/')).text();
+    const second = await (await easel.get('/')).text();
+    expect(draftId(first)).toBeDefined();
+    expect(draftId(second)).not.toBe(draftId(first));
+    expect(first).toContain('<input type="hidden" id="start-new" name="startNew" value="1">');
+    expect(await conversations()).toEqual([]);
+  });
+
+  it('the first message creates the conversation under the page\'s id, with the prompt and settings on screen', async () => {
+    const id = draftId(await (await easel.get('/')).text())!;
+    // Without startNew an unknown conversation stays unknown.
+    expect((await postForm(`/c/${id}/messages`, { text: 'hi', sendKey: newSendKey() })).status).toBe(404);
+    expect((await postForm('/c/not-a-uuid/messages', { text: 'hi', sendKey: newSendKey(), startNew: '1' })).status).toBe(422);
+    expect(await conversations()).toEqual([]);
+
+    fake.enqueue(scriptReply('A fox, then.', ASKING));
+    const response = await postForm(`/c/${id}/messages`, { text: 'a fox', sendKey: newSendKey(), startNew: '1', prompt: 'a red fox', steps: '33', cfg: '7', seed: '-1', width: '512', height: '512', negativePrompt: '', autoGenerate: 'on' });
+    expect(response.status).toBe(200);
+    const body = await response.text();
+    // Once stored: the page's marker goes, its head appears, and the sidebar is told to refresh.
+    expect(body).toContain('<hx-partial hx-target="#start-new" hx-swap="delete">');
+    expect(body).toContain('<h2 id="conversation-title" class="conversation-heading">a fox</h2>');
+    expect(body).toContain('event: easel:list');
+    expect((await conversations()).map((c) => c.id)).toEqual([id]);
+    const request = fake.chatRequests().at(-1)?.messages?.at(-1)?.content ?? '';
+    expect(request).toContain('[The user edited the prompt to: "a red fox"]');
+    expect(request).toContain('steps 33');
+  });
+
+  it('a first Generate creates the conversation with the prompt and settings on screen', async () => {
+    const id = draftId(await (await easel.get('/')).text())!;
+    const response = await postForm(`/c/${id}/generations`, { prompt: 'a lighthouse', sendKey: newSendKey(), startNew: '1', steps: '2', cfg: '7', seed: '5', width: '512', height: '512', negativePrompt: '' });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('The image is ready.');
+    const conversation = (await stored(id)) as unknown as { images: unknown[]; turns: unknown[] };
+    expect(conversation.images).toHaveLength(1);
+    expect(((await (await easel.get(`/api/conversations/${id}`)).json()) as { prompt: string; title: string })).toMatchObject({ prompt: 'a lighthouse', title: 'a lighthouse' });
+  });
+
+  it('switching answers the conversation\'s part of the page, its title and the list; a page load gets the whole page', async () => {
+    fake.enqueue(scriptReply('Which cat?', ASKING));
+    const id = await easel.newConversation();
+    await (await postForm(`/c/${id}/messages`, { text: 'a <cat>', sendKey: newSendKey() })).text();
+    const part = await (await fetch(`${easel.url}/c/${id}?q=cat`, { headers: { 'hx-request': 'true' } })).text();
+    expect(part.startsWith('<title>a &lt;cat&gt; · Easel</title><main id="conversation"')).toBe(true);
+    expect(part).toContain(`<a href="/c/${id}" class="conversation-link" aria-current="page"`);
+    expect(part).not.toContain('<!doctype html>');
+    const full = await (await easel.get(`/c/${id}`)).text();
+    expect(full.startsWith('<!doctype html>')).toBe(true);
+    expect(full).toContain('<nav id="library"');
+    const gone = await fetch(`${easel.url}/c/00000000-0000-4000-8000-000000000000`, { headers: { 'hx-request': 'true' } });
+    expect(gone.status).toBe(404);
+    expect(await gone.text()).toContain('does not exist any more');
+  });
+
+  it('imports a zip sent as a form (multipart); a zip sent as the body belongs to the API', async () => {
+    fake.enqueue(scriptReply('Which cat?', ASKING));
+    const id = await easel.newConversation();
+    await (await postForm(`/c/${id}/messages`, { text: 'a cat', sendKey: newSendKey() })).text();
+    const zip = new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer());
+    const form = new FormData();
+    form.set('file', new Blob([zip], { type: 'application/zip' }), 'cat.zip');
+    const imported = await fetch(`${easel.url}/c/import`, { method: 'POST', headers: { 'sec-fetch-site': 'same-origin' }, body: form });
+    expect(imported.status).toBe(201);
+    const location = imported.headers.get('hx-redirect');
+    expect(location).toMatch(/^\/c\/[0-9a-f-]{36}$/);
+    expect(location).not.toBe(`/c/${id}`);
+
+    const raw = await fetch(`${easel.url}/c/import`, { method: 'POST', headers: { 'content-type': 'application/zip' }, body: zip });
+    expect(raw.status).toBe(415);
+    expect((await fetch(`${easel.url}/api/conversations/import`, { method: 'POST', headers: { 'content-type': 'application/zip' }, body: zip })).status).toBe(201);
+  });
+});

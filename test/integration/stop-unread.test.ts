@@ -9,6 +9,8 @@ import { createEaselService, createImageGenerator, silentLogger, type EaselServi
 import { createApp } from '../../server/http/index.ts';
 import { createOllamaChatModel } from '../../server/ollama/index.ts';
 import { createSqliteStore } from '../../server/sqlite/index.ts';
+import { createImageFiles } from '../../server/util/index.ts';
+import { createZipArchive } from '../../server/zip/index.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { readSse, shownText } from '../helpers/sse.ts';
@@ -36,7 +38,7 @@ describe('Stop with a stream nobody reads (the real app through app.request)', (
     const store = createSqliteStore({ path: join(dataDir, 'easel.db') });
     const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
     const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => undefined });
-    const service = createEaselService({ store, llm, images, logger: silentLogger, clock: Date, numCtx: 8192 });
+    const service = createEaselService({ store, llm, images, imageFiles: createImageFiles(tmpdir()), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
     const app = createApp({ service, logger: silentLogger, access: { allowedHosts: [] } });
     request = async (path, body) =>
       // A browser or curl always sends Host; the app refuses a request without one (DNS rebinding).
@@ -62,7 +64,10 @@ describe('Stop with a stream nobody reads (the real app through app.request)', (
     const unread = await request(`/api/conversations/${id}/messages`, { text: 'tell me a long story' });
     expect(unread.status).toBe(200);
     const reader = unread.body!.getReader();
-    expect(new TextDecoder().decode((await reader.read()).value)).toContain('event: delta');
+    // Read until the first words arrived (the stream opens with `started`), then never again.
+    let read = '';
+    while (!read.includes('event: delta')) read += new TextDecoder().decode((await reader.read()).value);
+    expect(read).toContain('event: started');
     await fake.waitForStall();
 
     expect(await (await request(`/api/conversations/${id}/stop`, {})).json()).toEqual({ stopped: true });
@@ -118,7 +123,7 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
     const store = createSqliteStore({ path: join(dataDir, 'easel.db') });
     const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
     const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => undefined });
-    service = createEaselService({ store, llm, images, logger: silentLogger, clock: Date, numCtx: 8192 });
+    service = createEaselService({ store, llm, images, imageFiles: createImageFiles(tmpdir()), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
     close = () => {
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
@@ -133,6 +138,12 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
     return out;
   }
 
+  function createdId(target: EaselService): string {
+    const created = target.createConversation();
+    if (!created.ok) throw new Error(`not created: ${created.error.message}`);
+    return created.value.id;
+  }
+
   function send(id: string, text: string): AsyncIterable<TurnEvent> {
     const result = service.sendMessage(id, text, new AbortController().signal);
     if (!result.ok) throw new Error(`not sent: ${result.error.code}`);
@@ -141,7 +152,7 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
 
   it('a message sent in the same instant as Stop is stored after the stopped turn, and runs after it', async () => {
     fake.enqueue({ chunks: LONG_REPLY, stallAfter: 3 });
-    const id = service.createConversation().id;
+    const id = createdId(service);
     const first = send(id, 'first');
     await fake.waitForStall();
     // Nothing reads `first`; Stop and the next message come together.
@@ -151,7 +162,7 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
     const second = send(id, 'second');
 
     // The second turn's message is written once the first turn is stored; the first task is over then.
-    await expect.poll(() => service.getConversation(id)!.turns.length).toBe(3);
+    await expect.poll(() => service.getConversation(id)!.turns.length).toBe(4);
     await fake.waitForRequests(2, '/api/chat');
     // The finished first task must not have cleared the running second turn's entry.
     expect(service.isBusy(id)).toBe(true);

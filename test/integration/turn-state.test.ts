@@ -163,15 +163,25 @@ describe('the conversation is never left locked', () => {
     // A second connection to the same database makes storing the reply fail, as a full disk would.
     const db = new Database(join(easel.dataDir, 'easel.db'));
     try {
-      db.exec(`CREATE TRIGGER fail_reply BEFORE INSERT ON turns WHEN NEW.role = 'assistant'
+      // The message and the running reply are stored as the turn starts; storing its end fails.
+      db.exec(`CREATE TRIGGER fail_reply BEFORE UPDATE OF status ON turns WHEN OLD.status = 'running'
                BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
       fake.enqueue(scriptReply('This reply cannot be stored.', READY));
       const response = await easel.post(`/api/conversations/${id}/messages`, { text: 'a cat' });
       expect(response.status).toBe(200);
-      await response.text();
+      const events = await readSse(response);
+      expect(events.slice(-2).map((e) => e.type)).toEqual(['error', 'done']);
+      expect(of(events, 'error')[0]).toMatchObject({ code: 'storage_failed' });
+      expect(String(of(events, 'error')[0]?.message)).toContain('your message is kept');
       await expect.poll(async () => (await stored(id)).busy).toBe(false);
-      // What the user typed is kept.
-      expect((await stored(id)).turns.map((t) => [t.role, t.text])).toEqual([['user', 'a cat']]);
+      // What the user typed is kept; the reply keeps what was saved of it as it streamed, interrupted.
+      const turns = (await stored(id)).turns;
+      expect(turns.map((t) => [t.role, t.status])).toEqual([
+        ['user', 'ok'],
+        ['assistant', 'interrupted'],
+      ]);
+      expect(turns[0]?.text).toBe('a cat');
+      expect('This reply cannot be stored.'.startsWith(turns[1]!.text)).toBe(true);
     } finally {
       db.exec('DROP TRIGGER IF EXISTS fail_reply');
       db.close();

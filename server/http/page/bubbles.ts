@@ -11,6 +11,8 @@ export interface BubbleIds {
   images: string;
   /** The status line shown in the text's place until the first words arrive. */
   status: string;
+  /** Copy, the time, Regenerate. */
+  actions: string;
 }
 
 export function describeBubble(bubbleId: string): BubbleIds {
@@ -21,6 +23,7 @@ export function describeBubble(bubbleId: string): BubbleIds {
     notes: `${bubbleId}-notes`,
     images: `${bubbleId}-images`,
     status: `${bubbleId}-status`,
+    actions: `${bubbleId}-actions`,
   };
 }
 
@@ -28,10 +31,53 @@ export function conversationPath(conversationId: string, rest = ''): string {
   return `/c/${encodeURIComponent(conversationId)}${rest}`;
 }
 
-export function renderUserBubble(text: string, id?: string): Html {
-  return html`<article class="msg user"${id ? html` id="${id}"` : EMPTY}>
-<span class="visually-hidden">You: </span><div class="text">${text}</div>
+/** How a message is shown: its time, and the controls only the latest message and reply offer. */
+export interface MessageOptions {
+  /** The element id (the stored turn's, or a streamed bubble's). */
+  id?: string;
+  /** ISO time, shown on hover (formatted in the reader's time zone by web/easel.js). */
+  createdAt?: string;
+  /** The conversation, for the controls that post to it. */
+  conversationId?: string;
+  /** The last message (Edit) or the last reply (Regenerate) that was not replaced. */
+  last?: boolean;
+  /** Regenerate or Edit asked again: kept, shown dimmed, without controls. */
+  replaced?: boolean;
+}
+
+export function renderUserBubble(text: string, options: MessageOptions = {}): Html {
+  const edit = options.last && !options.replaced ? html`<button type="button" class="edit-message last-only">Edit</button>` : EMPTY;
+  return html`<article class="msg user${options.replaced ? ' replaced' : ''}"${options.id ? html` id="${options.id}"` : EMPTY}>
+<span class="visually-hidden">You: </span>${options.replaced ? renderReplacedLabel() : EMPTY}<div class="text">${text}</div>
+${renderMessageActions(options.createdAt, edit)}
 </article>`;
+}
+
+/** Copy, the time on hover, and what else a message offers. */
+export function renderMessageActions(createdAt: string | undefined, extra: Html = EMPTY): Html {
+  return html`<div class="msg-actions">${createdAt ? renderTime(createdAt) : EMPTY}<button type="button" class="copy-message">Copy</button>${extra}</div>`;
+}
+
+/** A time as the server knows it (UTC); web/easel.js rewrites it in the reader's own time zone. */
+export function renderTime(iso: string, className = 'msg-time'): Html {
+  return html`<time class="${className}" datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')}</time>`;
+}
+
+function renderReplacedLabel(): Html {
+  return html`<p class="replaced-label">Replaced</p>`;
+}
+
+/**
+ * Regenerate on the last reply: web/easel.js submits the chat's one #regenerate-form, which stays in the
+ * page while the new reply streams (this button goes away as the new turn starts).
+ */
+export function renderRegenerateButton(): Html {
+  return html`<button type="button" class="regenerate-button last-only">Regenerate</button>`;
+}
+
+/** The stream source of every Regenerate of a conversation. */
+export function renderRegenerateForm(conversationId: string): Html {
+  return html`<form id="regenerate-form" hx-post="${conversationPath(conversationId, '/regenerate')}" hx-swap="none" hx-disable="#send" hx-indicator="#composer" data-stream hidden novalidate></form>`;
 }
 
 /**
@@ -46,16 +92,22 @@ export interface AssistantBubbleContent {
   streaming?: boolean;
   notes?: Html;
   images?: readonly ImageDetails[];
+  createdAt?: string;
+  /** Shown dimmed with a label: Regenerate or Edit replaced it. */
+  replaced?: boolean;
+  /** Controls beside Copy (Regenerate on the last reply). */
+  actions?: Html;
 }
 
 export function renderAssistantBubble(bubbleId: string, content: AssistantBubbleContent = {}): Html {
   const ids = describeBubble(bubbleId);
-  return html`<article class="msg assistant" id="${ids.bubble}">
-<span class="visually-hidden">Easel: </span><div class="text" id="${ids.text}">${content.text ?? ''}</div>${
+  return html`<article class="msg assistant${content.replaced ? ' replaced' : ''}" id="${ids.bubble}">
+<span class="visually-hidden">Easel: </span>${content.replaced ? renderReplacedLabel() : EMPTY}<div class="text" id="${ids.text}">${content.text ?? ''}</div>${
     content.streaming ? html`<span class="typing" id="${ids.cursor}" aria-hidden="true"><i></i><i></i><i></i></span>` : EMPTY
   }
 <div class="notes" id="${ids.notes}">${content.notes ?? EMPTY}</div>
 <div class="thumbs" id="${ids.images}">${(content.images ?? []).map(renderThumbnail)}</div>
+<div class="msg-actions" id="${ids.actions}">${content.createdAt ? renderTime(content.createdAt) : EMPTY}${content.streaming ? EMPTY : html`<button type="button" class="copy-message">Copy</button>`}${content.actions ?? EMPTY}</div>
 </article>`;
 }
 

@@ -11,10 +11,12 @@ import {
   renderGeneratedEntry,
   renderImage,
   renderNotice,
+  renderRegenerateButton,
   renderThumbnail,
   renderUserBubble,
   type ImageDetails,
 } from './bubbles.ts';
+import { renderCreated, type ChatHead } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 
 export interface StreamView {
@@ -31,14 +33,27 @@ export interface StreamView {
   findImage?: (imageId: string) => ImageDetails | undefined;
   /** Set by the caller while the last event rendered was a `status`: the next event removes that line. */
   statusShown?: boolean;
+  /** Set by the caller once the `started` event passed: the message is stored (Edit and Regenerate may follow). */
+  started?: boolean;
+  /** This message creates the conversation (the empty page): its head, once it exists. */
+  describeCreated?: () => ChatHead | undefined;
 }
 
-/** The first message of a reply stream: the user's bubble at once, and the empty bubble the reply fills. */
-export function renderTurnStart(view: StreamView & { bubbleId: string; userText: string }): Html {
-  return joinHtml([
-    renderPartial('#log-empty', 'delete'),
-    renderPartial('#log', 'beforeend', joinHtml([renderUserBubble(view.userText), renderAssistantBubble(view.bubbleId, { streaming: true })])),
-  ]);
+/** The user's bubble of a streamed turn, next to its reply's. */
+function userBubbleId(bubbleId: string): string {
+  return `${bubbleId}-user`;
+}
+
+/**
+ * The first message of a reply stream: the user's bubble at once (none for Regenerate, which asks the same
+ * message again), and the empty bubble the reply fills. Edit and Regenerate move to the new turn.
+ */
+export function renderTurnStart(view: StreamView & { bubbleId: string; at: string }): Html {
+  const bubbles = [
+    view.userText === undefined ? EMPTY : renderUserBubble(view.userText, { id: userBubbleId(view.bubbleId), createdAt: view.at }),
+    renderAssistantBubble(view.bubbleId, { streaming: true, createdAt: view.at }),
+  ];
+  return joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log .last-only', 'delete'), renderPartial('#log', 'beforeend', joinHtml(bubbles))]);
 }
 
 export function renderEventHtml(event: TurnEvent, view: StreamView): Html {
@@ -51,6 +66,10 @@ export function renderEventHtml(event: TurnEvent, view: StreamView): Html {
 function renderEventFragment(event: TurnEvent, view: StreamView): Html {
   const ids = view.bubbleId ? describeBubble(view.bubbleId) : undefined;
   switch (event.type) {
+    case 'started': {
+      const head = view.describeCreated?.();
+      return head ? renderCreated(head) : EMPTY;
+    }
     case 'delta':
       // One span per token, appended: `white-space: pre-wrap` on the bubble keeps spaces and newlines.
       return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span>${event.text}</span>`) : EMPTY;
@@ -99,6 +118,10 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       return joinHtml([
         renderPartial(`#${ids.cursor}`, 'delete'),
         renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(view.conversationId, event.message, view.userText)),
+        // The message was not stored: its text goes back into the composer (web/easel.js puts it there).
+        !view.started && view.userText !== undefined
+          ? renderPartial('#composer-inbox', 'innerHTML', html`<div class="restore-text" data-text="${view.userText}"></div>`)
+          : EMPTY,
       ]);
     case 'done':
       // Whatever ended the image, its bar ends with the stream.
@@ -107,6 +130,15 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
         renderPartial(`#${ids.cursor}`, 'delete'),
         event.level === 'stopped' ? renderPartial(`#${ids.notes}`, 'beforeend', renderNotice('Stopped.')) : EMPTY,
+        // A stored turn is now the last one: Copy and Regenerate on the reply, Edit on the message.
+        renderPartial(
+          `#${ids.actions}`,
+          'beforeend',
+          joinHtml([html`<button type="button" class="copy-message">Copy</button>`, view.started ? renderRegenerateButton() : EMPTY]),
+        ),
+        view.started && view.userText !== undefined
+          ? renderPartial(`#${userBubbleId(view.bubbleId!)} .msg-actions`, 'beforeend', html`<button type="button" class="edit-message last-only">Edit</button>`)
+          : EMPTY,
       ]);
   }
 }

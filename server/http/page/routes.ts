@@ -1,24 +1,27 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
-import { getCookie, setCookie } from 'hono/cookie';
-import { readFormBody, refuseNonFormBody } from '../errors.ts';
-import { streamEvents, withRequestSignal } from '../stream-events.ts';
-import type { EaselService, Logger, ServiceError, TurnEvent } from '../../core/index.ts';
+import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
+import { streamEvents, withRequestSignal, type SseMessage } from '../stream-events.ts';
+import { DEFAULT_SETTINGS, UNTITLED, type ConversationView, type EaselService, type Logger, type TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
-import { html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
+import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
+import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import { renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { readSettingsForm } from './settings-form.ts';
 import {
   renderComposerStatus,
   renderConversationPage,
+  renderConversationSwitch,
   renderMissingPage,
+  renderMissingPart,
   renderPromptSaved,
   renderSettingsSaved,
   renderStatus,
   type ImageStatus,
+  type PageModel,
 } from './views.ts';
 
 export interface PageDeps {
@@ -30,14 +33,6 @@ export interface PageDeps {
   keepAliveMs?: number;
 }
 
-const LAST_CONVERSATION_COOKIE = 'easel_conversation';
-
-const STATUS: Record<ServiceError['code'], 404 | 409 | 422 | 503> = {
-  not_found: 404,
-  busy: 409,
-  invalid: 422,
-  unavailable: 503,
-};
 
 /** The web page: server-rendered HTML, htmx fragments and SSE streams of HTML, and its assets. */
 export function createPageRoutes(deps: PageDeps): Hono {
@@ -56,20 +51,98 @@ export function createPageRoutes(deps: PageDeps): Hono {
     return refused ?? next();
   });
 
-  page.get('/', (c) => {
-    const last = getCookie(c, LAST_CONVERSATION_COOKIE);
-    const conversation = (last && service.getConversation(last)) || service.createConversation();
-    return c.redirect(conversationPath(conversation.id), 303);
-  });
+  const PENDING_IMAGES: ImageStatus = { configured: false, detail: 'Checking the image backend…' };
 
-  page.post('/c', (c) => c.redirect(conversationPath(service.createConversation().id), 303));
+  function pageModel(conversation: ConversationView, isNew: boolean, query: string): PageModel {
+    return {
+      conversation,
+      isNew,
+      busy: !isNew && service.isBusy(conversation.id),
+      library: { conversations: service.listConversations(query), currentId: isNew ? '' : conversation.id, query },
+      imageStatus: PENDING_IMAGES,
+    };
+  }
+
+  /** A full page for a navigation; only the conversation's part for an htmx switch from the sidebar. */
+  function sendPage(c: Context, model: PageModel): Response {
+    c.header('Cache-Control', 'no-store');
+    c.header('Vary', 'HX-Request');
+    return sendHtml(c, isHtmxRequest(c) ? renderConversationSwitch(model) : renderConversationPage(model));
+  }
+
+  function headOf(id: string): ChatHead | undefined {
+    const summary = service.getSummary(id);
+    return summary ? { id, title: summary.title, isNew: false, imageCount: 0 } : undefined;
+  }
+
+  // A new conversation's empty page. Nothing is stored until its first message (or Generate), which
+  // creates it under the id chosen here.
+  page.get('/', (c) => {
+    const now = new Date().toISOString();
+    const draft: ConversationView = {
+      id: randomUUID(),
+      title: UNTITLED,
+      createdAt: now,
+      updatedAt: now,
+      preview: '',
+      prompt: '',
+      settings: DEFAULT_SETTINGS,
+      turns: [],
+      images: [],
+    };
+    return sendPage(c, pageModel(draft, true, c.req.query('q') ?? ''));
+  });
 
   page.get('/c/:id', (c) => {
     const conversation = service.getConversation(c.req.param('id'));
-    if (!conversation) return sendHtml(c, renderMissingPage(), 404);
-    setCookie(c, LAST_CONVERSATION_COOKIE, conversation.id, { path: '/', httpOnly: true, sameSite: 'Strict', maxAge: 60 * 60 * 24 * 365 });
+    if (!conversation) {
+      c.header('Cache-Control', 'no-store');
+      return isHtmxRequest(c) ? sendHtml(c, renderMissingPart(), 404) : sendHtml(c, renderMissingPage(), 404);
+    }
+    return sendPage(c, pageModel(conversation, false, c.req.query('q') ?? ''));
+  });
+
+  // The sidebar's list: a search, or a refresh after a turn began (its order and titles changed).
+  page.get('/conversations', (c) => {
+    const query = c.req.query('q') ?? '';
     c.header('Cache-Control', 'no-store');
-    return sendHtml(c, renderConversationPage(conversation, { configured: false, detail: 'Checking the image backend…' }));
+    return sendHtml(c, renderConversationItems({ conversations: service.listConversations(query), currentId: c.req.query('current') ?? '', query }));
+  });
+
+  page.patch('/c/:id', async (c) => {
+    const id = c.req.param('id');
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const result = service.renameConversation(id, body.value.title);
+    if (!result.ok) {
+      return sendHtml(c, renderPartial('#rename-error', 'innerHTML', html`${result.error.fields?.title ?? result.error.message}`), STATUS[result.error.code]);
+    }
+    // On the body: the form that sent this is replaced with the head, and an event on it would reach no one.
+    c.header('HX-Trigger', JSON.stringify({ 'easel:list': { target: 'body' } }));
+    const head = headOf(id);
+    return sendHtml(c, head ? renderPartial('#chat-head', 'outerHTML', renderChatHead({ ...head, imageCount: service.getConversation(id)?.images.length ?? 0 })) : EMPTY);
+  });
+
+  page.delete('/c/:id', async (c) => {
+    const result = await service.deleteConversation(c.req.param('id'));
+    if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.message), STATUS[result.error.code]);
+    // The empty page of a new conversation takes its place.
+    c.header('HX-Redirect', '/');
+    return c.body(null, 200);
+  });
+
+  // The page's Import: a form holding the .zip (multipart); the API takes the zip as the body.
+  page.post('/c/import', async (c) => {
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const file = body.value.file;
+    if (!(file instanceof File) || file.size === 0) {
+      return sendHtml(c, renderImportStatus('Choose a .zip made with Export.'), 422);
+    }
+    const result = await service.importConversation(new Uint8Array(await file.arrayBuffer()));
+    if (!result.ok) return sendHtml(c, renderImportStatus(result.error.message), STATUS[result.error.code]);
+    c.header('HX-Redirect', conversationPath(result.value.id));
+    return c.body(null, 201);
   });
 
   page.post('/c/:id/messages', async (c) => {
@@ -83,19 +156,38 @@ export function createPageRoutes(deps: PageDeps): Hono {
     if (!sends.claim(form.sendKey)) {
       return sendHtml(c, renderComposerStatus('This message was already sent once; it is not sent twice.'), 409);
     }
-    const conversation = service.getConversation(id);
-    if (!conversation) return sendHtml(c, renderComposerStatus('This conversation no longer exists. Start a new one.'), 404);
-    // An unsaved prompt edit travels with the message, so the model hears of it in this very turn.
-    if (typeof form.prompt === 'string' && form.prompt !== conversation.prompt) {
-      const saved = service.setPrompt(id, form.prompt);
-      if (!saved.ok) {
-        return sendHtml(c, joinHtml([renderPromptSaved(saved.error.message), renderComposerStatus('Not sent: fix the prompt first.')]), 422);
-      }
-    }
+    const creating = form.startNew === '1';
     const hangup = new AbortController();
-    const result = service.sendMessage(id, form.text, hangup.signal);
-    if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.fields?.text ?? result.error.message), STATUS[result.error.code]);
-    const view = { conversationId: id, bubbleId: `reply-${randomBytes(6).toString('hex')}`, userText: String(form.text).trim(), findImage: findImage(id) };
+    // An unsaved prompt edit travels with the message, so the model hears of it in this very turn; on the
+    // empty page the settings too (there is nothing to save them into yet).
+    const result = service.sendMessage(id, form.text, hangup.signal, {
+      ...(creating ? { create: true, settings: readSettingsForm(form) } : {}),
+      ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
+      ...(form.replaceLast === '1' ? { replaceLast: true } : {}),
+    });
+    if (!result.ok) {
+      if (result.error.code === 'not_found') return sendHtml(c, renderComposerStatus('This conversation no longer exists. Start a new one; your text is kept.'), 404);
+      const promptError = result.error.fields?.prompt;
+      if (promptError) return sendHtml(c, joinHtml([renderPromptSaved(promptError), renderComposerStatus('Not sent: fix the prompt first.')]), 422);
+      return sendHtml(c, renderComposerStatus(result.error.fields?.text ?? result.error.message), STATUS[result.error.code]);
+    }
+    const view: StreamView & { bubbleId: string; at: string } = {
+      conversationId: id,
+      bubbleId: newBubbleId(),
+      userText: String(form.text).trim(),
+      findImage: findImage(id),
+      at: new Date().toISOString(),
+      ...(creating ? { describeCreated: () => headOf(id) } : {}),
+    };
+    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
+  });
+
+  page.post('/c/:id/regenerate', (c) => {
+    const id = c.req.param('id');
+    const hangup = new AbortController();
+    const result = service.regenerate(id, hangup.signal);
+    if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.message), STATUS[result.error.code]);
+    const view: StreamView & { bubbleId: string; at: string } = { conversationId: id, bubbleId: newBubbleId(), findImage: findImage(id), at: new Date().toISOString() };
     return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
@@ -115,12 +207,16 @@ export function createPageRoutes(deps: PageDeps): Hono {
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
       ...(hasSettings ? { settings: readSettingsForm(form) } : {}),
     };
-    const result = service.generate(id, overrides, hangup.signal);
+    const creating = form.startNew === '1' && !service.getSummary(id);
+    const result = service.generate(id, overrides, hangup.signal, { create: creating });
     if (!result.ok) {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
     const view: StreamView = { conversationId: id, imageStarted: true, findImage: findImage(id) };
-    return streamHtml(c, { events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
+    // A first Generate made the conversation: the page takes its place in the library at once.
+    const head = creating ? headOf(id) : undefined;
+    const first = head ? [{ data: String(renderCreated(head)) }, LIST_CHANGED] : undefined;
+    return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
   page.post('/c/:id/stop', (c) => {
@@ -194,12 +290,27 @@ function renderGenerateState(images: ImageStatus): Html {
   ]);
 }
 
-function sendHtml(c: Context, body: Html, status: 200 | 400 | 404 | 409 | 422 | 503 = 200): Response {
+/** A named SSE event: htmx triggers `easel:list` on the stream's source, and the sidebar's list refreshes. */
+const LIST_CHANGED: SseMessage = { event: 'easel:list', data: '' };
+
+function isHtmxRequest(c: Context): boolean {
+  return c.req.header('hx-request') === 'true' && c.req.header('hx-history-restore-request') !== 'true';
+}
+
+function newBubbleId(): string {
+  return `reply-${randomBytes(6).toString('hex')}`;
+}
+
+function renderImportStatus(message: string): Html {
+  return renderPartial('#import-status', 'innerHTML', html`<span class="composer-error">${message}</span>`);
+}
+
+function sendHtml(c: Context, body: Html, status: 200 | 201 | 400 | 404 | 409 | 413 | 422 | 503 = 200): Response {
   return c.html(String(body), status);
 }
 
 interface HtmlStream {
-  first?: Html;
+  first?: Html | readonly SseMessage[];
   events: AsyncIterable<TurnEvent>;
   view: StreamView;
   /** Aborted when the client hangs up. */
@@ -218,8 +329,9 @@ function streamHtml(c: Context, { first, events, view, hangup, logger, keepAlive
     hangup,
     logger,
     ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
-    ...(first ? { first: { data: String(first) } } : {}),
+    ...(first ? { first: Array.isArray(first) ? first : { data: String(first) } } : {}),
     onEvent(event) {
+      if (event.type === 'started') view.started = true;
       if (event.type !== 'generation') return;
       view.imageStarted = true;
       view.generationId = event.id;
@@ -227,7 +339,10 @@ function streamHtml(c: Context, { first, events, view, hangup, logger, keepAlive
     render(event) {
       const fragment = String(renderEventHtml(event, view));
       view.statusShown = event.type === 'status';
-      return fragment === '' ? undefined : { data: fragment };
+      const message = fragment === '' ? [] : [{ data: fragment }];
+      // The turn is stored: the sidebar reorders (and shows a new conversation), by a named SSE event that
+      // htmx dispatches on the page.
+      return event.type === 'started' ? [...message, LIST_CHANGED] : message;
     },
   });
 }

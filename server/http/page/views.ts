@@ -3,6 +3,8 @@ import { describeModelHealth, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
+  renderRegenerateButton,
+  renderRegenerateForm,
   renderDivider,
   renderErrorBox,
   renderGeneratedEntry,
@@ -11,6 +13,7 @@ import {
   renderNotice,
   renderUserBubble,
 } from './bubbles.ts';
+import { renderChatHead, renderConversationItems, renderCurrentMarker, renderLibrary, type LibraryState } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 
 export interface ImageStatus {
@@ -43,7 +46,7 @@ function renderDocument(title: string, body: Html): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-<meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": false, "extensions": "sse"}'>
+<meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": "reload", "extensions": "sse"}'>
 <title>${title}</title>
 <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/easel.css">
@@ -55,23 +58,56 @@ ${body}
 </html>`;
 }
 
-export function renderConversationPage(conversation: ConversationView, imageStatus: ImageStatus): Html {
-  const id = conversation.id;
-  const latestImage = conversation.images.at(-1);
+export interface PageModel {
+  conversation: ConversationView;
+  /** The empty page of a conversation that does not exist yet: its first message (or Generate) creates it. */
+  isNew: boolean;
+  /** A reply is being written right now (in another tab): its turn shows as still running. */
+  busy: boolean;
+  library: LibraryState;
+  imageStatus: ImageStatus;
+}
+
+/** The whole page: the top bar, the library and the conversation. */
+export function renderConversationPage(model: PageModel): Html {
   return renderDocument(
-    'Easel',
+    documentTitle(model.conversation.title),
     html`<body>
 <header class="topbar">
+<button type="button" id="library-toggle" class="library-toggle" aria-controls="library" aria-expanded="false">Conversations</button>
 <h1 class="brand"><img src="/assets/favicon.svg" alt="" width="22" height="22"> Easel</h1>
 <div id="status" class="status" role="status" hx-get="/status" hx-trigger="load, every 30s, easel:status from:body" hx-swap="innerMorph">Checking Ollama…</div>
-<form method="post" action="/c" class="new-conversation"><button type="submit">New conversation</button></form>
 </header>
-<main class="layout">
+<div class="app">
+${renderLibrary(model.library)}
+${renderConversationPart(model)}
+</div>
+<div id="metadata-inbox" hidden></div>
+<div id="composer-inbox" hidden></div>
+${renderImageDialog()}
+</body>`,
+  );
+}
+
+export function documentTitle(title: string): string {
+  return `${title} · Easel`;
+}
+
+/** The conversation's part of the page, swapped whole when switching to another conversation. */
+export function renderConversationPart(model: PageModel): Html {
+  const { conversation, isNew } = model;
+  const id = conversation.id;
+  const latestImage = conversation.images.at(-1);
+  const empty = conversation.turns.length === 0 && conversation.images.length === 0;
+  return html`<main id="conversation" class="layout" data-conversation-id="${id}">
 <section class="chat" aria-label="Chat">
+${renderChatHead({ id, title: conversation.title, isNew, imageCount: conversation.images.length })}
 <div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation">
-${conversation.turns.length === 0 && conversation.images.length === 0 ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images)}
+${empty ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images, model.busy)}
 </div>
 <form id="composer" class="composer" hx-post="${conversationPath(id, '/messages')}" hx-swap="none" hx-disable="#send" data-stream novalidate>
+${isNew ? html`<input type="hidden" id="start-new" name="startNew" value="1">` : EMPTY}
+<input type="hidden" id="replace-last" name="replaceLast" value="1" disabled>
 <label for="message" class="visually-hidden">Message</label>
 <textarea id="message" name="text" rows="3" maxlength="8000" placeholder="Describe the picture you want…  (Enter sends, Shift+Enter adds a line)" autofocus></textarea>
 <div class="composer-actions">
@@ -80,6 +116,7 @@ ${conversation.turns.length === 0 && conversation.images.length === 0 ? html`<p 
 <button type="submit" id="send" class="send primary">Send</button>
 </div>
 </form>
+${renderRegenerateForm(id)}
 </section>
 <div class="side">
 <div class="side-top">
@@ -90,15 +127,21 @@ ${conversation.turns.length === 0 && conversation.images.length === 0 ? html`<p 
 <div id="image-error" class="image-error-slot"></div>
 <p id="image-announce" class="visually-hidden" aria-live="polite"></p>
 </section>
-${renderPromptPane(id, conversation.prompt, imageStatus)}
+${renderPromptPane(id, conversation.prompt, model.imageStatus)}
 </div>
 ${renderSettingsPanel(id, conversation.settings)}
 </div>
-</main>
-<div id="metadata-inbox" hidden></div>
-${renderImageDialog()}
-</body>`,
-  );
+</main>`;
+}
+
+/** The answer to an htmx switch: the conversation's part, its title, and the list with it marked. */
+export function renderConversationSwitch(model: PageModel): Html {
+  return joinHtml([
+    html`<title>${documentTitle(model.conversation.title)}</title>`,
+    renderConversationPart(model),
+    renderPartial('#conversation-list', 'innerMorph', renderConversationItems(model.library)),
+    renderPartial('#current-conversation', 'outerHTML', renderCurrentMarker(model.library.currentId)),
+  ]);
 }
 
 function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus): Html {
@@ -194,8 +237,10 @@ ${row('model', 'Model')}
  * The turns, with each Generate-button image placed where it was made (by time): the same order the
  * live page showed, after a reload.
  */
-function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[]): Html {
-  const lastAssistant = turns.findLast((turn) => turn.role === 'assistant');
+function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[], busy: boolean): Html {
+  const shown = turns.filter((turn) => turn.status !== 'replaced');
+  const lastUser = shown.findLast((turn) => turn.role === 'user');
+  const lastAssistant = shown.findLast((turn) => turn.role === 'assistant');
   const loose = images.filter((image) => image.turnId === null);
   let next = 0;
   const takeLooseBefore = (at: string | undefined): Html[] => {
@@ -210,29 +255,34 @@ function renderTranscript(conversationId: string, turns: readonly TranscriptTurn
   };
   const parts = turns.map((turn, index) => {
     const before = joinHtml(takeLooseBefore(turn.createdAt));
-    return joinHtml([before, renderTurn(conversationId, turns, turn, index, lastAssistant)]);
+    const last = !busy && (turn === lastUser || turn === lastAssistant);
+    return joinHtml([before, renderTurn(conversationId, turns, turn, index, last)]);
   });
   return joinHtml([...parts, ...takeLooseBefore(undefined)]);
 }
 
-function renderTurn(
-  conversationId: string,
-  turns: readonly TranscriptTurn[],
-  turn: TranscriptTurn,
-  index: number,
-  lastAssistant: TranscriptTurn | undefined,
-): Html {
+function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn, index: number, last: boolean): Html {
   const bubbleId = `turn-${turn.id}`;
-  if (turn.role === 'user') return renderUserBubble(turn.text, bubbleId);
+  const replaced = turn.status === 'replaced';
+  if (turn.role === 'user') return renderUserBubble(turn.text, { id: bubbleId, createdAt: turn.createdAt, conversationId, last, replaced });
   const previous = turns[index - 1];
   const notes: Html[] = [];
   if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
-  if (turn.error) {
+  if (turn.status === 'interrupted') notes.push(renderNotice('Interrupted: Easel stopped before this reply was finished. Regenerate asks again.'));
+  if (turn.status === 'running') notes.push(renderNotice('Still being written…'));
+  if (turn.error && !replaced) {
     // Retry is offered on the latest failed turn only: older ones were answered since.
-    const retryText = turn === lastAssistant && previous?.role === 'user' ? previous.text : undefined;
+    const retryText = last && previous?.role === 'user' ? previous.text : undefined;
     notes.push(renderErrorBox(conversationId, turn.error.message, retryText));
   }
-  const bubble = renderAssistantBubble(bubbleId, { text: turn.text, notes: joinHtml(notes), images: turn.images });
+  const bubble = renderAssistantBubble(bubbleId, {
+    text: turn.text,
+    notes: joinHtml(notes),
+    images: turn.images,
+    createdAt: turn.createdAt,
+    replaced,
+    ...(last && turn.status !== 'running' ? { actions: renderRegenerateButton() } : {}),
+  });
   return turn.status === 'reset' ? joinHtml([bubble, renderDivider()]) : bubble;
 }
 
@@ -250,9 +300,17 @@ export function renderMissingPage(): Html {
   return renderDocument(
     'Easel: conversation not found',
     html`<body class="missing"><main class="panel missing-panel"><h1>This conversation does not exist</h1>
-<p>It may have been made with another data directory. Start a new one:</p>
-<form method="post" action="/c"><button type="submit" class="primary">New conversation</button></form></main></body>`,
+<p>It may have been deleted, or made with another data directory.</p>
+<p><a href="/" class="button primary">New conversation</a></p></main></body>`,
   );
+}
+
+/** Switching to a conversation that is gone (deleted in another tab): said in its place, the list refreshed. */
+export function renderMissingPart(): Html {
+  return joinHtml([
+    html`<title>Easel: conversation not found</title>`,
+    html`<main id="conversation" class="layout missing-part"><section class="panel missing-panel"><h2>This conversation does not exist any more</h2><p>It may have been deleted in another tab. Pick another one, or start a new one.</p></section></main>`,
+  ]);
 }
 
 /** The answer to a prompt save: a message next to the field, or a quiet confirmation. */

@@ -1,0 +1,290 @@
+// A conversation as one file: `conversation.json` (transcript, working context, prompt, settings, the
+// images' records, a format version) and its PNGs under `images/` with readable names. The zip encoding
+// is an adapter's (ArchiveCodec); what goes in and what an import accepts is decided here.
+import { z } from 'zod';
+import { checkPngImage } from '../png/index.ts';
+import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
+import type { ConversationImport, ImageRecord, TranscriptTurn } from './conversation.ts';
+import { MAX_IMAGE_BYTES } from './image-limits.ts';
+import { MAX_TITLE_CHARS } from './library.ts';
+import { settingsSchema, type Settings } from './settings.ts';
+
+export const ARCHIVE_FORMAT = 'easel-conversation';
+export const ARCHIVE_VERSION = 1;
+export const ARCHIVE_MANIFEST = 'conversation.json';
+/** The largest zip an import reads (the request body), and what it may unpack to. */
+export const MAX_IMPORT_BYTES = 200 * 1024 * 1024;
+export const MAX_IMPORT_UNPACKED_BYTES = 256 * 1024 * 1024;
+const MAX_MANIFEST_BYTES = 32 * 1024 * 1024;
+const MAX_ARCHIVE_FILES = 2001;
+const MAX_TURNS = 20_000;
+const MAX_CONTEXT_ENTRIES = 5_000;
+const MAX_IMAGES = 2_000;
+
+/** The limits an archive's entries are read under; the codec refuses an archive past them before inflating. */
+export const IMPORT_LIMITS: ArchiveLimits = {
+  maxFiles: MAX_ARCHIVE_FILES,
+  maxTotalBytes: MAX_IMPORT_UNPACKED_BYTES,
+  maxFileBytes: (name) => (name === ARCHIVE_MANIFEST ? MAX_MANIFEST_BYTES : MAX_IMAGE_BYTES),
+};
+
+export interface ArchiveLimits {
+  maxFiles: number;
+  maxTotalBytes: number;
+  maxFileBytes(name: string): number;
+}
+
+export type ArchiveErrorCode = 'malformed' | 'too_large' | 'unsafe_path';
+
+export type UnpackResult =
+  | { ok: true; files: Map<string, Uint8Array> }
+  | { ok: false; error: { code: ArchiveErrorCode; message: string } };
+
+/** Packs and unpacks archives (the zip adapter). Unpacking checks names and sizes before inflating anything. */
+export interface ArchiveCodec {
+  pack(files: ReadonlyMap<string, Uint8Array>): Uint8Array;
+  unpack(bytes: Uint8Array, limits: ArchiveLimits): UnpackResult;
+}
+
+/** The PNG files of the images folder. */
+export interface ImageFiles {
+  read(name: string): Promise<Uint8Array>;
+  /** Leaves no partial file when it fails. */
+  save(name: string, bytes: Uint8Array): Promise<void>;
+  /** A file already gone is not an error. */
+  remove(name: string): Promise<void>;
+}
+
+export interface ArchiveSource {
+  title: string | null;
+  createdAt: string;
+  updatedAt: string;
+  prompt: string;
+  settings: Settings;
+  turns: readonly TranscriptTurn[];
+  context: readonly ContextEntry[];
+  images: readonly ImageRecord[];
+}
+
+/** The files of an export, conversation.json first. Images whose file is gone are left out (and reported). */
+export async function buildArchiveFiles(
+  source: ArchiveSource,
+  options: { exportedAt: string; readImage: (file: string) => Promise<Uint8Array | undefined> },
+): Promise<Map<string, Uint8Array>> {
+  const pictures: Array<{ name: string; bytes: Uint8Array; image: ImageRecord }> = [];
+  for (const image of source.images) {
+    const bytes = await options.readImage(image.file);
+    if (!bytes) continue;
+    pictures.push({ name: `images/${nameImage(pictures.length + 1, image)}`, bytes, image });
+  }
+  const turnIndex = new Map(source.turns.map((turn, index) => [turn.id, index]));
+  const manifest = {
+    format: ARCHIVE_FORMAT,
+    version: ARCHIVE_VERSION,
+    exportedAt: options.exportedAt,
+    title: source.title,
+    createdAt: source.createdAt,
+    updatedAt: source.updatedAt,
+    prompt: source.prompt,
+    settings: source.settings,
+    transcript: source.turns.map((turn) => ({
+      role: turn.role,
+      text: turn.text,
+      status: turn.status === 'running' ? 'interrupted' : turn.status,
+      ...(turn.metadata ? { metadata: turn.metadata } : {}),
+      ...(turn.error ? { error: turn.error } : {}),
+      createdAt: turn.createdAt,
+    })),
+    context: source.context,
+    images: pictures.map(({ name, image }) => ({
+      file: name,
+      turn: image.turnId === null ? null : (turnIndex.get(image.turnId) ?? null),
+      prompt: image.prompt,
+      negativePrompt: image.negativePrompt,
+      steps: image.steps,
+      cfg: image.cfg,
+      seed: image.seed,
+      width: image.width,
+      height: image.height,
+      model: image.model,
+      createdAt: image.createdAt,
+    })),
+  };
+  const files = new Map<string, Uint8Array>([[ARCHIVE_MANIFEST, new TextEncoder().encode(`${JSON.stringify(manifest, null, 2)}\n`)]]);
+  for (const { name, bytes } of pictures) files.set(name, bytes);
+  return files;
+}
+
+/** `01-a-red-fox-in-the-snow-seed-1234.png`: the order, the prompt's first words, the seed. */
+export function nameImage(position: number, image: Pick<ImageRecord, 'prompt' | 'seed'>): string {
+  return `${String(position).padStart(2, '0')}-${slugify(image.prompt, 40) || 'image'}-seed-${image.seed}.png`;
+}
+
+/** The export's file name: `easel-a-red-fox-2026-11-23.zip`. */
+export function nameArchive(title: string, exportedAt: string): string {
+  return `easel-${slugify(title, 40) || 'conversation'}-${exportedAt.slice(0, 10)}.zip`;
+}
+
+function slugify(text: string, max: number): string {
+  const slug = text
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  return slug.length <= max ? slug : slug.slice(0, max).replace(/-[^-]*$/, '') || slug.slice(0, max);
+}
+
+// ---- Import ----
+
+const isoDate = z.iso.datetime({ offset: true, error: 'must be a date and time like 2026-11-23T10:00:00.000Z' });
+const shortText = (max: number) => z.string().max(max);
+
+const contextEntrySchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('user'), text: shortText(MAX_REPLY_CHARS), note: shortText(20_000).optional() }).strict(),
+  z.object({ kind: z.literal('assistant'), text: shortText(MAX_REPLY_CHARS), metadata: metadataSchema }).strict(),
+  z.object({ kind: z.literal('summary'), userWords: z.array(shortText(MAX_REPLY_CHARS)).max(MAX_TURNS), text: shortText(MAX_REPLY_CHARS) }).strict(),
+]);
+
+const turnSchema = z
+  .object({
+    role: z.enum(['user', 'assistant']),
+    text: shortText(MAX_REPLY_CHARS),
+    status: z.enum(['ok', 'error', 'stopped', 'reset', 'interrupted', 'replaced']),
+    metadata: metadataSchema.optional(),
+    error: z.object({ code: shortText(100), message: shortText(4000) }).strict().optional(),
+    createdAt: isoDate,
+  })
+  .strict();
+
+const imageSchema = z
+  .object({
+    file: z.string().regex(/^images\/[^/]+\.png$/, 'must be a PNG in the images/ folder'),
+    turn: z.int().min(0).nullable(),
+    prompt: shortText(LIMITS.promptMaxChars),
+    negativePrompt: shortText(LIMITS.promptMaxChars),
+    steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max),
+    cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max),
+    seed: z.int().min(0).max(LIMITS.seed.max),
+    width: z.int().min(1),
+    height: z.int().min(1),
+    model: shortText(500).nullable(),
+    createdAt: isoDate,
+  })
+  .strict();
+
+const manifestSchema = z
+  .object({
+    format: z.literal(ARCHIVE_FORMAT),
+    version: z.literal(ARCHIVE_VERSION),
+    exportedAt: isoDate.optional(),
+    title: shortText(MAX_TITLE_CHARS).nullable(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+    prompt: shortText(LIMITS.promptMaxChars),
+    settings: settingsSchema,
+    transcript: z.array(turnSchema).max(MAX_TURNS),
+    context: z.array(contextEntrySchema).max(MAX_CONTEXT_ENTRIES),
+    images: z.array(imageSchema).max(MAX_IMAGES),
+  })
+  .strict();
+
+export interface ImportedArchive {
+  conversation: ConversationImport;
+  /** The PNGs to write, under their new names. */
+  files: Array<{ name: string; bytes: Uint8Array }>;
+}
+
+export type ReadArchiveResult = { ok: true; value: ImportedArchive } | { ok: false; error: { code: 'invalid'; message: string } };
+
+/**
+ * Checks an unpacked archive and turns it into a new conversation (new id, new image names). Refuses,
+ * naming what is wrong: another format or a newer version, a manifest that does not match the schema,
+ * files that are not in the layout, a missing or broken PNG (checked like every image Easel saves).
+ */
+export async function readArchiveFiles(
+  files: ReadonlyMap<string, Uint8Array>,
+  ids: { conversationId: string; newImageId: () => string },
+): Promise<ReadArchiveResult> {
+  const refuse = (message: string): ReadArchiveResult => ({ ok: false, error: { code: 'invalid', message } });
+  const manifestBytes = files.get(ARCHIVE_MANIFEST);
+  if (!manifestBytes) return refuse(`The file holds no ${ARCHIVE_MANIFEST}: it is not a conversation exported by Easel.`);
+  for (const name of files.keys()) {
+    if (name !== ARCHIVE_MANIFEST && !/^images\/[^/]+\.png$/.test(name)) {
+      return refuse(`The file holds "${name}", which is not part of an Easel export (only ${ARCHIVE_MANIFEST} and images/*.png are).`);
+    }
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(manifestBytes));
+  } catch {
+    return refuse(`${ARCHIVE_MANIFEST} is not valid JSON: the file is damaged or was edited by hand.`);
+  }
+  const header = z.object({ format: z.unknown(), version: z.unknown() }).safeParse(raw);
+  if (!header.success || header.data.format !== ARCHIVE_FORMAT) {
+    return refuse(`${ARCHIVE_MANIFEST} is not an Easel conversation (its "format" is not "${ARCHIVE_FORMAT}").`);
+  }
+  if (typeof header.data.version === 'number' && header.data.version > ARCHIVE_VERSION) {
+    return refuse(`This conversation was exported by a newer Easel (format version ${header.data.version}; this one reads version ${ARCHIVE_VERSION}). Update Easel to import it.`);
+  }
+  const parsed = manifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'its contents';
+    return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${where} ${issue?.message ?? 'is not valid'}.`);
+  }
+  const manifest = parsed.data;
+  const written: ImportedArchive['files'] = [];
+  const images: ConversationImport['images'] = [];
+  const seen = new Set<string>();
+  for (const [index, image] of manifest.images.entries()) {
+    if (image.turn !== null && image.turn >= manifest.transcript.length) {
+      return refuse(`Image ${index + 1} (${image.file}) belongs to turn ${image.turn + 1}, but the transcript has ${manifest.transcript.length}.`);
+    }
+    if (seen.has(image.file)) return refuse(`${image.file} is listed twice.`);
+    seen.add(image.file);
+    const bytes = files.get(image.file);
+    if (!bytes) return refuse(`${image.file} is listed in ${ARCHIVE_MANIFEST} but missing from the file.`);
+    const checked = await checkPngImage(bytes);
+    if (!checked.ok) return refuse(`${image.file} is not an image Easel can use: ${checked.error.message}`);
+    const id = ids.newImageId();
+    const name = `${id}.png`;
+    written.push({ name, bytes });
+    const { file: _file, ...record } = image;
+    images.push({ ...record, id, file: name, width: checked.value.width, height: checked.value.height });
+  }
+  return {
+    ok: true,
+    value: {
+      conversation: {
+        id: ids.conversationId,
+        title: manifest.title,
+        createdAt: manifest.createdAt,
+        updatedAt: manifest.updatedAt,
+        prompt: manifest.prompt,
+        settings: manifest.settings,
+        turns: manifest.transcript.map((turn) => ({
+          role: turn.role,
+          text: turn.text,
+          status: turn.status,
+          ...(turn.metadata ? { metadata: turn.metadata } : {}),
+          ...(turn.error ? { error: turn.error } : {}),
+          createdAt: turn.createdAt,
+        })),
+        context: manifest.context.map(toContextEntry),
+        images,
+      },
+      files: written,
+    },
+  };
+}
+
+/** Zod's output of an optional key is `key?: T | undefined`; a ContextEntry has the key or not. */
+function toContextEntry(entry: z.infer<typeof contextEntrySchema>): ContextEntry {
+  if (entry.kind === 'user') return { kind: 'user', text: entry.text, ...(entry.note !== undefined ? { note: entry.note } : {}) };
+  if (entry.kind === 'assistant') {
+    const { negative_prompt, ...metadata } = entry.metadata;
+    return { kind: 'assistant', text: entry.text, metadata: { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) } };
+  }
+  return entry;
+}

@@ -1,0 +1,41 @@
+import type { ContextEntry } from '../protocol/index.ts';
+import type { ContextChange } from './conversation.ts';
+
+/**
+ * The change that turns the stored working context `before` into `after`: the entries `after` kept from
+ * `before` (the same objects, in one run) plus what it appended, so the store writes only the new rows.
+ * When `after` is not built that way (a reset, a compaction, a copy), it is written whole: never wrong, only slower.
+ */
+export function describeContextChange(before: readonly ContextEntry[], after: readonly ContextEntry[]): ContextChange {
+  if (after.length === 0) {
+    return before.length === 0 ? { kind: 'edit', dropFront: 0, dropBack: 0, append: [] } : { kind: 'replace', entries: [] };
+  }
+  const start = before.indexOf(after[0] as ContextEntry);
+  if (start === -1) {
+    // Nothing kept from the front: only appended, if every entry of `before` went away and none was kept.
+    return before.length === 0 ? { kind: 'edit', dropFront: 0, dropBack: 0, append: [...after] } : { kind: 'replace', entries: [...after] };
+  }
+  let kept = 0;
+  while (start + kept < before.length && kept < after.length && before[start + kept] === after[kept]) kept++;
+  return { kind: 'edit', dropFront: start, dropBack: before.length - start - kept, append: after.slice(kept) };
+}
+
+/**
+ * The working context before the user's last message, for Edit (that message is replaced): the entries up
+ * to the last user entry with this text when only replies follow it, with that entry's note (the user's
+ * prompt or settings changes it told, which must reach the model with the edited message). Otherwise (a
+ * compaction or reset since) the context without its trailing replies, and no note.
+ */
+export function rewindToBefore(context: readonly ContextEntry[], userText: string): { context: ContextEntry[]; note: string | undefined } {
+  const withoutReplies = dropTrailingReplies(context);
+  const last = withoutReplies.at(-1);
+  if (last?.kind === 'user' && last.text === userText) return { context: withoutReplies.slice(0, -1), note: last.note };
+  return { context: withoutReplies, note: undefined };
+}
+
+/** The working context without the replies after its last user message: what Regenerate asks again. */
+export function dropTrailingReplies(context: readonly ContextEntry[]): ContextEntry[] {
+  let end = context.length;
+  while (end > 0 && context[end - 1]?.kind === 'assistant') end--;
+  return context.slice(0, end);
+}

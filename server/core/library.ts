@@ -1,0 +1,85 @@
+// The library's rules: how a conversation is titled and previewed, and what a person is told when the
+// store cannot save something.
+import type { ConversationListing } from './conversation.ts';
+import type { StorageError } from './errors.ts';
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  createdAt: string;
+  /** The time of the last message or image. */
+  updatedAt: string;
+  /** The start of the last message shown, or '' for a conversation without messages. */
+  preview: string;
+}
+
+export const MAX_TITLE_CHARS = 120;
+const DERIVED_TITLE_CHARS = 60;
+const PREVIEW_CHARS = 140;
+export const UNTITLED = 'New conversation';
+
+/** A given title wins; else the first message's first line, else the prompt (a Generate-first conversation). */
+export function describeConversation(listing: ConversationListing): ConversationSummary {
+  const title = listing.title ?? (shorten(listing.firstMessage ?? '', DERIVED_TITLE_CHARS) || shorten(listing.prompt, DERIVED_TITLE_CHARS) || UNTITLED);
+  return {
+    id: listing.id,
+    title,
+    createdAt: listing.createdAt,
+    updatedAt: listing.updatedAt,
+    preview: shorten(listing.lastMessage ?? '', PREVIEW_CHARS, false),
+  };
+}
+
+/** One line, whitespace collapsed, cut at a word boundary with an ellipsis. */
+export function shorten(text: string, max: number, firstLineOnly = true): string {
+  const source = firstLineOnly ? (text.trim().split('\n')[0] ?? '') : text;
+  const line = source.replace(/\s+/g, ' ').trim();
+  if (line.length <= max) return line;
+  const cut = line.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+/** What the user was doing when the store failed: it decides what they are told to do next. */
+export type StorageAction = 'message' | 'reply' | 'change' | 'import' | 'delete';
+
+const STORAGE_CODES = { full: 'storage_full', read_only: 'storage_read_only', failed: 'storage_failed' } as const;
+
+/**
+ * The `error` event (and the HTTP message) for a failed write: what happened, where, and what to do.
+ * The transaction was rolled back, so the message can say exactly what was and was not kept.
+ */
+export function describeStorageFailure(error: StorageError, action: StorageAction): { code: string; message: string } {
+  const where = error.location;
+  const cause =
+    error.code === 'full'
+      ? `the disk holding ${where} is full`
+      : error.code === 'read_only'
+        ? `${where} cannot be written (a read-only disk, or Easel may not write there)`
+        : `the database ${where} reported an error (the details are in the server log)`;
+  const fix =
+    error.code === 'full'
+      ? 'Free some disk space'
+      : error.code === 'read_only'
+        ? 'Check that Easel may write to its data folder (--data-dir)'
+        : 'Check the server log and the disk';
+  const outcome: Record<StorageAction, string> = {
+    message: `Nothing was saved, and your message is back in the box: ${lower(fix)}, then send it again.`,
+    reply: `The reply above was shown but may be incomplete after a reload; your message is kept. ${fix}, then press Regenerate.`,
+    change: `Nothing was changed. ${fix}, then try again.`,
+    import: `Nothing was imported. ${fix}, then import the file again.`,
+    delete: `Nothing was deleted. ${fix}, then try again.`,
+  };
+  const failed: Record<StorageAction, string> = {
+    message: 'save your message',
+    reply: 'save the reply',
+    change: 'save the change',
+    import: 'store the imported conversation',
+    delete: 'delete the conversation',
+  };
+  return { code: STORAGE_CODES[error.code], message: `Easel could not ${failed[action]}: ${cause}. ${outcome[action]}` };
+}
+
+function lower(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}

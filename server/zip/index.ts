@@ -1,0 +1,1 @@
+export { createZipArchive, describeUnsafeName } from './zip-archive.ts';
