@@ -1,7 +1,7 @@
 export type { ConversationRecord, ConversationStore, ImageRecord, NewTurn, TranscriptTurn, TurnStatus } from './conversation.ts';
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode } from './errors.ts';
-export type { DoneEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
+export type { DoneEvent, ImageEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
 export { describeModelHealth } from './health.ts';
 export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { EaselService, Logger, TurnEvent } from '../core/index.ts';
+import type { EaselService, ImageRecord, Logger, TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, respondError } from './errors.ts';
 import { streamEvents, withRequestSignal } from './stream-events.ts';
 
@@ -98,7 +98,8 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   return api;
 }
 
-function toImageJson(image: { id: string; url: string; seed: number; width: number; height: number; prompt: string; negativePrompt: string; steps: number; cfg: number; model: string | null; createdAt: string }) {
-  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, model, createdAt } = image;
-  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, model, createdAt };
+/** null: the backend ignored that setting and did not say what it used, so Easel claims nothing. */
+function toImageJson(image: ImageRecord) {
+  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, createdAt } = image;
+  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, createdAt };
 }

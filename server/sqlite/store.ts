@@ -42,9 +42,10 @@ interface ImageRow {
   file: string;
   prompt: string;
   negative_prompt: string;
-  steps: number;
-  cfg: number;
-  seed: number;
+  steps: number | null;
+  cfg: number | null;
+  seed: number | null;
+  sampler: string | null;
   width: number;
   height: number;
   model: string | null;
@@ -74,8 +75,8 @@ export function createSqliteStore(options: { path: string }): ConversationStore 
     setPrompt: db.prepare('UPDATE conversations SET prompt = ?, updated_at = ? WHERE id = ?'),
     setSettings: db.prepare('UPDATE conversations SET settings = ?, updated_at = ? WHERE id = ?'),
     insertImage: db.prepare(
-      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, width, height, model, created_at)
-       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @width, @height, @model, @created_at)`,
+      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, sampler, width, height, model, created_at)
+       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @sampler, @width, @height, @model, @created_at)`,
     ),
   };
 
@@ -198,6 +199,7 @@ export function createSqliteStore(options: { path: string }): ConversationStore 
         steps: image.steps,
         cfg: image.cfg,
         seed: image.seed,
+        sampler: image.sampler,
         width: image.width,
         height: image.height,
         model: image.model,
@@ -223,6 +225,7 @@ function toImage(row: ImageRow): ImageRecord {
     steps: row.steps,
     cfg: row.cfg,
     seed: row.seed,
+    sampler: row.sampler,
     width: row.width,
     height: row.height,
     model: row.model,
