@@ -16,6 +16,8 @@ export interface ImageBackendStatus {
   detail: string;
   /** The server that answered, when the adapter can tell (e.g. "stable-diffusion.cpp sd-server"). */
   server?: string;
+  /** True when --image-backend auto chose `backend` by asking the server. */
+  auto?: true;
 }
 
 export interface GenerateInput {
@@ -52,6 +54,8 @@ export interface ImageGeneratorDeps {
   unloadLlm?: () => Promise<void>;
   /** A random seed from `min` to `max`, both included. */
   randomSeed?: (range: SeedRange) => number;
+  /** Written as the PNG text's Version field ("Easel 0.1.0") when Easel writes that text. */
+  writer?: string;
   newImageId?: () => string;
 }
 
@@ -152,6 +156,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       if (deps.unloadLlm) {
         await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
       }
+      if (backend.prepare !== undefined) await waitOrAbort(backend.prepare(signal), signal);
       const { settings } = input;
       const range = backend.seedRange ?? DEFAULT_SEED_RANGE;
       if (settings.seed !== -1 && (settings.seed < range.min || settings.seed > range.max)) {
@@ -187,7 +192,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       const own = readOwnParameters(result.png);
       const madeWith = describeMadeWith(request, result, own);
       // The backend's own text (A1111's, sd.cpp's with its SDCPP block) is richer than ours: keep it.
-      const bytes = own === undefined ? writePngText(result.png, 'parameters', formatA1111Parameters({ ...madeWith, width, height })) : result.png;
+      const bytes = own === undefined ? writePngText(result.png, 'parameters', formatA1111Parameters({ ...madeWith, width, height, ...(deps.writer === undefined ? {} : { version: deps.writer }) })) : result.png;
       const file = `${id}.png`;
       await deps.saveFile(file, bytes).catch((error: unknown) => {
         throw new ImageSaveError(`could not write ${file}`, { cause: error });
@@ -241,6 +246,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         reachable: health.reachable,
         detail: health.detail,
         ...(health.server === undefined ? {} : { server: health.server }),
+        ...(backend.auto === true ? { auto: true as const } : {}),
       };
     },
   };

@@ -115,6 +115,13 @@ export interface ImageBackend {
   readonly url: string;
   /** Absent: any seed from 0 to 4294967295 (A1111's range). */
   readonly seedRange?: SeedRange;
+  /** True when --image-backend auto chose the adapter. */
+  readonly auto?: boolean;
+  /**
+   * Awaited before each image, before its seed is drawn: lets --image-backend auto find its server first, so
+   * `name` and `seedRange` are the real adapter's. Never throws.
+   */
+  prepare?(signal: AbortSignal): Promise<void>;
   /**
    * Generates one image. Aborting `signal` cancels the job on the backend (interrupt endpoint)
    * and rejects with ImageBackendError code 'cancelled'. Throws ImageBackendError.

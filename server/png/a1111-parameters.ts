@@ -15,6 +15,8 @@ export interface A1111Parameters {
   width: number;
   height: number;
   model?: string;
+  /** What wrote the text, A1111's last field (add_version_to_infotext, on by default), e.g. "Easel 0.1.0". */
+  version?: string;
 }
 
 export interface ParsedA1111Parameters {
@@ -59,7 +61,9 @@ function formatPythonFloat(value: number): string {
 /**
  * A1111's infotext: the prompt, "Negative prompt: …" only when there is one, then the generation parameters
  * in create_infotext's order (Steps, Sampler, CFG scale, Seed, Size, Model; processing.py:770-800), each left
- * out when unknown (processing.py:812 drops None values). Prompts are never quoted; values are, by quote().
+ * out when unknown (processing.py:812 drops None values), and Version last. Prompts are never quoted; values
+ * are, by quote(). A reader takes a last line of fewer than three fields for prompt text, so Version also keeps
+ * the line of a server that reported nothing (Size, Model) readable.
  */
 export function formatA1111Parameters(parameters: A1111Parameters): string {
   const fields: [string, string | undefined][] = [
@@ -69,6 +73,7 @@ export function formatA1111Parameters(parameters: A1111Parameters): string {
     ['Seed', parameters.seed === undefined ? undefined : String(parameters.seed)],
     ['Size', `${parameters.width}x${parameters.height}`],
     ['Model', parameters.model === '' ? undefined : parameters.model],
+    ['Version', parameters.version === '' ? undefined : parameters.version],
   ];
   const line = fields
     .filter((field): field is [string, string] => field[1] !== undefined)

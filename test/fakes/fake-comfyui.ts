@@ -428,7 +428,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
           os: 'posix',
           ram_total: 34_359_738_368,
           ram_free: 17_179_869_184,
-          comfyui_version: '0.3.40',
+          comfyui_version: '0.3.64',
           python_version: '3.12.3',
           pytorch_version: '2.7.0+cu126',
           embedded_python: false,

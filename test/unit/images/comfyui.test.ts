@@ -192,7 +192,7 @@ describe('createComfyUiBackend', () => {
     const fake = await startFake();
     const health = await createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow }).checkHealth();
     expect(health.reachable).toBe(true);
-    expect(health.detail).toContain('0.3.40');
+    expect(health.detail).toContain('0.3.64');
     expect(fake.requests.map((request) => request.path)).toEqual(['/system_stats']);
   });
 

@@ -191,6 +191,19 @@ describe('formatA1111Parameters / parseA1111Parameters', () => {
     expect(text).not.toMatch(/Steps|CFG|Seed|Sampler/);
   });
 
+  it('ends with the writer as Version, so the line of a server that reported nothing still reads as parameters', () => {
+    const text = formatA1111Parameters({ prompt: 'a fox', negativePrompt: '', width: 512, height: 512, version: 'Easel 0.1.0' });
+    expect(text).toBe('a fox\nSize: 512x512, Version: Easel 0.1.0');
+    // Fewer than three fields would be prompt text to A1111 (parse_generation_parameters), and to this parser.
+    expect(parseA1111Parameters(`${text}, Model: m`)).toMatchObject({ prompt: 'a fox', width: 512, model: 'm' });
+    expect(parseA1111Parameters(text).prompt).toBe(text);
+  });
+
+  it('takes the first of two equal keys: sd.cpp repeats the prompt in a JSON block at the end of its line', () => {
+    const parsed = parseA1111Parameters('a fox\nSteps: 20, CFG scale: 7.000000, Seed: 42, Size: 64x64, SDCPP: {"prompt":{"positive":"Seed: 5, Steps: 9"}}');
+    expect(parsed).toMatchObject({ steps: 20, seed: 42, cfg: 7 });
+  });
+
   it('never quotes the prompt or the negative prompt, and quotes a value only for a comma, colon or newline', () => {
     const text = formatA1111Parameters({ ...parameters, prompt: 'say "hi", then: go', negativePrompt: 'a, b: c', sampler: 'DPM++ 2M "x"' });
     expect(text.split('\n').slice(0, 2)).toEqual(['say "hi", then: go', 'Negative prompt: a, b: c']);
