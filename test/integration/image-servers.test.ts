@@ -1,8 +1,13 @@
 // Each image server as its real source shows it, through the whole app: the `image` event, the stored record
 // and the PNG's `parameters` text say the same thing, and it is what the server really used, not what was asked.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_WORKFLOW_PATH } from '../../server/comfyui/index.ts';
 import { parseA1111Parameters, readPngText } from '../../server/png/index.ts';
 import { createFakeA1111, type FakeA1111Options } from '../fakes/fake-a1111.ts';
+import { createFakeComfyUi } from '../fakes/fake-comfyui.ts';
 import { createFakeLocalAi, type FakeLocalAiOptions } from '../fakes/fake-localai.ts';
 import { createFakeOllama } from '../fakes/fake-ollama.ts';
 import { createFakeOpenAiImages } from '../fakes/fake-openai-images.ts';
@@ -72,6 +77,22 @@ describe('AUTOMATIC1111', () => {
     const easel = await easelWith(['--image-backend', 'a1111', '--image-url', a1111.url]);
     const made = await makeImage(easel, { prompt: 'a red fox', settings: { steps: 5, cfg: 6, seed: 42, negativePrompt: 'blur, noise' } });
     expect(made.parameters).toMatch(/^a red fox\nNegative prompt: blur, noise\nSteps: 5, Sampler: Euler, CFG scale: 6\.0, Seed: 42, Size: 512x512, Model: v1-5-pruned-emaonly, Version: Easel \d+\.\d+\.\d+$/);
+    expectAgreement(made);
+  });
+});
+
+describe('ComfyUI', () => {
+  it('records the steps and sampler the workflow really had, though the settings asked for others', async () => {
+    const comfy = await track(createFakeComfyUi({ stepDelayMs: 1 }));
+    const dir = mkdtempSync(join(tmpdir(), 'easel-workflow-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const workflow = JSON.parse(readFileSync(DEFAULT_WORKFLOW_PATH, 'utf8')) as Record<string, { inputs: Record<string, unknown> }>;
+    workflow['3']!.inputs['steps'] = 4;
+    workflow['3']!.inputs['sampler_name'] = 'dpmpp_2m';
+    writeFileSync(join(dir, 'fixed-steps.json'), JSON.stringify(workflow));
+    const easel = await easelWith(['--image-backend', 'comfyui', '--image-url', comfy.url, '--comfy-workflow', join(dir, 'fixed-steps.json')]);
+    const made = await makeImage(easel, { prompt: 'a red fox', settings: { steps: 25, cfg: 6.5, seed: 77, width: 64, height: 64 } });
+    expect(made.event).toMatchObject({ steps: 4, sampler: 'dpmpp_2m', cfg: 6.5, seed: 77, model: 'v1-5-pruned-emaonly' });
     expectAgreement(made);
   });
 });
