@@ -79,13 +79,18 @@ function embedSdCppExtraArgs(request: ImageRequest): string {
   return `<sd_cpp_extra_args>${extra}</sd_cpp_extra_args>${request.prompt}`;
 }
 
-/** The server's words from `{ error: { message } }`, `{ error: "…" }`, `{ detail }` or plain text. */
+/**
+ * The server's words from `{ error: { message } }` (OpenAI, LocalAI), `{ error: "…", message? }` (sd-server:
+ * `{"error": "server_error", "message": e.what()}`, routes_openai.cpp:322-328), `{ detail }` or plain text.
+ */
 export function describeOpenAiError(bodyText: string): string {
   const body = parseJson(bodyText);
   if (!isRecord(body)) return truncate(bodyText) || '(empty answer)';
   const error = body['error'];
   if (isRecord(error) && typeof error['message'] === 'string' && error['message'] !== '') return truncate(error['message']);
-  if (typeof error === 'string' && error !== '') return truncate(error);
+  if (typeof error === 'string' && error !== '') {
+    return truncate(typeof body['message'] === 'string' && body['message'] !== '' ? `${error}: ${body['message']}` : error);
+  }
   if (typeof body['message'] === 'string') return truncate(body['message']);
   if (typeof body['detail'] === 'string') return truncate(body['detail']);
   return truncate(bodyText);

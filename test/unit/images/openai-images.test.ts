@@ -213,6 +213,15 @@ describe("the openai backend against sd-server's /v1/images/generations", () => 
     expect(String(body['prompt'])).not.toContain('sd_cpp_extra_args');
   });
 
+  it("keeps sd-server's own words from a {\"error\": \"server_error\", \"message\"} answer", async () => {
+    const fake = await startSdServer();
+    const corruptingFetch: typeof fetch = (input, init) =>
+      String(input).endsWith('/images/generations') ? fetch(input, { ...init, body: JSON.stringify({ ...JSON.parse(String(init?.body)), size: 64 }) }) : fetch(input, init);
+    const error = await expectBackendError(createOpenAiImagesBackend({ url: fake.url, fetch: corruptingFetch }).generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress }), 'backend_error');
+    expect(error.message).toContain('HTTP 500');
+    expect(error.message).toContain('server_error: [json.exception.type_error.302] type must be string, but is number');
+  });
+
   it('checkHealth names sd-server and suggests the a1111 backend', async () => {
     const fake = await startSdServer();
     const health = await createOpenAiImagesBackend({ url: fake.url }).checkHealth();
