@@ -25,6 +25,7 @@ export default {
     'server/a1111/**/*.ts',
     'server/comfyui/**/*.ts',
     'server/openai-images/**/*.ts',
+    'server/image-probe/**/*.ts',
     // index.ts files only re-export.
     '!server/**/index.ts',
   ],

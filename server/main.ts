@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
-import { formatHelp, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
+import { AUTO_IMAGE_URLS, formatHelp, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
 import {
@@ -16,6 +16,7 @@ import {
   type ImageBackend,
   type Logger,
 } from './core/index.ts';
+import { createAutoImageBackend, probeImageServer } from './image-probe/index.ts';
 import { createOpenAiImagesBackend } from './openai-images/index.ts';
 import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
@@ -62,12 +63,13 @@ export async function startServer(config: Config, logger: Logger, timing: Server
   const imagesDir = join(config.dataDir, 'images');
   mkdirSync(imagesDir, { recursive: true });
   const images = createImageGenerator({
-    backend: await createImageBackend(config),
+    backend: await createImageBackend(config, logger),
     store,
     logger,
     clock: Date,
     saveFile: (name, bytes) => writeFileAtomically(join(imagesDir, name), bytes),
     imagesDir,
+    writer: `Easel ${VERSION}`,
     ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
   });
   const replyTimeouts = {
@@ -113,8 +115,9 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     );
   }
   void images.checkHealth().then((status) => {
+    const server = status.server === undefined ? '' : ` (${status.server})`;
     if (!status.configured) logger.info(status.detail);
-    else if (status.reachable) logger.info(`Image backend ${status.backend} answers at ${status.url}`);
+    else if (status.reachable) logger.info(`Image backend ${status.backend}${server} answers at ${status.url}`);
     else logger.warn(`Image backend ${status.backend} at ${status.url}: ${status.detail} Chat works meanwhile.`);
   });
   // Not fatal: Easel starts anyway and re-checks on every turn, so starting Ollama later just works.
@@ -185,18 +188,32 @@ function listNetworkAddresses(): string[] {
     .map((entry) => entry.address);
 }
 
-async function createImageBackend(config: Config): Promise<ImageBackend | null> {
+async function createImageBackend(config: Config, logger: Logger): Promise<ImageBackend | null> {
+  if (config.imageBackend === 'none') return null;
   const timeoutMs = config.imageTimeout * 1000;
-  const url = config.imageUrl;
-  if (config.imageBackend === 'none' || url === undefined) return null;
-  // The progress endpoint is local and cheap: a quarter second keeps the bar smooth.
-  if (config.imageBackend === 'a1111') return createA1111Backend({ url, timeoutMs, pollIntervalMs: 250 });
-  if (config.imageBackend === 'openai') {
-    return createOpenAiImagesBackend({ url, timeoutMs, ...(config.imageModel ? { model: config.imageModel } : {}) });
-  }
-  const workflow = await loadWorkflow(config.comfyWorkflow ?? DEFAULT_WORKFLOW_PATH);
-  if (!workflow.ok) throw new StartupError(workflow.error.message);
-  return createComfyUiBackend({ url, timeoutMs, workflow: workflow.value });
+  const model = config.imageModel ? { model: config.imageModel } : {};
+  // Read at start for auto too, so a broken --comfy-workflow is said now and finding ComfyUI later needs no I/O.
+  const workflow = config.imageBackend === 'comfyui' || config.imageBackend === 'auto' ? await loadWorkflow(config.comfyWorkflow ?? DEFAULT_WORKFLOW_PATH) : undefined;
+  if (workflow !== undefined && !workflow.ok) throw new StartupError(workflow.error.message);
+  const createAdapter = (backend: Exclude<Config['imageBackend'], 'none' | 'auto'>, url: string): ImageBackend => {
+    switch (backend) {
+      // The progress endpoint is local and cheap: a quarter second keeps the bar smooth.
+      case 'a1111':
+        return createA1111Backend({ url, timeoutMs, pollIntervalMs: 250 });
+      case 'openai':
+      case 'localai':
+        return createOpenAiImagesBackend({ url, timeoutMs, dialect: backend, ...model });
+      case 'comfyui':
+        return createComfyUiBackend({ url, timeoutMs, workflow: workflow?.ok === true ? workflow.value : {} });
+    }
+  };
+  if (config.imageBackend !== 'auto') return config.imageUrl === undefined ? null : createAdapter(config.imageBackend, config.imageUrl);
+  return createAutoImageBackend({
+    urls: config.imageUrl === undefined ? AUTO_IMAGE_URLS : [config.imageUrl],
+    probe: (url) => probeImageServer(url),
+    create: (found) => createAdapter(found.backend, found.url),
+    logger,
+  });
 }
 
 /** A start-up problem the person can fix; printed as one line, exit code 2. */

@@ -561,8 +561,9 @@
     fill('seed', data.seed);
     fill('size', data.width && data.height ? `${data.width} × ${data.height}` : undefined);
     fill('model', data.model);
-    // Older records may lack some settings; only what is known can be reused.
+    // A setting the backend ignored is not recorded; only what is known can be reused.
     byId('use-settings').disabled = data.steps === undefined;
+    byId('reuse-seed').disabled = data.seed === undefined;
     opener = trigger;
     dialog.showModal();
   }

@@ -1,4 +1,5 @@
 // AUTOMATIC1111 / Forge / SD.Next / stable-diffusion.cpp's sd-server, through the /sdapi/v1 API.
+// Line numbers cite A1111 v1.10.1 (82a973c0) and stable-diffusion.cpp master-827 (97d29908).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
@@ -34,8 +35,12 @@ type StopReason = 'cancelled' | 'timeout';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
+const SD_SERVER = 'stable-diffusion.cpp sd-server';
 
-/** The backend's own words from a FastAPI 422 detail list or A1111's {error, detail, body, errors}. */
+/**
+ * The backend's own words from a FastAPI 422 detail list, A1111's {error, detail, body, errors}, or
+ * sd-server's {"error": "server_error", "message": …} (routes_sdapi.cpp:398-404).
+ */
 export function describeA1111Error(bodyText: string): string {
   const body = parseJson(bodyText);
   if (!isRecord(body)) return truncate(bodyText) || '(empty answer)';
@@ -49,22 +54,40 @@ export function describeA1111Error(bodyText: string): string {
     });
     return truncate(problems.join('; '));
   }
-  const parts = [body['error'], body['errors'], detail, body['body']]
+  const parts = [body['error'], body['errors'], detail, body['body'], body['message']]
     .filter((part): part is string => typeof part === 'string' && part.trim() !== '');
   return parts.length > 0 ? truncate([...new Set(parts)].join(': ')) : truncate(bodyText);
 }
 
+/**
+ * A poll of /sdapi/v1/progress (modules/api/api.py:602-628), shown only once it describes our sampling:
+ * - job_count 0 is idle (our request may still wait for the queue lock) and −1 is a job that began but
+ *   has not started sampling (shared_state.py:113, processing.py:929-930); sampling_steps may then still be
+ *   the previous job's, since State.begin() leaves it alone.
+ * - sampling_step is 0-based (k-diffusion calls back after step i) and also 0 before the first step and
+ *   after the last (State.nextjob(), when progress reads 1.0 while the image is still being saved), so a 0
+ *   says nothing: no "step 0 of N", no 100 % at the start or before the image is there.
+ * `progress` is A1111's own 0.01 + job_no/job_count + sampling_step/(job_count·sampling_steps).
+ */
 function readProgress(body: unknown): ImageProgress | undefined {
   if (!isRecord(body) || !isRecord(body['state'])) return undefined;
   const state = body['state'];
+  const jobCount = state['job_count'];
   const step = state['sampling_step'];
   const steps = state['sampling_steps'];
+  if (typeof jobCount !== 'number' || jobCount <= 0) return undefined;
+  if (typeof step !== 'number' || typeof steps !== 'number' || steps <= 0 || step <= 0 || step >= steps) return undefined;
   const progress = body['progress'];
-  // job_count 0 means A1111 is idle (our request may still be waiting for its queue lock).
-  if (state['job_count'] === 0 || typeof steps !== 'number' || steps <= 0 || typeof step !== 'number') return undefined;
-  const fraction = typeof progress === 'number' ? progress : step / steps;
-  return { fraction: Math.min(1, Math.max(0, fraction)), step, steps };
+  const fraction = typeof progress === 'number' ? progress : (step + 1) / steps;
+  const progressEvent: ImageProgress = { fraction: Math.min(MAX_RUNNING_FRACTION, Math.max(0, fraction)), step: step + 1, steps };
+  // eta_relative: "ETA in secs" (models.py:191), elapsed/progress − elapsed; whole seconds keep the events few.
+  const eta = body['eta_relative'];
+  if (typeof eta === 'number' && Number.isFinite(eta) && eta >= 0) progressEvent.etaSeconds = Math.ceil(eta);
+  return progressEvent;
 }
+
+/** 100 % is said by the image itself: A1111's last step reads 1.0 while it still decodes and saves. */
+const MAX_RUNNING_FRACTION = 0.99;
 
 function readInfo(info: unknown): Record<string, unknown> {
   if (isRecord(info)) return info;
@@ -73,12 +96,40 @@ function readInfo(info: unknown): Record<string, unknown> {
   return isRecord(parsed) ? parsed : {};
 }
 
+function readNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * What the server really used, from `info` (A1111's Processed.js(), processing.py:571-607; sd-server's
+ * prepare_info_field, routes_sdapi.cpp:266-306, built after its clamps: steps 1–100, seed resolved).
+ * sd-server names the sampler "NONE" when it picks its default itself: that is no name.
+ */
+function readUsedSettings(info: Record<string, unknown>): Omit<ImageResult, 'png'> {
+  const allSeeds = info['all_seeds'];
+  const used: Omit<ImageResult, 'png'> = {};
+  const seed = readNumber(info['seed']) ?? readNumber(Array.isArray(allSeeds) ? allSeeds[0] : undefined);
+  const steps = readNumber(info['steps']);
+  const cfg = readNumber(info['cfg_scale']);
+  const sampler = info['sampler_name'];
+  const model = info['sd_model_name'];
+  if (seed !== undefined) used.seed = seed;
+  if (steps !== undefined) used.steps = steps;
+  if (cfg !== undefined) used.cfg = cfg;
+  if (typeof sampler === 'string' && sampler !== '' && sampler !== 'NONE') used.sampler = sampler;
+  if (typeof model === 'string' && model !== '') used.model = model;
+  return used;
+}
+
 export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const pollIntervalMs = options.pollIntervalMs ?? 500;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
+  // Learnt from the server: its capabilities, a 404 on /progress, or `info.version` (routes_sdapi.cpp:299).
+  let isSdServer = false;
+  const label = () => (isSdServer ? "stable-diffusion.cpp's sd-server" : 'AUTOMATIC1111');
 
   function toConnectionError(error: unknown): ImageBackendError {
     const code = readErrorCode(error);
@@ -97,14 +148,23 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
   }
 
   function toStoppedError(reason: StopReason, cause?: unknown): ImageBackendError {
+    // sd-server has no interrupt: a running image cannot be stopped (routes_sdcpp.cpp:592-596), only abandoned.
     if (reason === 'timeout') {
+      const stopped = isSdServer ? 'Easel stopped waiting (sd-server cannot stop an image once it runs: it finishes it, and Easel discards it)' : 'so Easel asked it to stop';
       return new ImageBackendError(
         'timeout',
-        `AUTOMATIC1111 at ${url} did not finish the image within ${formatDuration(timeoutMs)}, so Easel asked it to stop. Lower the steps or size, or raise the image timeout.`,
+        `${label()} at ${url} did not finish the image within ${formatDuration(timeoutMs)}, ${stopped}. Lower the steps or size, or raise the image timeout.`,
         { cause },
       );
     }
-    return new ImageBackendError('cancelled', `The image was cancelled; AUTOMATIC1111 at ${url} was asked to stop.`, { cause });
+    if (isSdServer) {
+      return new ImageBackendError(
+        'cancelled',
+        `The image was cancelled. ${label()} at ${url} cannot stop an image once it runs, so it finishes this one and Easel discards it; the next image starts after it.`,
+        { cause },
+      );
+    }
+    return new ImageBackendError('cancelled', `The image was cancelled; ${label()} at ${url} was asked to stop.`, { cause });
   }
 
   function toTooLargeError(error: BodyTooLarge): ImageBackendError {
@@ -116,6 +176,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
 
   /** Best effort: the job is abandoned either way, so a failed interrupt is not reported. */
   async function interrupt(): Promise<void> {
+    if (isSdServer) return;
     try {
       const response = await fetchImpl(`${url}/sdapi/v1/interrupt`, { method: 'POST', signal: AbortSignal.timeout(healthTimeoutMs) });
       await response.body?.cancel();
@@ -132,9 +193,10 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
         const response = await fetchImpl(`${url}/sdapi/v1/progress?skip_current_image=true`, {
           signal: AbortSignal.any([stop, AbortSignal.timeout(healthTimeoutMs)]),
         });
-        // sd-server has no progress endpoint: generate without a percentage.
+        // sd-server has no progress endpoint (its routes: routes_sdapi.cpp:407-534): no percentage.
         if (response.status === 404) {
           await response.body?.cancel();
+          isSdServer = true;
           return;
         }
         if (!response.ok) {
@@ -169,14 +231,12 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     if (!chunks.ok) {
       const format = describeImageBytes(png);
       const hint = format === 'JPEG' || format === 'WebP' ? ' Set Settings → Saving images → File format to png.' : '';
-      throw new ImageBackendError('bad_response', `AUTOMATIC1111 at ${url} sent an image Easel cannot use: ${chunks.error.message}${hint}`);
+      throw new ImageBackendError('bad_response', `${label()} at ${url} sent an image Easel cannot use: ${chunks.error.message}${hint}`);
     }
     const info = readInfo(isRecord(body) ? body['info'] : undefined);
-    const allSeeds = info['all_seeds'];
-    const firstSeed: unknown = Array.isArray(allSeeds) ? allSeeds[0] : undefined;
-    const seed = typeof info['seed'] === 'number' ? info['seed'] : typeof firstSeed === 'number' ? firstSeed : request.seed;
-    const model = info['sd_model_name'];
-    return typeof model === 'string' && model !== '' ? { png, seed, model } : { png, seed };
+    if (info['version'] === 'stable-diffusion.cpp') isSdServer = true;
+    // A server of this API that says nothing still honours what it was sent: seed, steps, cfg_scale.
+    return { png, seed: request.seed, steps: request.steps, cfg: request.cfg, ...readUsedSettings(info) };
   }
 
   async function generate(
@@ -198,6 +258,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     signal.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
     const polling = new AbortController();
+    if (isSdServer) polling.abort();
     const poller = pollProgress(AbortSignal.any([job.signal, polling.signal]), (progress) => {
       // A failing listener must not break the generation it listens to.
       try {
@@ -236,7 +297,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
       if (!response.ok) {
         throw new ImageBackendError(
           'backend_error',
-          `AUTOMATIC1111 at ${url} refused the image (HTTP ${response.status}): ${describeA1111Error(text)}. Check its console and the generation settings.`,
+          `${label()} at ${url} refused the image (HTTP ${response.status}): ${describeA1111Error(text)}. Check its console and the generation settings.`,
         );
       }
       return readResult(text, request);
@@ -255,26 +316,50 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     }
   }
 
+  /** sd-server alone answers GET /sdcpp/v1/capabilities (routes_sdcpp.cpp:411); its model is named there. */
+  async function readCapabilities(signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
+    try {
+      const response = await fetchImpl(`${url}/sdcpp/v1/capabilities`, { signal });
+      if (!response.ok) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      const body = parseJson(await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES));
+      return isRecord(body) ? body : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
     const timeout = AbortSignal.timeout(healthTimeoutMs);
+    const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
     try {
-      const response = await fetchImpl(`${url}/sdapi/v1/options`, {
-        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-      });
+      const [response, capabilities] = await Promise.all([fetchImpl(`${url}/sdapi/v1/options`, { signal: combined }), readCapabilities(combined)]);
       const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
+      if (capabilities !== undefined) {
+        isSdServer = true;
+        const model = isRecord(capabilities['model']) ? capabilities['model']['name'] : undefined;
+        return {
+          reachable: true,
+          server: SD_SERVER,
+          detail: `stable-diffusion.cpp's sd-server answers at ${url}${typeof model === 'string' && model !== '' ? ` with model ${model}` : ''}. It reports no progress and cannot stop an image once it runs.`,
+        };
+      }
       if (response.ok) {
         const options = parseJson(text);
         const model = isRecord(options) ? options['sd_model_checkpoint'] : undefined;
         return {
           reachable: true,
+          server: 'AUTOMATIC1111',
           detail: `AUTOMATIC1111 answers at ${url}${typeof model === 'string' && model !== '' ? ` with model ${model}` : ''}.`,
         };
       }
-      // sd-server and A1111 without --api have no options endpoint but do answer HTTP.
+      // A1111 without --api has no /sdapi at all (sd-server has /sdapi/v1/options since it grew capabilities).
       if (response.status === 404) {
         return {
           reachable: true,
-          detail: `A server answers at ${url} but has no /sdapi/v1/options: fine for sd-server; AUTOMATIC1111 needs --api.`,
+          detail: `A server answers at ${url} but has no /sdapi/v1/options: start AUTOMATIC1111 or Forge with --api, or point --image-url at your image server.`,
         };
       }
       return { reachable: true, detail: `The server at ${url} answers /sdapi/v1/options with HTTP ${response.status}: ${describeA1111Error(text)}.` };

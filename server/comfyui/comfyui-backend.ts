@@ -1,5 +1,5 @@
 // ComfyUI: queue an API-format workflow over HTTP, follow it over the WebSocket, fetch the
-// saved image from /history and /view.
+// saved image from /history and /view. Line numbers cite ComfyUI 0.3.64 (a125cd84).
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
@@ -7,7 +7,7 @@ import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
-import { fillWorkflow, findCheckpointName } from './workflow.ts';
+import { fillWorkflow, findCheckpointName, findSamplerSettings } from './workflow.ts';
 import {
   describeTooLarge,
   formatBytes,
@@ -167,7 +167,6 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
   const WebSocketImpl = options.WebSocket ?? WebSocket;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
-  const model = findCheckpointName(options.workflow);
 
   function toConnectionError(error: unknown): ImageBackendError {
     const code = readErrorCode(error);
@@ -221,9 +220,50 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     }
   }
 
-  /** Removes our prompt from the queue if it has not started, and stops it if it runs. */
-  async function interrupt(promptId: string): Promise<void> {
-    await Promise.all([post('/queue', { delete: [promptId] }), post('/interrupt', { prompt_id: promptId })]);
+  /** An answer's status (undefined when the server did not answer), the body read only for /queue. */
+  async function request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: unknown } | undefined> {
+    try {
+      const response = await fetchImpl(`${url}${path}`, {
+        method,
+        ...(method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: body === undefined ? null : JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(healthTimeoutMs),
+      });
+      const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
+      return { status: response.status, body: parseJson(text) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The prompt ids of /queue's items, (number, prompt_id, prompt, extra_data, outputs) (server.py:666-672). */
+  function readQueueIds(items: unknown): string[] {
+    return Array.isArray(items) ? items.map((item: unknown) => (Array.isArray(item) ? item[1] : undefined)).filter((id): id is string => typeof id === 'string') : [];
+  }
+
+  // Whether the server has newer ComfyUI's POST /api/jobs/{id}/cancel; learnt from its first answer.
+  let hasJobsApi: boolean | undefined;
+
+  /**
+   * Stops our prompt only, whatever else the server runs. Newer ComfyUI cancels one job by id, queued or
+   * running (/api/jobs/{id}/cancel). Older ones: /queue {delete} takes it out while it waits, and /interrupt
+   * {prompt_id} stops it while it runs, but before 0.3.57 /interrupt ignores the id and stops whatever runs,
+   * so it is sent only when /queue lists our prompt as the running one.
+   */
+  async function cancelPrompt(promptId: string): Promise<void> {
+    if (hasJobsApi !== false) {
+      const answer = await request('POST', `/api/jobs/${encodeURIComponent(promptId)}/cancel`);
+      if (answer !== undefined && answer.status === 200 && isRecord(answer.body) && typeof answer.body['cancelled'] === 'boolean') {
+        hasJobsApi = true;
+        return;
+      }
+      if (answer !== undefined) hasJobsApi = false;
+    }
+    const queue = await request('GET', '/queue');
+    const body = isRecord(queue?.body) ? queue.body : {};
+    await Promise.all([
+      readQueueIds(body['queue_pending']).includes(promptId) ? post('/queue', { delete: [promptId] }) : undefined,
+      readQueueIds(body['queue_running']).includes(promptId) ? post('/interrupt', { prompt_id: promptId }) : undefined,
+    ]);
   }
 
   function openSocket(clientId: string, signal: AbortSignal): Promise<WebSocket> {
@@ -258,11 +298,13 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     });
   }
 
-  async function queuePrompt(workflow: unknown, clientId: string, signal: AbortSignal): Promise<string> {
+  async function queuePrompt(workflow: unknown, clientId: string, promptId: string, signal: AbortSignal): Promise<string> {
     const response = await fetchImpl(`${url}/prompt`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: workflow, client_id: clientId }),
+      // Our own id (server.py:692, since 0.3.45), so a cancel knows it before /prompt answers. Newer servers
+      // want a canonical lowercase UUID, which randomUUID() is.
+      body: JSON.stringify({ prompt: workflow, client_id: clientId, prompt_id: promptId }),
       signal,
     });
     const text = await readAnswer(response, '/prompt');
@@ -273,11 +315,12 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       );
     }
     const body = parseJson(text);
-    const promptId = isRecord(body) ? body['prompt_id'] : undefined;
-    if (typeof promptId !== 'string' || promptId === '') {
+    const answered = isRecord(body) ? body['prompt_id'] : undefined;
+    if (typeof answered !== 'string' || answered === '') {
       throw new ImageBackendError('bad_response', `ComfyUI at ${url} accepted the workflow but sent no prompt_id (${truncate(text.slice(0, 120))}). Check that --image-url points to ComfyUI.`);
     }
-    return promptId;
+    // Before 0.3.45 the server ignores ours and names the prompt itself: its answer is what counts.
+    return answered;
   }
 
   async function followPrompt(
@@ -302,6 +345,10 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         case 'executed':
           announced.push(...readOutputImages({ node: data['output'] }));
           break;
+        // execution_success (execution.py:704-706) or executing {node: null} (main.py:203-204), whichever comes
+        // first: the second follows once the history entry is written, which readHistory waits for.
+        case 'execution_success':
+          return announced;
         case 'executing':
           if (data['node'] === null) return announced;
           break;
@@ -317,7 +364,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     throw new Error('message stream ended');
   }
 
-  async function readHistory(promptId: string, signal: AbortSignal): Promise<OutputImage[]> {
+  async function readHistory(promptId: string, signal: AbortSignal): Promise<{ images: OutputImage[]; workflow?: unknown }> {
     for (let attempt = 1; ; attempt++) {
       const response = await fetchImpl(`${url}/history/${encodeURIComponent(promptId)}`, { signal });
       const text = await readAnswer(response, '/history');
@@ -327,9 +374,13 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       const body = parseJson(text);
       if (!isRecord(body)) throw new ImageBackendError('bad_response', `ComfyUI at ${url} sent an unreadable /history answer (${truncate(text.slice(0, 120))}).`);
       const entry = body[promptId];
-      if (isRecord(entry)) return readOutputImages(entry['outputs']);
-      // The history entry is written around the time "finished" is announced; give it a moment.
-      if (attempt >= HISTORY_ATTEMPTS) return [];
+      // prompt: [number, prompt_id, the workflow that ran, extra_data, outputs_to_execute] (execution.py:1128-1133).
+      if (isRecord(entry)) {
+        const prompt = entry['prompt'];
+        return { images: readOutputImages(entry['outputs']), ...(Array.isArray(prompt) && isRecord(prompt[2]) ? { workflow: prompt[2] } : {}) };
+      }
+      // The entry is written by q.task_done after execution_success (main.py:195-204); give it a moment.
+      if (attempt >= HISTORY_ATTEMPTS) return { images: [] };
       await sleep(HISTORY_RETRY_MS, undefined, { signal });
     }
   }
@@ -366,13 +417,14 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     if (signal.aborted) throw toStoppedError('cancelled', signal.reason);
     const job = new AbortController();
     let stopReason: StopReason | undefined;
-    let promptId: string | undefined;
     let interrupted: Promise<void> = Promise.resolve();
+    // Ours from the start: a cancel before /prompt answers can name it.
+    let promptId: string = randomUUID();
     const stop = (reason: StopReason) => {
       if (stopReason !== undefined) return;
       stopReason = reason;
       // Only our own prompt is stopped: a bare /interrupt would stop whatever runs, maybe someone else's job.
-      if (promptId !== undefined) interrupted = interrupt(promptId);
+      interrupted = cancelPrompt(promptId);
       job.abort();
     };
     const onAbort = () => stop('cancelled');
@@ -386,12 +438,12 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       socket = await openSocket(clientId, job.signal);
       const watcher = watchSocket(socket);
       // A cancel does not abort /prompt: ComfyUI queues the prompt even when the client has gone
-      // (server.py:700-709), and only its answer names the prompt to take out of the queue again.
-      const queued = queuePrompt(workflow, clientId, AbortSignal.timeout(timeoutMs));
+      // (server.py:700-709), so a cancel meanwhile is sent again once it is queued (and named, by older servers).
+      const queued = queuePrompt(workflow, clientId, promptId, AbortSignal.timeout(timeoutMs));
       queued.then(
         (id) => {
           promptId = id;
-          if (stopReason !== undefined) interrupted = interrupt(id);
+          if (stopReason !== undefined) interrupted = Promise.all([interrupted, cancelPrompt(id)]).then(() => undefined);
         },
         () => {},
       );
@@ -407,14 +459,18 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
           { cause: error },
         );
       }
-      const images = await readHistory(promptId, job.signal);
-      const image = images[0] ?? announced[0];
+      const history = await readHistory(promptId, job.signal);
+      const image = history.images[0] ?? announced[0];
       if (image === undefined) {
         throw new ImageBackendError('bad_response', `ComfyUI at ${url} finished the workflow but it saved no image. End the workflow in a SaveImage node.`);
       }
       const png = await downloadImage(image, job.signal);
       if (stopReason !== undefined) throw toStoppedError(stopReason);
-      return model === undefined ? { png, seed: request.seed } : { png, seed: request.seed, model };
+      // What ran is the workflow in the history (it is the one we sent): its sampler's own inputs, which a
+      // custom workflow may fix instead of taking our placeholders.
+      const ran = history.workflow ?? workflow;
+      const model = findCheckpointName(ran);
+      return { png, ...findSamplerSettings(ran), ...(model === undefined ? {} : { model }) };
     } catch (error) {
       if (stopReason !== undefined) {
         await interrupted;

@@ -1,4 +1,4 @@
 export { createComfyUiBackend, describeComfyUiError } from './comfyui-backend.ts';
 export type { ComfyUiBackendOptions } from './comfyui-backend.ts';
-export { DEFAULT_WORKFLOW_PATH, fillWorkflow, findCheckpointName, loadDefaultWorkflow, loadWorkflow } from './workflow.ts';
+export { DEFAULT_WORKFLOW_PATH, fillWorkflow, findCheckpointName, findSamplerSettings, loadDefaultWorkflow, loadWorkflow } from './workflow.ts';
 export type { WorkflowErrorCode, WorkflowResult } from './workflow.ts';

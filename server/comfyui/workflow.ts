@@ -78,6 +78,39 @@ export function findCheckpointName(workflow: unknown): string | undefined {
   return undefined;
 }
 
+const SAMPLER_NODES: Record<string, { seed: string }> = {
+  // nodes.py: KSampler's seed input is `seed`, KSamplerAdvanced's `noise_seed`.
+  KSampler: { seed: 'seed' },
+  KSamplerAdvanced: { seed: 'noise_seed' },
+};
+
+/**
+ * The seed, steps, CFG and sampler the workflow's sampler node really had: a custom workflow may fix them
+ * instead of taking %placeholders%. With several sampler nodes (a refiner, a hires pass) only the values they
+ * all share are given; a value that comes from another node's output (a link) is not known, so not given.
+ */
+export function findSamplerSettings(workflow: unknown): { seed?: number; steps?: number; cfg?: number; sampler?: string } {
+  if (!isRecord(workflow)) return {};
+  const samplers = Object.values(workflow).filter(
+    (node): node is { class_type: string; inputs: Record<string, unknown> } => isRecord(node) && typeof node['class_type'] === 'string' && node['class_type'] in SAMPLER_NODES && isRecord(node['inputs']),
+  );
+  if (samplers.length === 0) return {};
+  const shared = (read: (node: { class_type: string; inputs: Record<string, unknown> }) => unknown): unknown => {
+    const values = samplers.map(read);
+    return values.every((value) => value === values[0]) ? values[0] : undefined;
+  };
+  const settings: { seed?: number; steps?: number; cfg?: number; sampler?: string } = {};
+  const seed = shared((node) => node.inputs[SAMPLER_NODES[node.class_type]?.seed ?? 'seed']);
+  const steps = shared((node) => node.inputs['steps']);
+  const cfg = shared((node) => node.inputs['cfg']);
+  const sampler = shared((node) => node.inputs['sampler_name']);
+  if (typeof seed === 'number') settings.seed = seed;
+  if (typeof steps === 'number') settings.steps = steps;
+  if (typeof cfg === 'number') settings.cfg = cfg;
+  if (typeof sampler === 'string' && sampler !== '') settings.sampler = sampler;
+  return settings;
+}
+
 /** Reads an API-format workflow file and checks that Easel can drive it. */
 export async function loadWorkflow(path: string): Promise<WorkflowResult> {
   let text: string;

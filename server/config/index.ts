@@ -2,14 +2,21 @@ import { z } from 'zod';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-export const IMAGE_BACKENDS = ['none', 'a1111', 'comfyui', 'openai'] as const;
+export const IMAGE_BACKENDS = ['none', 'auto', 'a1111', 'comfyui', 'localai', 'openai'] as const;
 export type ImageBackendName = (typeof IMAGE_BACKENDS)[number];
 
-const DEFAULT_IMAGE_URLS: Record<Exclude<ImageBackendName, 'none'>, string> = {
+const DEFAULT_IMAGE_URLS: Record<Exclude<ImageBackendName, 'none' | 'auto'>, string> = {
   a1111: 'http://127.0.0.1:7860',
   comfyui: 'http://127.0.0.1:8188',
+  localai: 'http://127.0.0.1:8080',
   openai: 'http://127.0.0.1:8080',
 };
+
+/**
+ * Where `--image-backend auto` looks when no --image-url is given, in this order: AUTOMATIC1111 / Forge (7860),
+ * ComfyUI (8188), LocalAI (8080), stable-diffusion.cpp's sd-server (its default --port, 1234: runtime.h SDSvrParams).
+ */
+export const AUTO_IMAGE_URLS: readonly string[] = ['http://127.0.0.1:7860', 'http://127.0.0.1:8188', 'http://127.0.0.1:8080', 'http://127.0.0.1:1234'];
 
 const httpUrl = z
   .string()
@@ -123,11 +130,14 @@ const FLAGS: Record<string, FlagSpec> = {
   'image-backend': {
     key: 'imageBackend',
     env: 'EASEL_IMAGE_BACKEND',
-    help: 'none | a1111 | comfyui | openai (default none)',
-    fallback: () => 'none',
+    help: 'none | auto | a1111 | comfyui | localai | openai (default auto when --image-url is given, else none)',
   },
-  'image-url': { key: 'imageUrl', env: 'EASEL_IMAGE_URL', help: 'image backend base URL (default per backend)' },
-  'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', help: 'model name sent to an openai backend' },
+  'image-url': {
+    key: 'imageUrl',
+    env: 'EASEL_IMAGE_URL',
+    help: 'image server base URL; without --image-backend, Easel finds out which server answers there (default per backend)',
+  },
+  'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', help: 'model name sent to an openai or localai backend' },
   'comfy-workflow': { key: 'comfyWorkflow', env: 'EASEL_COMFY_WORKFLOW', help: 'ComfyUI API-format workflow file (default: bundled SD 1.5 graph)' },
   'image-timeout': { key: 'imageTimeout', env: 'EASEL_IMAGE_TIMEOUT', help: 'seconds before an image generation is given up (default 600)', fallback: () => '600' },
   'unload-llm': { key: 'unloadLlm', env: 'EASEL_UNLOAD_LLM', help: 'unload the chat model from the GPU before each image (for small GPUs)', boolean: true },
@@ -184,6 +194,8 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
     if (value === undefined) return fail(`--${match[1]} needs a value: ${spec.help}.`);
     raw[spec.key] = value;
   }
+  // An image server's address without a backend: find out which server it is.
+  raw['imageBackend'] ??= raw['imageUrl'] === undefined ? 'none' : 'auto';
   for (const spec of Object.values(FLAGS)) {
     if (raw[spec.key] === undefined && spec.fallback) {
       try {
@@ -209,7 +221,7 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
     return fail(`${name} ${issue?.message ?? 'is invalid'} (got "${String(raw[key as string])}").`);
   }
   const value = parsed.data;
-  const imageUrl = value.imageUrl ?? (value.imageBackend === 'none' ? undefined : DEFAULT_IMAGE_URLS[value.imageBackend]);
+  const imageUrl = value.imageUrl ?? (value.imageBackend === 'none' || value.imageBackend === 'auto' ? undefined : DEFAULT_IMAGE_URLS[value.imageBackend]);
   return { ok: true, value: { ...value, imageUrl } };
 }
 

@@ -104,6 +104,7 @@ export async function buildArchiveFiles(
       steps: image.steps,
       cfg: image.cfg,
       seed: image.seed,
+      sampler: image.sampler,
       width: image.width,
       height: image.height,
       model: image.model,
@@ -115,9 +116,10 @@ export async function buildArchiveFiles(
   return files;
 }
 
-/** `01-a-red-fox-in-the-snow-seed-1234.png`: the order, the prompt's first words, the seed. */
+/** `01-a-red-fox-in-the-snow-seed-1234.png`: the order, the prompt's first words, the seed (when known). */
 export function nameImage(position: number, image: Pick<ImageRecord, 'prompt' | 'seed'>): string {
-  return `${String(position).padStart(2, '0')}-${slugify(image.prompt, 40) || 'image'}-seed-${image.seed}.png`;
+  const seed = image.seed === null ? '' : `-seed-${image.seed}`;
+  return `${String(position).padStart(2, '0')}-${slugify(image.prompt, 40) || 'image'}${seed}.png`;
 }
 
 /** The export's file name: `easel-a-red-fox-2026-11-23.zip`. */
@@ -163,9 +165,11 @@ const imageSchema = z
     turn: z.int().min(0).nullable(),
     prompt: shortText(LIMITS.promptMaxChars),
     negativePrompt: shortText(LIMITS.promptMaxChars),
-    steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max),
-    cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max),
-    seed: z.int().min(0).max(LIMITS.seed.max),
+    // null: the backend ignored the value and did not say what it used (see ImageRecord).
+    steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max).nullable(),
+    cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max).nullable(),
+    seed: z.int().min(0).max(LIMITS.seed.max).nullable(),
+    sampler: shortText(200).nullable().default(null),
     width: z.int().min(1),
     height: z.int().min(1),
     model: shortText(500).nullable(),

@@ -18,9 +18,11 @@ export interface ImageRecord {
   url: string;
   prompt: string;
   negativePrompt: string;
-  steps: number;
-  cfg: number;
-  seed: number;
+  /** What the backend really used; null when it ignored the value and did not report it. */
+  steps: number | null;
+  cfg: number | null;
+  seed: number | null;
+  sampler: string | null;
   width: number;
   height: number;
   model: string | null;

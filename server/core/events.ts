@@ -30,6 +30,26 @@ export interface DoneEvent {
   firstTokenMs: number | null;
 }
 
+/**
+ * A finished image and what the backend really made it with: the same values as its stored record and its
+ * PNG's `parameters` text. A setting the backend ignored and did not report is absent.
+ */
+export interface ImageEvent {
+  type: 'image';
+  id: string;
+  url: string;
+  width: number;
+  height: number;
+  prompt: string;
+  /** Always set by the core ('' when none was used). */
+  negativePrompt?: string;
+  seed?: number;
+  steps?: number;
+  cfg?: number;
+  sampler?: string;
+  model?: string;
+}
+
 export type TurnEvent =
   /**
    * The turn is stored and begins (the user's message is in the transcript and the model's context):
@@ -48,8 +68,8 @@ export type TurnEvent =
   | MetadataEvent
   | { type: 'reset'; message: string }
   | { type: 'generation'; id: string; queued?: boolean }
-  | { type: 'progress'; id: string; fraction?: number; step?: number; steps?: number }
-  | { type: 'image'; id: string; url: string; seed: number; width: number; height: number; prompt: string }
+  | { type: 'progress'; id: string; fraction?: number; step?: number; steps?: number; etaSeconds?: number }
+  | ImageEvent
   | { type: 'error'; code: string; message: string }
   | DoneEvent;
 

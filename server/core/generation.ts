@@ -1,11 +1,11 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { checkPngImage, formatA1111Parameters, writePngText } from '../png/index.ts';
+import { checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore, ImageRecord } from './conversation.ts';
 import { ImageBackendError, isImageBackendError } from './errors.ts';
-import type { TurnEvent } from './events.ts';
+import type { ImageEvent, TurnEvent } from './events.ts';
 import type { Logger } from './logger.ts';
-import type { ImageBackend, ImageProgress, ImageResult } from './ports.ts';
+import type { ImageBackend, ImageProgress, ImageRequest, ImageResult, SeedRange } from './ports.ts';
 import type { Settings } from './settings.ts';
 
 export interface ImageBackendStatus {
@@ -14,6 +14,10 @@ export interface ImageBackendStatus {
   configured: boolean;
   reachable: boolean;
   detail: string;
+  /** The server that answered, when the adapter can tell (e.g. "stable-diffusion.cpp sd-server"). */
+  server?: string;
+  /** True when --image-backend auto chose `backend` by asking the server. */
+  auto?: true;
 }
 
 export interface GenerateInput {
@@ -48,18 +52,71 @@ export interface ImageGeneratorDeps {
   imagesDir?: string;
   /** Frees the GPU before an image (--unload-llm). */
   unloadLlm?: () => Promise<void>;
-  randomSeed?: () => number;
+  /** A random seed from `min` to `max`, both included. */
+  randomSeed?: (range: SeedRange) => number;
+  /** Written as the PNG text's Version field ("Easel 0.1.0") when Easel writes that text. */
+  writer?: string;
   newImageId?: () => string;
 }
 
 export const NO_BACKEND_MESSAGE =
-  'No image backend is configured, so Easel only crafts prompts. Start it with --image-backend a1111, comfyui or openai (and --image-url) to make pictures.';
+  'No image backend is configured, so Easel only crafts prompts. Start it with --image-url pointing at your image server (Easel finds out which one it is), or name it with --image-backend a1111, comfyui, localai or openai, to make pictures.';
 
 const BACKEND_LABELS: Record<ImageBackend['name'], string> = {
   a1111: 'AUTOMATIC1111',
   comfyui: 'ComfyUI',
   openai: 'The OpenAI-compatible image server',
+  localai: 'LocalAI',
+  auto: 'The image server',
 };
+
+/** A1111's range (`random.randrange(4294967294)`), and what every backend without a narrower one takes. */
+const DEFAULT_SEED_RANGE: SeedRange = { min: 0, max: LIMITS.seed.max };
+
+/** What the image was really made with: the record, the event and the PNG text are built from this one value. */
+interface MadeWith {
+  prompt: string;
+  negativePrompt: string;
+  seed?: number;
+  steps?: number;
+  cfg?: number;
+  sampler?: string;
+  model?: string;
+}
+
+/** A parameters text the backend wrote itself (A1111, sd.cpp): it has a parameters line, not just a prompt. */
+function readOwnParameters(png: Uint8Array): ReturnType<typeof parseA1111Parameters> | undefined {
+  const text = readPngText(png)['parameters'];
+  if (text === undefined) return undefined;
+  const parsed = parseA1111Parameters(text);
+  return parsed.steps !== undefined || parsed.seed !== undefined ? parsed : undefined;
+}
+
+/**
+ * The adapter's claims, overridden by the backend's own PNG text when it wrote one: that text is what the
+ * server says it used, and it is kept in the file, so the record must say the same. sd.cpp writes
+ * "Sampler: NONE" when it picked its default itself: not a name.
+ */
+function describeMadeWith(request: ImageRequest, result: ImageResult, own: ReturnType<typeof readOwnParameters>): MadeWith {
+  const sampler = own?.sampler !== undefined && own.sampler !== 'NONE' ? own.sampler : result.sampler;
+  const pick = <T>(value: T | undefined, fallback: T | undefined): T | undefined => value ?? fallback;
+  const madeWith: MadeWith = { prompt: result.prompt ?? request.prompt, negativePrompt: result.negativePrompt ?? request.negativePrompt };
+  const seed = pick(own?.seed, result.seed);
+  const steps = pick(own?.steps, result.steps);
+  const cfg = pick(own?.cfg, result.cfg);
+  const model = pick(own?.model, result.model);
+  if (seed !== undefined) madeWith.seed = seed;
+  if (steps !== undefined) madeWith.steps = steps;
+  if (cfg !== undefined) madeWith.cfg = cfg;
+  if (sampler !== undefined && sampler !== '') madeWith.sampler = sampler;
+  if (model !== undefined && model !== '') madeWith.model = model;
+  return madeWith;
+}
+
+/** A fixed seed the backend cannot take as it is (LocalAI keeps 31 bits): refused before anything is sent. */
+class SeedOutOfRangeError extends Error {
+  override readonly name = 'SeedOutOfRangeError';
+}
 
 /** A write of a finished image failed: the disk, not the backend, is at fault. */
 class ImageSaveError extends Error {
@@ -72,7 +129,7 @@ class ImageSaveError extends Error {
  * queued job never lets the next one start beside the running one.
  */
 export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
-  const randomSeed = deps.randomSeed ?? (() => randomInt(0, LIMITS.seed.max + 1));
+  const randomSeed = deps.randomSeed ?? ((range: SeedRange) => randomInt(range.min, range.max + 1));
   const newImageId = deps.newImageId ?? (() => randomBytes(16).toString('hex'));
   let queue: Promise<void> = Promise.resolve();
   let pending = 0;
@@ -99,9 +156,16 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       if (deps.unloadLlm) {
         await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
       }
+      if (backend.prepare !== undefined) await waitOrAbort(backend.prepare(signal), signal);
       const { settings } = input;
-      const seed = settings.seed === -1 ? randomSeed() : settings.seed;
-      const request = {
+      const range = backend.seedRange ?? DEFAULT_SEED_RANGE;
+      if (settings.seed !== -1 && (settings.seed < range.min || settings.seed > range.max)) {
+        throw new SeedOutOfRangeError(
+          `${BACKEND_LABELS[backend.name]} at ${backend.url} takes seeds from ${range.min} to ${range.max} only, so seed ${settings.seed} cannot be used: it would not make the image it names. Pick a seed in that range, or −1 for a random one.`,
+        );
+      }
+      const seed = settings.seed === -1 ? randomSeed(range) : settings.seed;
+      const request: ImageRequest = {
         prompt: input.prompt,
         negativePrompt: settings.negativePrompt,
         steps: settings.steps,
@@ -125,9 +189,11 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         );
       }
       const { width, height } = checked.value;
-      const parameters = formatA1111Parameters({ ...request, seed: result.seed, width, height, ...(result.model ? { model: result.model } : {}) });
+      const own = readOwnParameters(result.png);
+      const madeWith = describeMadeWith(request, result, own);
+      // The backend's own text (A1111's, sd.cpp's with its SDCPP block) is richer than ours: keep it.
+      const bytes = own === undefined ? writePngText(result.png, 'parameters', formatA1111Parameters({ ...madeWith, width, height, ...(deps.writer === undefined ? {} : { version: deps.writer }) })) : result.png;
       const file = `${id}.png`;
-      const bytes = writePngText(result.png, 'parameters', parameters);
       await deps.saveFile(file, bytes).catch((error: unknown) => {
         throw new ImageSaveError(`could not write ${file}`, { cause: error });
       });
@@ -137,22 +203,24 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         turnId: input.turnId,
         file,
         url: `/images/${file}`,
-        prompt: input.prompt,
-        negativePrompt: settings.negativePrompt,
-        steps: settings.steps,
-        cfg: settings.cfg,
-        seed: result.seed,
+        prompt: madeWith.prompt,
+        negativePrompt: madeWith.negativePrompt,
+        steps: madeWith.steps ?? null,
+        cfg: madeWith.cfg ?? null,
+        seed: madeWith.seed ?? null,
+        sampler: madeWith.sampler ?? null,
         width,
         height,
-        model: result.model ?? null,
+        model: madeWith.model ?? null,
         createdAt: new Date(deps.clock.now()).toISOString(),
       };
       deps.store.addImage(image);
-      yield { type: 'image', id, url: image.url, seed: image.seed, width, height, prompt: image.prompt };
+      const event: ImageEvent = { type: 'image', id, url: image.url, width, height, ...madeWith };
+      yield event;
     } catch (error) {
       yield { type: 'error', ...describeImageFailure(error, signal, deps.imagesDir) };
       if (error instanceof ImageSaveError) deps.logger.error('the finished image could not be saved', { error });
-      else if (!isImageBackendError(error) && !signal.aborted) deps.logger.error('image generation failed', { error });
+      else if (!isImageBackendError(error) && !(error instanceof SeedOutOfRangeError) && !signal.aborted) deps.logger.error('image generation failed', { error });
       else deps.logger.warn('image generation did not finish', { error });
     } finally {
       pending--;
@@ -170,7 +238,16 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       const backend = deps.backend;
       if (!backend) return { backend: 'none', url: null, configured: false, reachable: false, detail: NO_BACKEND_MESSAGE };
       const health = await backend.checkHealth(signal);
-      return { backend: backend.name, url: backend.url, configured: true, reachable: health.reachable, detail: health.detail };
+      // Read after the check: --image-backend auto knows its adapter only once it has probed.
+      return {
+        backend: backend.name,
+        url: backend.url,
+        configured: true,
+        reachable: health.reachable,
+        detail: health.detail,
+        ...(health.server === undefined ? {} : { server: health.server }),
+        ...(backend.auto === true ? { auto: true as const } : {}),
+      };
     },
   };
 }
@@ -195,6 +272,7 @@ function describeImageFailure(error: unknown, signal: AbortSignal, imagesDir: st
       message: `The image was made but could not be saved in ${where}${code === undefined ? '' : ` (${code})`}, and nothing was written. Check that this folder exists and that Easel may write to it (permissions, a read-only disk, --data-dir), then press Generate again; the prompt is kept.`,
     };
   }
+  if (error instanceof SeedOutOfRangeError) return { code: 'image_seed_out_of_range', message: `${error.message} ${keep}` };
   if (signal.aborted || (isImageBackendError(error) && error.code === 'cancelled')) {
     return { code: 'image_cancelled', message: `Image generation was cancelled. ${keep}` };
   }

@@ -25,7 +25,7 @@ export { describeConversation, describeStorageFailure, MAX_TITLE_CHARS, UNTITLED
 export { createReplySaver, type ReplySaver } from './reply-saver.ts';
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isStorageError, StorageError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
-export type { DoneEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
+export type { DoneEvent, ImageEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
 export { describeModelHealth } from './health.ts';
 export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';

@@ -65,28 +65,63 @@ export interface ImageRequest {
 export interface ImageProgress {
   /** 0–1 when the backend reports it. */
   fraction?: number;
+  /** Sampling steps done so far, and of how many; only once the backend's count belongs to this job. */
   step?: number;
   steps?: number;
+  /** Seconds left by the backend's own estimate (A1111's eta_relative), once it means something. */
+  etaSeconds?: number;
 }
 
+/**
+ * What the backend really made the image with. A value is given only when the backend said it (A1111 and
+ * sd.cpp's `info`, ComfyUI's history) or is known to honour what was sent; a value the server ignores and
+ * does not report is left out, never filled in from the request.
+ */
 export interface ImageResult {
   /** PNG bytes exactly as the backend produced them. */
   png: Uint8Array;
-  /** The seed the backend really used (falls back to the requested one). */
-  seed: number;
+  seed?: number;
+  steps?: number;
+  cfg?: number;
+  /** The sampler's name as the backend names it (A1111 "Euler", ComfyUI "euler", sd.cpp "euler_a"). */
+  sampler?: string;
   /** Checkpoint / model name when the backend says which. */
   model?: string;
+  /** The prompt as the backend received it, when the adapter had to change it (LocalAI splits at "|"). */
+  prompt?: string;
+  /** The negative prompt the backend used, when it differs from the request ('' when it ignores one). */
+  negativePrompt?: string;
 }
 
 export interface ImageBackendHealth {
   reachable: boolean;
   /** One sentence saying what is wrong, or what answered. */
   detail: string;
+  /** The server that answered, when the adapter can tell (e.g. "stable-diffusion.cpp sd-server"). */
+  server?: string;
+}
+
+export type ImageBackendName = 'a1111' | 'comfyui' | 'openai' | 'localai';
+
+/** The seeds a backend takes as given; a random seed is drawn inside it. */
+export interface SeedRange {
+  min: number;
+  max: number;
 }
 
 export interface ImageBackend {
-  readonly name: 'a1111' | 'comfyui' | 'openai';
+  /** `auto` until --image-backend auto has found the server, then the adapter it chose. */
+  readonly name: ImageBackendName | 'auto';
   readonly url: string;
+  /** Absent: any seed from 0 to 4294967295 (A1111's range). */
+  readonly seedRange?: SeedRange;
+  /** True when --image-backend auto chose the adapter. */
+  readonly auto?: boolean;
+  /**
+   * Awaited before each image, before its seed is drawn: lets --image-backend auto find its server first, so
+   * `name` and `seedRange` are the real adapter's. Never throws.
+   */
+  prepare?(signal: AbortSignal): Promise<void>;
   /**
    * Generates one image. Aborting `signal` cancels the job on the backend (interrupt endpoint)
    * and rejects with ImageBackendError code 'cancelled'. Throws ImageBackendError.

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { ConversationSummary, EaselService, Logger, TurnEvent } from '../core/index.ts';
+import type { ConversationSummary, EaselService, ImageRecord, Logger, TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, readMediaType, respondError } from './errors.ts';
 import { streamEvents, withRequestSignal } from './stream-events.ts';
 
@@ -159,7 +159,8 @@ function toSummaryJson(summary: ConversationSummary) {
   return { id, title, createdAt, updatedAt, preview };
 }
 
-function toImageJson(image: { id: string; url: string; seed: number; width: number; height: number; prompt: string; negativePrompt: string; steps: number; cfg: number; model: string | null; createdAt: string }) {
-  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, model, createdAt } = image;
-  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, model, createdAt };
+/** null: the backend ignored that setting and did not say what it used, so Easel claims nothing. */
+function toImageJson(image: ImageRecord) {
+  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, createdAt } = image;
+  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, createdAt };
 }

@@ -1,2 +1,2 @@
 export { createOpenAiImagesBackend, describeOpenAiError } from './openai-images-backend.ts';
-export type { OpenAiImagesBackendOptions } from './openai-images-backend.ts';
+export type { OpenAiImagesBackendOptions, OpenAiImagesDialect } from './openai-images-backend.ts';

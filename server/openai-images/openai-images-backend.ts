@@ -1,5 +1,10 @@
-// OpenAI-compatible image servers (LocalAI, stable-diffusion.cpp's sd-server, …):
-// POST /v1/images/generations. No progress and no interrupt endpoint exist.
+// Image servers with an OpenAI-style POST /v1/images/generations, in three dialects:
+// - `openai`: a server that follows OpenAI's Images API, sent only what that API defines. When the server turns
+//   out to be stable-diffusion.cpp's sd-server (it answers /sdcpp/v1/capabilities), seed, steps, CFG and the
+//   negative prompt travel in <sd_cpp_extra_args> inside the prompt, the only way its /v1 route reads them.
+// - `localai`: LocalAI, which reads `step`, takes the negative prompt as "positive|negative" and keeps 32 bits
+//   of the seed (mudler/LocalAI 82c191af).
+// No progress and no interrupt endpoint exist in either.
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
@@ -19,9 +24,13 @@ import {
   type BodyTooLarge,
 } from '../util/index.ts';
 
+export type OpenAiImagesDialect = 'openai' | 'localai';
+
 export interface OpenAiImagesBackendOptions {
   /** Base URL, with or without a trailing /v1, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** Default `openai`. */
+  dialect?: OpenAiImagesDialect;
   /** Sent as `model` when given. */
   model?: string;
   /** Sent as `Authorization: Bearer …` when given. */
@@ -37,20 +46,58 @@ type StopReason = 'cancelled' | 'timeout';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
+const SD_SERVER = 'stable-diffusion.cpp sd-server';
 
-/** The server's words from `{ error: { message } }`, `{ error: "…" }`, `{ detail }` or plain text. */
+/**
+ * LocalAI hands the seed to its backend as `int32(seed)` (core/backend/image.go:40): above 2147483647 it wraps to
+ * a negative number, which stable-diffusion.cpp takes as "random" (src/stable-diffusion.cpp:4000-4005); its
+ * diffusers backend also makes 0 random (backend/python/diffusers/backend.py:775-778, `if request.seed > 0`).
+ */
+const LOCALAI_SEEDS = { min: 1, max: 2_147_483_647 };
+
+/**
+ * LocalAI splits the prompt at "|" into positive and negative and drops anything after a second one
+ * (core/http/endpoints/openai/image.go:161-166), so a "|" of the user's would cut the prompt: it is sent as "/".
+ */
+function escapeLocalAiPrompt(text: string): string {
+  return text.replaceAll('|', '/');
+}
+
+/**
+ * sd-server's /v1/images/generations reads only prompt, n, size and output_format (routes_openai.cpp:23-78);
+ * the rest goes in the prompt as <sd_cpp_extra_args>{json}</sd_cpp_extra_args>, on one line (the regex's `.`
+ * stops at a newline), steps and CFG nested as SDGenerationParams names them (common.cpp:1930-2030). Ours comes
+ * first, so sd.cpp's non-greedy regex finds it even when the user's prompt holds such a tag; every `<` in the
+ * JSON is \u003c, so no text inside it can close the block early.
+ */
+function embedSdCppExtraArgs(request: ImageRequest): string {
+  const extra = JSON.stringify({
+    seed: request.seed,
+    negative_prompt: request.negativePrompt,
+    sample_params: { sample_steps: request.steps, guidance: { txt_cfg: request.cfg } },
+  }).replaceAll('<', '\\u003c');
+  return `<sd_cpp_extra_args>${extra}</sd_cpp_extra_args>${request.prompt}`;
+}
+
+/**
+ * The server's words from `{ error: { message } }` (OpenAI, LocalAI), `{ error: "…", message? }` (sd-server:
+ * `{"error": "server_error", "message": e.what()}`, routes_openai.cpp:322-328), `{ detail }` or plain text.
+ */
 export function describeOpenAiError(bodyText: string): string {
   const body = parseJson(bodyText);
   if (!isRecord(body)) return truncate(bodyText) || '(empty answer)';
   const error = body['error'];
   if (isRecord(error) && typeof error['message'] === 'string' && error['message'] !== '') return truncate(error['message']);
-  if (typeof error === 'string' && error !== '') return truncate(error);
+  if (typeof error === 'string' && error !== '') {
+    return truncate(typeof body['message'] === 'string' && body['message'] !== '' ? `${error}: ${body['message']}` : error);
+  }
   if (typeof body['message'] === 'string') return truncate(body['message']);
   if (typeof body['detail'] === 'string') return truncate(body['detail']);
   return truncate(bodyText);
 }
 
 export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): ImageBackend {
+  const dialect = options.dialect ?? 'openai';
   const url = options.url.replace(/\/+$/, '');
   const apiBase = `${url.replace(/\/v1$/, '')}/v1`;
   const origin = new URL(url).origin;
@@ -58,6 +105,47 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   const authorization: Record<string, string> = options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` };
+  const label = dialect === 'localai' ? 'LocalAI' : 'The image server';
+  // Learnt once from an answer of /sdcpp/v1/capabilities; a failed probe is asked again next time.
+  let isSdServer: boolean | undefined;
+
+  /** sd-server alone has GET /sdcpp/v1/capabilities (routes_sdcpp.cpp:411). */
+  async function probeSdServer(signal: AbortSignal): Promise<boolean> {
+    if (dialect !== 'openai') return false;
+    if (isSdServer !== undefined) return isSdServer;
+    try {
+      const response = await fetchImpl(`${origin}/sdcpp/v1/capabilities`, { headers: authorization, signal });
+      await response.body?.cancel();
+      isSdServer = response.ok;
+    } catch {
+      // Unknown this time: the request goes out plain, and the next one asks again.
+    }
+    return isSdServer === true;
+  }
+
+  /** The body each dialect sends, and what the image is then known to be made with. */
+  function buildRequest(request: ImageRequest, sdServer: boolean): { body: Record<string, unknown>; claims: Omit<ImageResult, 'png'> } {
+    const common = { n: 1, size: `${request.width}x${request.height}`, response_format: 'b64_json', ...(options.model === undefined ? {} : { model: options.model }) };
+    if (dialect === 'localai') {
+      const prompt = escapeLocalAiPrompt(request.prompt);
+      const negativePrompt = escapeLocalAiPrompt(request.negativePrompt);
+      // image.go:168-175 reads `step`; the seed is honoured now that it fits 31 bits. CFG is the model YAML's
+      // (gosd.go:160, 229): a request cfg_scale is ignored, so none is sent or claimed.
+      return {
+        body: { ...common, prompt: negativePrompt === '' ? prompt : `${prompt}|${negativePrompt}`, step: request.steps, seed: request.seed },
+        claims: { seed: request.seed, steps: request.steps, prompt, negativePrompt, ...(options.model === undefined ? {} : { model: options.model }) },
+      };
+    }
+    if (sdServer) {
+      // The same strict clamp as every sd-server route (routes_openai.cpp:73-76; common.cpp:2334-2337).
+      return {
+        body: { ...common, prompt: embedSdCppExtraArgs(request) },
+        claims: { seed: request.seed, steps: Math.min(100, Math.max(1, request.steps)), cfg: request.cfg },
+      };
+    }
+    // OpenAI's API has no seed, steps, CFG or negative prompt: none is sent, none claimed.
+    return { body: { ...common, prompt: request.prompt }, claims: { negativePrompt: '', ...(options.model === undefined ? {} : { model: options.model }) } };
+  }
 
   function toConnectionError(error: unknown): ImageBackendError {
     const code = readErrorCode(error);
@@ -70,7 +158,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     }
     return new ImageBackendError(
       'unreachable',
-      `The OpenAI-compatible image server at ${url} is not answering${code === undefined ? '' : ` (${code})`}. Start LocalAI or sd-server, or set --image-url to where it runs.`,
+      `${dialect === 'localai' ? 'LocalAI' : 'The OpenAI-compatible image server'} at ${url} is not answering${code === undefined ? '' : ` (${code})`}. Start ${dialect === 'localai' ? 'LocalAI' : 'the image server'}, or set --image-url to where it runs.`,
       { cause: error },
     );
   }
@@ -79,7 +167,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     if (reason === 'timeout') {
       return new ImageBackendError(
         'timeout',
-        `The image server at ${url} did not finish the image within ${formatDuration(timeoutMs)}; Easel stopped waiting (this API cannot interrupt it). Lower the steps or size, or raise the image timeout.`,
+        `${label} at ${url} did not finish the image within ${formatDuration(timeoutMs)}; Easel stopped waiting (this API cannot interrupt it). Lower the steps or size, or raise the image timeout.`,
         { cause },
       );
     }
@@ -89,20 +177,20 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
   function toHttpError(status: number, text: string): ImageBackendError {
     const words = describeOpenAiError(text);
     if (status === 401 || status === 403) {
-      return new ImageBackendError('backend_error', `The image server at ${url} refused the API key (HTTP ${status}): ${words}. Check the image API key Easel was given.`);
+      return new ImageBackendError('backend_error', `${label} at ${url} refused the API key (HTTP ${status}): ${words}. Check the image API key Easel was given.`);
     }
     // A 404 with an OpenAI error body is "model not found"; without one, the route is missing.
     const body = parseJson(text);
     if (status === 404 && !(isRecord(body) && isRecord(body['error']))) {
       return new ImageBackendError('backend_error', `The server at ${url} has no ${apiBase}/images/generations (HTTP 404: ${words}). Check that --image-url points to an OpenAI-compatible image server.`);
     }
-    return new ImageBackendError('backend_error', `The image server at ${url} refused the image (HTTP ${status}): ${words}. Check its console and the model it serves.`);
+    return new ImageBackendError('backend_error', `${label} at ${url} refused the image (HTTP ${status}): ${words}. Check its console and the model it serves.`);
   }
 
   function toTooLargeError(error: BodyTooLarge): ImageBackendError {
     return new ImageBackendError(
       'too_large',
-      `The image server at ${url} sent ${describeTooLarge(error)}, more than Easel accepts for one image (${formatBytes(MAX_IMAGE_BYTES)} of PNG); Easel stopped reading it and kept nothing. Lower the image size, or check that --image-url points to an image API.`,
+      `${label} at ${url} sent ${describeTooLarge(error)}, more than Easel accepts for one image (${formatBytes(MAX_IMAGE_BYTES)} of PNG); Easel stopped reading it and kept nothing. Lower the image size, or check that --image-url points to an image API.`,
     );
   }
 
@@ -115,12 +203,12 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     try {
       target = new URL(link, `${url}/`);
     } catch {
-      throw new ImageBackendError('bad_response', `The image server at ${url} answered with an image link Easel cannot read (${truncate(link.slice(0, 120))}).`);
+      throw new ImageBackendError('bad_response', `${label} at ${url} answered with an image link Easel cannot read (${truncate(link.slice(0, 120))}).`);
     }
     if (target.origin !== origin) {
       throw new ImageBackendError(
         'bad_response',
-        `The image server at ${url} linked its image on another server (${target.protocol.startsWith('http') ? target.origin : target.protocol}); Easel only downloads images from ${origin} itself, so it fetched nothing. Configure the server to answer with b64_json, or to link its images on its own address.`,
+        `${label} at ${url} linked its image on another server (${target.protocol.startsWith('http') ? target.origin : target.protocol}); Easel only downloads images from ${origin} itself, so it fetched nothing. Configure the server to answer with b64_json, or to link its images on its own address.`,
       );
     }
     const response = await fetchImpl(target, { signal, redirect: 'manual' });
@@ -128,12 +216,12 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
       await response.body?.cancel();
       throw new ImageBackendError(
         'bad_response',
-        `The image server at ${url} redirected its image link (HTTP ${response.status}); Easel does not follow an image link elsewhere, so it fetched nothing more. Configure the server to answer with b64_json.`,
+        `${label} at ${url} redirected its image link (HTTP ${response.status}); Easel does not follow an image link elsewhere, so it fetched nothing more. Configure the server to answer with b64_json.`,
       );
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw new ImageBackendError('backend_error', `The image server at ${url} could not serve the image it made (HTTP ${response.status}).`);
+      throw new ImageBackendError('backend_error', `${label} at ${url} could not serve the image it made (HTTP ${response.status}).`);
     }
     const body = await readCappedBytes(response, MAX_IMAGE_BYTES);
     if (!body.ok) throw toTooLargeError(body.error);
@@ -145,7 +233,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     if (!chunks.ok) {
       const format = describeImageBytes(png);
       const hint = format === 'JPEG' || format === 'WebP' ? ' Configure the server to return PNG.' : '';
-      throw new ImageBackendError('bad_response', `The image server at ${url} sent an image Easel cannot use: ${chunks.error.message}${hint}`);
+      throw new ImageBackendError('bad_response', `${label} at ${url} sent an image Easel cannot use: ${chunks.error.message}${hint}`);
     }
     return png;
   }
@@ -163,7 +251,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     }
     throw new ImageBackendError(
       'bad_response',
-      `The image server at ${url} answered without an image (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that it serves an image model.`,
+      `${label} at ${url} answered without an image (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that it serves an image model.`,
     );
   }
 
@@ -182,19 +270,11 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     signal.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
     try {
+      const { body: requestBody, claims } = buildRequest(request, await probeSdServer(AbortSignal.any([job.signal, AbortSignal.timeout(healthTimeoutMs)])));
       const response = await fetchImpl(`${apiBase}/images/generations`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...authorization },
-        body: JSON.stringify({
-          prompt: request.prompt,
-          n: 1,
-          size: `${request.width}x${request.height}`,
-          response_format: 'b64_json',
-          ...(options.model === undefined ? {} : { model: options.model }),
-          seed: request.seed,
-          steps: request.steps,
-          ...(request.negativePrompt === '' ? {} : { negative_prompt: request.negativePrompt }),
-        }),
+        body: JSON.stringify(requestBody),
         signal: job.signal,
       });
       // b64_json arrives inside JSON, so the cap counts the JSON; an error answer is only quoted.
@@ -204,7 +284,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
       const text = body.value;
       const png = await readImage(text, job.signal);
       if (stopReason !== undefined) throw toStoppedError(stopReason);
-      return options.model === undefined ? { png, seed: request.seed } : { png, seed: request.seed, model: options.model };
+      return { png, ...claims };
     } catch (error) {
       if (stopReason !== undefined) throw toStoppedError(stopReason, error);
       if (error instanceof ImageBackendError) throw error;
@@ -215,29 +295,55 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     }
   }
 
+  /** LocalAI's readiness: 200 when ready, 503 {"status":"starting"} during a startup preload (routes/health.go:31-39). */
+  async function readReadiness(signal: AbortSignal): Promise<'ready' | 'starting' | undefined> {
+    if (dialect !== 'localai') return undefined;
+    try {
+      const response = await fetchImpl(`${origin}/readyz`, { signal });
+      await response.body?.cancel();
+      return response.ok ? 'ready' : response.status === 503 ? 'starting' : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
     const timeout = AbortSignal.timeout(healthTimeoutMs);
+    const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
     try {
-      const response = await fetchImpl(`${apiBase}/models`, {
-        headers: authorization,
-        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-      });
+      const [response, readiness, sdServer] = await Promise.all([
+        fetchImpl(`${apiBase}/models`, { headers: authorization, signal: combined }),
+        readReadiness(combined),
+        probeSdServer(combined),
+      ]);
       const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
+      const server = dialect === 'localai' ? { server: 'LocalAI' } : sdServer ? { server: SD_SERVER } : {};
       if (response.status === 401 || response.status === 403) {
-        return { reachable: true, detail: `The image server at ${url} answers but refuses the API key (HTTP ${response.status}): ${describeOpenAiError(text)}.` };
+        return { reachable: true, ...server, detail: `${label} at ${url} answers but refuses the API key (HTTP ${response.status}): ${describeOpenAiError(text)}.` };
       }
-      if (!response.ok) return { reachable: true, detail: `The server at ${url} answers ${apiBase}/models with HTTP ${response.status}.` };
+      if (readiness === 'starting') {
+        return { reachable: true, ...server, detail: `LocalAI at ${url} is starting (a startup preload runs); images can be made once it is ready.` };
+      }
+      if (!response.ok) return { reachable: true, ...server, detail: `The server at ${url} answers ${apiBase}/models with HTTP ${response.status}.` };
       const body = parseJson(text);
       const data = isRecord(body) && Array.isArray(body['data']) ? body['data'] : [];
       const ids = data.filter(isRecord).map((model) => model['id']).filter((id): id is string => typeof id === 'string');
       const listed = ids.length === 0 ? '' : ` (models: ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''})`;
-      return { reachable: true, detail: `The OpenAI-compatible image server answers at ${url}${listed}.` };
+      if (dialect === 'localai') return { reachable: true, ...server, detail: `LocalAI answers at ${url}${listed}.` };
+      if (sdServer) {
+        return {
+          reachable: true,
+          ...server,
+          detail: `stable-diffusion.cpp's sd-server answers at ${url}; Easel passes it seed, steps, CFG and the negative prompt in <sd_cpp_extra_args>. --image-backend a1111 suits it better (its /sdapi/v1 route reports what it used).`,
+        };
+      }
+      return { reachable: true, detail: `The OpenAI-compatible image server answers at ${url}${listed}. Its API takes no seed, steps, CFG or negative prompt, so Easel sends and records none.` };
     } catch (error) {
       if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
-      if (timeout.aborted) return { reachable: false, detail: `The image server at ${url} did not answer within ${formatDuration(healthTimeoutMs)}.` };
+      if (timeout.aborted) return { reachable: false, detail: `${label} at ${url} did not answer within ${formatDuration(healthTimeoutMs)}.` };
       return { reachable: false, detail: toConnectionError(error).message };
     }
   }
 
-  return { name: 'openai', url, generate, checkHealth };
+  return { name: dialect, url, ...(dialect === 'localai' ? { seedRange: LOCALAI_SEEDS } : {}), generate, checkHealth };
 }

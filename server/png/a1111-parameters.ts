@@ -1,28 +1,35 @@
 // The "parameters" text AUTOMATIC1111 stores in its PNGs, which its PNG Info tab, Civitai and
 // ComfyUI loaders read: prompt lines, an optional "Negative prompt:" block, then one
-// "Key: value, Key: value" line. Formatting and parsing follow modules/infotext_utils.py.
+// "Key: value, Key: value" line. Formatting follows create_infotext (modules/processing.py:705-816 in
+// A1111 v1.10.1) and quote() (modules/infotext_utils.py:56-60); parsing follows
+// parse_generation_parameters in the same file.
 
+/** A value left out is one the backend did not use or did not say: like A1111's None, it is not written. */
 export interface A1111Parameters {
   prompt: string;
   negativePrompt: string;
-  steps: number;
-  cfg: number;
-  seed: number;
+  steps?: number;
+  sampler?: string;
+  cfg?: number;
+  seed?: number;
   width: number;
   height: number;
   model?: string;
+  /** What wrote the text, A1111's last field (add_version_to_infotext, on by default), e.g. "Easel 0.1.0". */
+  version?: string;
 }
 
 export interface ParsedA1111Parameters {
   prompt: string;
   negativePrompt: string;
   steps?: number;
+  sampler?: string;
   cfg?: number;
   seed?: number;
   width?: number;
   height?: number;
   model?: string;
-  /** Every key of the parameters line with its unquoted value, including ones Easel does not use (Sampler, Model hash…). */
+  /** Every key of the parameters line with its unquoted value, including ones Easel does not use (Model hash, Version…). */
   fields: Record<string, string>;
 }
 
@@ -46,15 +53,32 @@ function unquoteValue(value: string): string {
   }
 }
 
+/** Python's str() of a float, as A1111 writes `cfg_scale: float`: 7 → "7.0", 7.5 → "7.5". */
+function formatPythonFloat(value: number): string {
+  return Number.isInteger(value) ? value.toFixed(1) : String(value);
+}
+
+/**
+ * A1111's infotext: the prompt, "Negative prompt: …" only when there is one, then the generation parameters
+ * in create_infotext's order (Steps, Sampler, CFG scale, Seed, Size, Model; processing.py:770-800), each left
+ * out when unknown (processing.py:812 drops None values), and Version last. Prompts are never quoted; values
+ * are, by quote(). A reader takes a last line of fewer than three fields for prompt text, so Version also keeps
+ * the line of a server that reported nothing (Size, Model) readable.
+ */
 export function formatA1111Parameters(parameters: A1111Parameters): string {
-  const fields: [string, string][] = [
-    ['Steps', String(parameters.steps)],
-    ['CFG scale', String(parameters.cfg)],
-    ['Seed', String(parameters.seed)],
+  const fields: [string, string | undefined][] = [
+    ['Steps', parameters.steps === undefined ? undefined : String(parameters.steps)],
+    ['Sampler', parameters.sampler === '' ? undefined : parameters.sampler],
+    ['CFG scale', parameters.cfg === undefined ? undefined : formatPythonFloat(parameters.cfg)],
+    ['Seed', parameters.seed === undefined ? undefined : String(parameters.seed)],
     ['Size', `${parameters.width}x${parameters.height}`],
+    ['Model', parameters.model === '' ? undefined : parameters.model],
+    ['Version', parameters.version === '' ? undefined : parameters.version],
   ];
-  if (parameters.model !== undefined && parameters.model !== '') fields.push(['Model', parameters.model]);
-  const line = fields.map(([key, value]) => `${key}: ${quoteValue(value)}`).join(', ');
+  const line = fields
+    .filter((field): field is [string, string] => field[1] !== undefined)
+    .map(([key, value]) => `${key}: ${quoteValue(value)}`)
+    .join(', ');
   const negative = parameters.negativePrompt === '' ? '' : `\n${NEGATIVE_PREFIX} ${parameters.negativePrompt}`;
   // A1111 strips the whole text, so a prompt's outer whitespace is not kept.
   return `${parameters.prompt}${negative}\n${line}`.trim();
@@ -96,13 +120,17 @@ export function parseA1111Parameters(text: string): ParsedA1111Parameters {
     if (inNegative) negativePrompt += (negativePrompt === '' ? '' : '\n') + line;
     else prompt += (prompt === '' ? '' : '\n') + line;
   }
-  const fields = Object.fromEntries(readParameterLine(lastLine));
+  // The first occurrence of a key wins (A1111 keeps the last): sd.cpp ends its line with an SDCPP JSON block
+  // that repeats the prompt, so a prompt holding "Seed: 5" must not override the real Seed before it.
+  const fields: Record<string, string> = {};
+  for (const [key, value] of readParameterLine(lastLine)) if (!Object.hasOwn(fields, key)) fields[key] = value;
   const size = SIZE_PATTERN.exec(fields['Size'] ?? '');
   const parsed: ParsedA1111Parameters = { prompt, negativePrompt, fields };
   const steps = toInteger(fields['Steps']);
   const cfg = toNumber(fields['CFG scale']);
   const seed = toInteger(fields['Seed']);
   if (steps !== undefined) parsed.steps = steps;
+  if (fields['Sampler'] !== undefined && fields['Sampler'] !== '') parsed.sampler = fields['Sampler'];
   if (cfg !== undefined) parsed.cfg = cfg;
   if (seed !== undefined) parsed.seed = seed;
   if (size !== null) {

@@ -15,6 +15,22 @@ function decodeUtf8(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString('utf8');
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * tEXt and zTXt are Latin-1 by the PNG spec, but stable-diffusion.cpp copies its UTF-8 prompt into tEXt
+ * verbatim (thirdparty/stb_image_write.h:1208-1217). Bytes that are valid UTF-8 are read as UTF-8; anything
+ * else is Latin-1, which any byte sequence is. Easel itself writes Latin-1 tEXt and UTF-8 iTXt, as the spec
+ * says; a Latin-1 text that is also valid UTF-8 needs a letter like "Ã" right before a symbol like "©".
+ */
+function decodeLegacyText(bytes: Uint8Array): string {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return decodeLatin1(bytes);
+  }
+}
+
 function readChunkKeyword(chunk: PngChunk): string {
   const end = chunk.data.indexOf(0);
   return decodeLatin1(end < 0 ? chunk.data : chunk.data.subarray(0, end));
@@ -27,10 +43,10 @@ function decodeTextChunk(chunk: PngChunk): { keyword: string; text: string } | n
   if (keywordEnd < 1) return null;
   const keyword = decodeLatin1(data.subarray(0, keywordEnd));
   try {
-    if (chunk.type === 'tEXt') return { keyword, text: decodeLatin1(data.subarray(keywordEnd + 1)) };
+    if (chunk.type === 'tEXt') return { keyword, text: decodeLegacyText(data.subarray(keywordEnd + 1)) };
     if (chunk.type === 'zTXt') {
       if (data[keywordEnd + 1] !== 0) return null;
-      return { keyword, text: decodeLatin1(inflateSync(data.subarray(keywordEnd + 2))) };
+      return { keyword, text: decodeLegacyText(inflateSync(data.subarray(keywordEnd + 2))) };
     }
     // iTXt: keyword 0 flag method language 0 translated-keyword 0 text
     const compressed = data[keywordEnd + 1] === 1;

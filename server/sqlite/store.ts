@@ -60,9 +60,10 @@ interface ImageRow {
   file: string;
   prompt: string;
   negative_prompt: string;
-  steps: number;
-  cfg: number;
-  seed: number;
+  steps: number | null;
+  cfg: number | null;
+  seed: number | null;
+  sampler: string | null;
   width: number;
   height: number;
   model: string | null;
@@ -136,8 +137,8 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     setTitle: db.prepare('UPDATE conversations SET title = ? WHERE id = ?'),
     deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
     insertImage: db.prepare(
-      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, width, height, model, created_at)
-       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @width, @height, @model, @created_at)`,
+      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, sampler, width, height, model, created_at)
+       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @sampler, @width, @height, @model, @created_at)`,
     ),
     readContext: db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM context_entries WHERE conversation_id = ? ORDER BY seq'),
     contextBounds: db.prepare<[string], { low: number | null; high: number | null }>(
@@ -470,6 +471,7 @@ function toImageRow(image: ImageRecord): ImageRow {
     steps: image.steps,
     cfg: image.cfg,
     seed: image.seed,
+    sampler: image.sampler,
     width: image.width,
     height: image.height,
     model: image.model,
@@ -489,6 +491,7 @@ function toImage(row: ImageRow): ImageRecord {
     steps: row.steps,
     cfg: row.cfg,
     seed: row.seed,
+    sampler: row.sampler,
     width: row.width,
     height: row.height,
     model: row.model,

@@ -148,8 +148,9 @@ describeInBrowser('the image area', () => {
     expect(await page.locator('#image-status').innerHTML()).toBe('');
     expect(await imageInFrame().count()).toBe(0);
     expect(await page.locator('#log .thumbs img').count()).toBe(0);
-    // Health checks may still ask for the options; nothing else goes to the backend.
-    expect(a1111.requests.slice(requestsBefore).filter((r) => r.path !== '/sdapi/v1/options')).toEqual([]);
+    // Health checks may still ask for the options (and whether it is sd-server); nothing else goes to the backend.
+    const healthPaths = ['/sdapi/v1/options', '/sdcpp/v1/capabilities'];
+    expect(a1111.requests.slice(requestsBefore).filter((r) => !healthPaths.includes(r.path))).toEqual([]);
   });
 
   it('Generate uses the prompt and settings on screen and puts the image in the chat where it was made', async () => {

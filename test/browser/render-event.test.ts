@@ -81,6 +81,12 @@ describe('renderEventHtml', () => {
     expect(String(renderEventHtml({ type: 'progress', id: 'g1', step: 6, steps: 12 }, view))).toContain('aria-valuenow="50"');
   });
 
+  it("shows the backend's time left beside the step, without announcing it", () => {
+    const markup = String(renderEventHtml({ type: 'progress', id: 'g1', fraction: 0.26, step: 3, steps: 12, etaSeconds: 8 }, view));
+    expect(markup).toContain('<span class="step">Step 3 of 12 · about 8 s left</span>');
+    expect(markup).toContain('aria-valuetext="26%, step 3 of 12"');
+  });
+
   it('keeps the bar indeterminate when the backend reports no fraction (sd-server)', () => {
     const markup = String(renderEventHtml({ type: 'progress', id: 'g1' }, view));
     expect(markup).toContain('role="progressbar"');

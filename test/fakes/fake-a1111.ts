@@ -1,17 +1,26 @@
-// A real HTTP server that behaves like AUTOMATIC1111's /sdapi/v1 API (FastAPI + pydantic v1):
-// 422 detail lists, a global progress state, and an interrupt that still answers 200 with an image.
+// A real HTTP server that behaves like AUTOMATIC1111's /sdapi/v1 API (FastAPI + pydantic v1), as of
+// v1.10.1 (82a973c0): 422 detail lists, the global progress state with its real formula, an interrupt
+// that still answers 200 with an image, and a PNG that already holds A1111's own `parameters` text.
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { makePng } from './png-bytes.ts';
+import { insertTextChunk, makePng } from './png-bytes.ts';
 import { parseBody, readBody, sendJson, streamLargeBody, type LargeBody } from './http-body.ts';
 
 export interface FakeA1111Options {
   /** Simulated time per sampling step. */
   stepDelayMs?: number;
-  /** false: /sdapi/v1/progress answers 404, like stable-diffusion.cpp's sd-server. */
-  progressEndpoint?: boolean;
+  /**
+   * Time between State.begin() (job_count −1) and the start of sampling (job_count = n_iter, then
+   * launch_sampling sets sampling_steps): loading the model, encoding the prompt. Default 0.
+   */
+  setupDelayMs?: number;
+  /**
+   * Time after the last step (State.nextjob(): job_no + 1, so /progress says 1.0) before the answer:
+   * decoding, saving and encoding the image (processing.py:1014 → api.py:490). Default 0.
+   */
+  finishDelayMs?: number;
   /** txt2img answers with this status and body (objects are sent as JSON). */
   failWith?: { status: number; body: unknown };
   /** txt2img never answers. */
@@ -22,20 +31,24 @@ export interface FakeA1111Options {
   /** txt2img answers with these bytes (base64) in place of the rendered PNG: broken or odd images. */
   image?: Uint8Array;
   /**
+   * Settings → "Save text information about generation parameters as chunks to png files" off: the PNG carries
+   * no `parameters` text (processing.py:1087-1090, `if opts.enable_pnginfo`). On by default (shared_options.py:352).
+   */
+  enablePnginfo?: boolean;
+  /**
    * txt2img answers with a JSON body of this many bytes, `{"images":["AAAA…"]}`, streamed and never held whole.
    * FastAPI's JSONResponse sends a Content-Length (starlette/responses.py, Response.init_headers).
    */
   hugeAnswer?: Omit<LargeBody, 'prefix' | 'suffix' | 'contentType'>;
   /**
    * The state a job before ours left behind (made in A1111's own UI, say): State.end() resets only
-   * `job` and `job_count` (modules/shared_state.py:129-133), so /progress keeps reporting that job's
-   * sampling_step and sampling_steps, with job_count 0 and progress 0 (modules/api/api.py, progressapi).
+   * `job` and `job_count` (modules/shared_state.py:129-133), so /progress keeps that job's job_no,
+   * sampling_step and sampling_steps, with job_count 0 and progress 0 (modules/api/api.py:605-606).
    */
   previousJob?: { steps: number };
   /**
    * Time between a txt2img request's arrival and the start of its job: A1111 waits for its queue_lock
-   * before State.begin() (modules/api/api.py, text2imgapi: `with self.queue_lock:`). Meanwhile
-   * /progress still describes the previous job.
+   * before State.begin() (modules/api/api.py:467-475). Meanwhile /progress still describes the previous job.
    */
   startDelayMs?: number;
 }
@@ -72,6 +85,7 @@ const TXT2IMG_FIELDS: Record<string, FieldType> = {
   seed: 'int',
   subseed: 'int',
   sampler_name: 'str',
+  sampler_index: 'str',
   scheduler: 'str',
   batch_size: 'int',
   n_iter: 'int',
@@ -149,21 +163,59 @@ function stringOr(value: unknown, fallback: string): string {
   return typeof value === 'string' ? value : fallback;
 }
 
+/** Python's str() of a float, as A1111 prints `cfg_scale: float`: 7 → "7.0". */
+function pythonFloat(value: number): string {
+  return Number.isInteger(value) ? value.toFixed(1) : String(value);
+}
+
+/** modules/infotext_utils.py:56-60, quote(): only a comma, a newline or a colon makes a value JSON-quoted. */
+function quote(value: string): string {
+  return /[,\n:]/.test(value) ? JSON.stringify(value) : value;
+}
+
+/**
+ * create_infotext (modules/processing.py:705-816): the prompt, "Negative prompt: …" only when there is one
+ * (814), then the generation parameters in their dict order (770-800) with None values left out (812).
+ */
+function createInfotext(values: { prompt: string; negativePrompt: string; steps: number; sampler: string; cfg: number; seed: number; width: number; height: number; modelName: string }): string {
+  const parameters: [string, string][] = [
+    ['Steps', String(values.steps)],
+    ['Sampler', values.sampler],
+    // fix_p_invalid_sampler_and_scheduler picks schedulers[0], "Automatic" (sd_schedulers.py:130-131).
+    ['Schedule type', 'Automatic'],
+    ['CFG scale', pythonFloat(values.cfg)],
+    ['Seed', String(values.seed)],
+    ['Size', `${values.width}x${values.height}`],
+    // add_model_hash_to_info, add_model_name_to_info, add_version_to_infotext: on by default (shared_options.py:355-360).
+    ['Model hash', MODEL_HASH],
+    ['Model', values.modelName],
+    ['Version', VERSION],
+  ];
+  const line = parameters.map(([key, value]) => `${key}: ${quote(value)}`).join(', ');
+  const negative = values.negativePrompt === '' ? '' : `\nNegative prompt: ${values.negativePrompt}`;
+  return `${values.prompt}${negative}\n${line}`.trim();
+}
+
+const MODEL_HASH = '6ce0161689';
+const VERSION = 'v1.10.1';
+
 export async function createFakeA1111(options: FakeA1111Options = {}): Promise<FakeA1111> {
   const stepDelayMs = options.stepDelayMs ?? 20;
-  const progressEndpoint = options.progressEndpoint ?? true;
   const modelName = options.modelName ?? 'v1-5-pruned-emaonly';
   const requests: RecordedRequest[] = [];
+  // shared.state, exactly the keys of State.dict() (modules/shared_state.py:95-108), plus time_start.
   const state = {
     skipped: false,
     interrupted: false,
+    stopping_generation: false,
     job: '',
     job_count: 0,
     job_timestamp: '0',
-    job_no: 0,
-    sampling_step: options.previousJob?.steps ?? 0,
+    job_no: options.previousJob === undefined ? 0 : 1,
+    sampling_step: 0,
     sampling_steps: options.previousJob?.steps ?? 0,
   };
+  let timeStart = performance.now();
   let interrupts = 0;
   let inFlight = 0;
   let maxConcurrentTxt2Img = 0;
@@ -173,42 +225,77 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
   // A1111 runs one job at a time behind a queue lock.
   let queue: Promise<void> = Promise.resolve();
 
+  /** Waits; false once the fake is closing, so no timer outlives close(). */
+  async function wait(ms: number): Promise<boolean> {
+    if (ms <= 0) return !closed;
+    try {
+      await sleep(ms, undefined, { signal: closing.signal });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** modules/api/api.py:602-628, progressapi. */
+  function readProgress(): { progress: number; eta_relative: number } {
+    if (state.job_count === 0) return { progress: 0, eta_relative: 0 };
+    // "avoid dividing zero"
+    let progress = 0.01;
+    if (state.job_count > 0) progress += state.job_no / state.job_count;
+    if (state.sampling_steps > 0) progress += (1 / state.job_count) * (state.sampling_step / state.sampling_steps);
+    const timeSinceStart = (performance.now() - timeStart) / 1000;
+    const eta = timeSinceStart / progress;
+    return { progress: Math.min(progress, 1), eta_relative: eta - timeSinceStart };
+  }
+
   async function runJob(values: Record<string, unknown>): Promise<Record<string, unknown>> {
     const steps = numberOr(values['steps'], 50);
     const width = numberOr(values['width'], 512);
     const height = numberOr(values['height'], 512);
     const requestedSeed = numberOr(values['seed'], -1);
-    const seed = requestedSeed === -1 ? Math.floor(Math.random() * 4_294_967_295) : requestedSeed;
-    if (options.startDelayMs !== undefined) {
-      try {
-        await sleep(options.startDelayMs, undefined, { signal: closing.signal });
-      } catch {
-        // closing: the job starts and ends at once
-      }
-    }
+    // get_fixed_seed: -1 → int(random.randrange(4294967294)) (processing.py:675-687).
+    const seed = requestedSeed === -1 ? Math.floor(Math.random() * 4_294_967_294) : requestedSeed;
+    // The API model's sampler_index defaults to "Euler" (modules/api/models.py:104; api.py:441).
+    const sampler = stringOr(values['sampler_name'], '') || stringOr(values['sampler_index'], '') || 'Euler';
+    await wait(options.startDelayMs ?? 0);
+    // State.begin(job="scripts_txt2img") (api.py:475; shared_state.py:110-127): sampling_steps is not reset.
     Object.assign(state, {
-      interrupted: false,
-      job: 'txt2img',
-      job_count: 1,
+      sampling_step: 0,
+      job_count: -1,
       job_no: 0,
       job_timestamp: '20250101000000',
-      sampling_step: 0,
-      sampling_steps: steps,
+      skipped: false,
+      interrupted: false,
+      stopping_generation: false,
+      job: 'scripts_txt2img',
     });
-    for (let step = 1; step <= steps; step++) {
-      try {
-        await sleep(stepDelayMs, undefined, { signal: closing.signal });
-      } catch {
-        break;
+    timeStart = performance.now();
+    await wait(options.setupDelayMs ?? 0);
+    // processing.py:929-930: `if state.job_count == -1: state.job_count = p.n_iter`.
+    state.job_count = 1;
+    // processing.py:938-939: an interrupt before the iteration leaves no image at all.
+    const sampled = !(state.interrupted || closed);
+    if (sampled) {
+      // launch_sampling (sd_samplers_common.py:265-269).
+      Object.assign(state, { sampling_steps: steps, sampling_step: 0 });
+      // k-diffusion calls back after step i with the 0-based i (k_diffusion/sampling.py:122,131); the sampler
+      // returns the latent so far when interrupted (sd_samplers_common.py:280-281).
+      for (let step = 0; step < steps; step++) {
+        if (!(await wait(stepDelayMs)) || state.interrupted) break;
+        state.sampling_step = step;
       }
-      if (state.interrupted || closed) break;
-      state.sampling_step = step;
+      // State.nextjob() (processing.py:1014; shared_state.py:87-93): /progress now says 1.0.
+      state.job_no += 1;
+      state.sampling_step = 0;
+      await wait(options.finishDelayMs ?? 0);
     }
+    // State.end() resets only job and job_count (shared_state.py:129-133).
     Object.assign(state, { job: '', job_count: 0 });
     const prompt = stringOr(values['prompt'], '');
     const negativePrompt = stringOr(values['negative_prompt'], '');
     const cfgScale = numberOr(values['cfg_scale'], 7);
-    const infotext = `${prompt}\nNegative prompt: ${negativePrompt}\nSteps: ${steps}, Sampler: Euler a, CFG scale: ${cfgScale}, Seed: ${seed}, Size: ${width}x${height}, Model: ${modelName}`;
+    const infotext = createInfotext({ prompt, negativePrompt, steps, sampler, cfg: cfgScale, seed, width, height, modelName });
+    // Processed.js() (processing.py:571-607), in its key order.
     const info = {
       prompt,
       all_prompts: [prompt],
@@ -221,26 +308,35 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       subseed_strength: 0,
       width,
       height,
-      sampler_name: 'Euler a',
+      sampler_name: sampler,
       cfg_scale: cfgScale,
       steps,
       batch_size: 1,
       restore_faces: false,
+      face_restoration_model: null,
       sd_model_name: modelName,
-      sd_model_hash: '6ce0161689',
+      sd_model_hash: MODEL_HASH,
       sd_vae_name: null,
-      denoising_strength: 0,
+      sd_vae_hash: null,
+      seed_resize_from_w: -1,
+      seed_resize_from_h: -1,
+      denoising_strength: null,
       extra_generation_params: {},
       index_of_first_image: 0,
-      infotexts: [infotext],
+      infotexts: sampled ? [infotext] : [],
       styles: [],
       job_timestamp: state.job_timestamp,
       clip_skip: 1,
-      version: 'v1.10.1',
+      is_using_inpainting_conditioning: false,
+      version: VERSION,
     };
     const rgb: [number, number, number] = [seed & 0xff, (seed >>> 8) & 0xff, (seed >>> 16) & 0xff];
+    const rendered = makePng(width, height, rgb);
+    // processing.py:1087-1090 puts the infotext in image.info["parameters"]; encode_pil_to_base64 writes it
+    // into the PNG (api.py:102-113) when samples_format is png, the default (shared_options.py:36).
+    const png = options.image ?? ((options.enablePnginfo ?? true) ? insertTextChunk(rendered, 'parameters', infotext, 'pillow') : rendered);
     return {
-      images: [Buffer.from(options.image ?? makePng(width, height, rgb)).toString('base64')],
+      images: sampled ? [Buffer.from(png).toString('base64')] : [],
       parameters: { ...values, seed: requestedSeed, steps, width, height, cfg_scale: cfgScale },
       info: JSON.stringify(info),
     };
@@ -279,17 +375,9 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         response.once('close', () => inFlight--);
         return handleTxt2Img(text, response);
       }
-      case 'GET /sdapi/v1/progress': {
-        if (!progressEndpoint) return sendJson(response, 404, { detail: 'Not Found' });
-        const progress = state.job_count === 0 || state.sampling_steps === 0 ? 0 : state.sampling_step / state.sampling_steps;
-        return sendJson(response, 200, {
-          progress,
-          eta_relative: progress === 0 ? 0 : ((1 - progress) * state.sampling_steps * stepDelayMs) / 1000,
-          state: { ...state },
-          current_image: null,
-          textinfo: null,
-        });
-      }
+      // ProgressResponse: progress, eta_relative, state, current_image, textinfo (modules/api/models.py:189-194).
+      case 'GET /sdapi/v1/progress':
+        return sendJson(response, 200, { ...readProgress(), state: { ...state }, current_image: null, textinfo: null });
       // modules/api/api.py:243 routes it to Api.interruptapi: shared.state.interrupt(), then `return {}`.
       // The job stops at its next step and txt2img still answers 200 with the image so far.
       case 'POST /sdapi/v1/interrupt':
@@ -299,16 +387,17 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         return sendJson(response, 200, {});
       case 'GET /sdapi/v1/options':
         return sendJson(response, 200, {
-          sd_model_checkpoint: `${modelName}.safetensors [6ce0161689]`,
+          sd_model_checkpoint: `${modelName}.safetensors [${MODEL_HASH}]`,
           samples_format: 'png',
+          enable_pnginfo: options.enablePnginfo ?? true,
           CLIP_stop_at_last_layers: 1,
         });
       case 'GET /sdapi/v1/sd-models':
         return sendJson(response, 200, [
           {
-            title: `${modelName}.safetensors [6ce0161689]`,
+            title: `${modelName}.safetensors [${MODEL_HASH}]`,
             model_name: modelName,
-            hash: '6ce0161689',
+            hash: MODEL_HASH,
             sha256: null,
             filename: `/models/Stable-diffusion/${modelName}.safetensors`,
             config: null,

@@ -1,6 +1,8 @@
-// A real HTTP + WebSocket server that behaves like ComfyUI: /prompt validation with its error
-// shapes, one prompt at a time, the WebSocket message sequence (with binary previews), /history,
-// /view, /interrupt and /queue.
+// A real HTTP + WebSocket server that behaves like ComfyUI (0.3.64, a125cd84; line numbers are of that
+// commit): /prompt validation with its error shapes and a client prompt_id, one prompt at a time, node
+// outputs cached between prompts, the WebSocket message sequence (JPEG previews only with a preview method),
+// /history, /view, /interrupt and /queue, and on demand the newer /api/jobs/{id}/cancel. Every route also
+// answers under /api (server.py:802-814).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -44,6 +46,29 @@ export interface FakeComfyUiOptions {
    * reaches our socket, its final `executing {node: null}` included.
    */
   foreignPrompt?: { steps: number; clientId?: string };
+  /**
+   * --preview-method (comfy/cli_args.py:94-100, default none): with a method, a JPEG preview frame follows each
+   * progress message (latent_preview.py:26-28, 62-89); without one there are no binary frames at all.
+   */
+  previewMethod?: 'auto' | 'latent2rgb' | 'taesd';
+  /**
+   * What a client's `prompt_id` in /prompt does: `any` (0.3.45 to 0.3.64: `str(json_data.get("prompt_id",
+   * uuid.uuid4()))`, server.py:692), `uuid` (newer: a canonical lowercase UUID or 400 invalid_prompt_id, a
+   * duplicate 409), `ignored` (before 0.3.45: the server mints its own). Default `any`.
+   */
+  clientPromptIds?: 'any' | 'uuid' | 'ignored';
+  /**
+   * false: /interrupt ignores a body and stops whatever runs, as before 0.3.57 (464ba1d6). Default true:
+   * with a prompt_id it interrupts only that prompt, and only while it runs (server.py:736-766).
+   */
+  targetedInterrupt?: boolean;
+  /** Newer ComfyUI's POST /api/jobs/{id}/cancel (server.py @5e14d797): absent (404) in 0.3.64. */
+  jobsApi?: boolean;
+  /**
+   * Time between `execution_success` (sent inside e.execute, execution.py:704-706) and the history entry
+   * (q.task_done, main.py:197), after which `executing {node: null}` is sent (main.py:203-204). Default 0.
+   */
+  historyDelayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -68,6 +93,12 @@ export interface FakeComfyUi {
   foreignPromptIds: string[];
   /** How each prompt that ran ended, by prompt_id: what its history entry says. */
   outcomes: Record<string, 'success' | 'error' | 'interrupted'>;
+  /** Every WebSocket text message sent, with performance.now(): what a client could have seen, and when. */
+  sent: { type: string; data: Record<string, unknown>; at: number }[];
+  /** Every HTTP request's performance.now(), in the order of `requests`. */
+  requestTimes: number[];
+  /** Binary frames sent (previews). */
+  readonly binaryFrames: number;
   /** How many times /interrupt was called. */
   readonly interrupts: number;
   /** How many /interrupt calls have been answered. */
@@ -100,6 +131,9 @@ interface PromptError {
 }
 
 const OUTPUT_NODES = new Set(['SaveImage', 'PreviewImage']);
+/** A JPEG's start and end markers around nothing: previews are only counted, never decoded. */
+const TINY_JPEG = Buffer.of(0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0xff, 0xd9);
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const KNOWN_NODES = new Set([
   ...OUTPUT_NODES,
   'KSampler',
@@ -206,6 +240,15 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   const history: Record<string, unknown> = {};
   const files = new Map<string, Uint8Array>();
   let running: { prompt: QueuedPrompt; interrupted: boolean } | undefined;
+  const sent: { type: string; data: Record<string, unknown>; at: number }[] = [];
+  const requestTimes: number[] = [];
+  let binaryFrames = 0;
+  /**
+   * The output cache: a node's outputs keyed by its class and inputs, linked inputs by their node's key, as
+   * CacheKeySetInputSignature does (comfy_execution/caching.py). Nodes not in the current prompt are dropped
+   * when the next one starts (cache.clean_unused(), execution.py:667).
+   */
+  const cache = new Map<string, { output?: Record<string, unknown> }>();
   let interrupts = 0;
   let interruptsAnswered = 0;
   let hugeBytesSent = 0;
@@ -231,7 +274,9 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
 
   /** A message sent to the prompt's client, or to every socket when the prompt has none (progress, interruption, status). */
   function send(clientId: string | undefined, type: string, data: Record<string, unknown>): void {
-    for (const socket of socketsOf(clientId)) socket.send(JSON.stringify({ type, data }));
+    const targets = socketsOf(clientId);
+    if (targets.length > 0) sent.push({ type, data, at: performance.now() });
+    for (const socket of targets) socket.send(JSON.stringify({ type, data }));
   }
 
   /**
@@ -243,13 +288,40 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   }
 
   function sendPreview(clientId: string | undefined): void {
-    // ComfyUI's binary frame: uint32 event type (1 = preview image), uint32 format (2 = PNG), image.
-    // Sent like progress, to the prompt's client or to everyone (main.py:265-274).
+    if (options.previewMethod === undefined) return;
+    // The legacy binary frame: uint32 event (1 = PREVIEW_IMAGE), uint32 format (1 = JPEG: previews are always
+    // JPEG, latent_preview.py:26-28), then the image (server.py:865-887, protocol.py:2-6). Sent like progress,
+    // to the prompt's client or to everyone (main.py:263-274).
     const header = Buffer.alloc(8);
     header.writeUInt32BE(1, 0);
-    header.writeUInt32BE(2, 4);
-    const frame = Buffer.concat([header, makePng(8, 8, [0, 0, 0])]);
-    for (const socket of socketsOf(clientId)) socket.send(frame, { binary: true });
+    header.writeUInt32BE(1, 4);
+    const frame = Buffer.concat([header, TINY_JPEG]);
+    for (const socket of socketsOf(clientId)) {
+      binaryFrames++;
+      socket.send(frame, { binary: true });
+    }
+  }
+
+  /** Each node's cache key: its class and inputs, a link replaced by the linked node's key. */
+  function signNodes(workflow: Record<string, Node>): Map<string, string> {
+    const keys = new Map<string, string>();
+    const sign = (nodeId: string, seen: Set<string>): string => {
+      const known = keys.get(nodeId);
+      if (known !== undefined) return known;
+      const node = workflow[nodeId];
+      if (node === undefined || seen.has(nodeId)) return `missing:${nodeId}`;
+      const inputs = Object.fromEntries(
+        Object.entries(node.inputs).map(([name, value]) => [
+          name,
+          Array.isArray(value) && typeof value[0] === 'string' ? { link: sign(value[0], new Set([...seen, nodeId])), slot: value[1] } : value,
+        ]),
+      );
+      const key = JSON.stringify({ class_type: node.class_type, inputs });
+      keys.set(nodeId, key);
+      return key;
+    };
+    for (const nodeId of Object.keys(workflow)) sign(nodeId, new Set());
+    return keys;
   }
 
   function sendStatus(): void {
@@ -261,13 +333,36 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     const state = { prompt, interrupted: false };
     running = state;
     const timestamp = () => Date.now();
-    sendToClient(clientId, 'execution_start', { prompt_id: id, timestamp: timestamp() });
-    sendToClient(clientId, 'execution_cached', { nodes: [], prompt_id: id, timestamp: timestamp() });
+    const keys = signNodes(workflow);
+    // execution.py:662-681: clean_unused() keeps only this prompt's nodes; those found are announced as cached.
+    const current = new Set(keys.values());
+    for (const key of [...cache.keys()]) if (!current.has(key)) cache.delete(key);
+    // `for node_id in prompt` (execution.py:671-675): in the prompt's own order.
+    const cachedNodes = Object.keys(workflow).filter((nodeId) => cache.has(keys.get(nodeId) ?? ''));
+    const messages: unknown[] = [];
+    // add_message: to the prompt's client, kept in the history's status messages (execution.py:611-618).
+    const addMessage = (type: string, data: Record<string, unknown>, broadcast = false) => {
+      const stamped = { ...data, timestamp: timestamp() };
+      messages.push([type, stamped]);
+      if (broadcast) send(clientId, type, stamped);
+      else sendToClient(clientId, type, stamped);
+    };
+    addMessage('execution_start', { prompt_id: id });
+    addMessage('execution_cached', { nodes: cachedNodes, prompt_id: id });
     const executed: string[] = [];
     const outputs: Record<string, unknown> = {};
-    const messages: unknown[] = [['execution_start', { prompt_id: id, timestamp: timestamp() }]];
     let failure: 'interrupted' | 'error' | undefined;
     for (const [nodeId, node] of Object.entries(workflow)) {
+      const key = keys.get(nodeId) ?? '';
+      const hit = cache.get(key);
+      if (hit !== undefined) {
+        // execution.py:403-408: a cached node does not run; an output node sends its cached UI output.
+        if (hit.output !== undefined) {
+          outputs[nodeId] = hit.output;
+          sendToClient(clientId, 'executed', { node: nodeId, display_node: nodeId, output: hit.output, prompt_id: id });
+        }
+        continue;
+      }
       sendToClient(clientId, 'executing', { node: nodeId, display_node: nodeId, prompt_id: id });
       if (node.class_type === 'KSampler' || node.class_type === 'KSamplerAdvanced') {
         const steps = readNumberInput(workflow, node.class_type, 'steps', 20);
@@ -278,14 +373,13 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
           if (options.executionError !== undefined) break;
         }
         if (state.interrupted || closed) {
-          const data = { prompt_id: id, node_id: nodeId, node_type: node.class_type, executed, timestamp: timestamp() };
-          send(clientId, 'execution_interrupted', data);
-          messages.push(['execution_interrupted', data]);
+          // execution.py:626-633, broadcast=True.
+          addMessage('execution_interrupted', { prompt_id: id, node_id: nodeId, node_type: node.class_type, executed }, true);
           failure = 'interrupted';
           break;
         }
         if (options.executionError !== undefined) {
-          const data = {
+          addMessage('execution_error', {
             prompt_id: id,
             node_id: nodeId,
             node_type: node.class_type,
@@ -294,14 +388,13 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
             exception_type: 'RuntimeError',
             traceback: ['Traceback (most recent call last):\n', `RuntimeError: ${options.executionError}\n`],
             current_inputs: {},
-            current_outputs: {},
-          };
-          sendToClient(clientId, 'execution_error', data);
-          messages.push(['execution_error', data]);
+            current_outputs: [],
+          });
           failure = 'error';
           break;
         }
       }
+      let output: Record<string, unknown> | undefined;
       if (OUTPUT_NODES.has(node.class_type)) {
         const type = node.class_type === 'SaveImage' ? 'output' : 'temp';
         const prefix = typeof node.inputs['filename_prefix'] === 'string' ? node.inputs['filename_prefix'] : 'ComfyUI';
@@ -313,21 +406,24 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         const height = readNumberInput(workflow, 'EmptyLatentImage', 'height', 512);
         const seed = readNumberInput(workflow, 'KSampler', 'seed', 0);
         files.set(`${type}\n${subfolder}\n${filename}`, options.image ?? makePng(width, height, [seed & 0xff, (seed >>> 8) & 0xff, 99]));
-        const output = { images: [{ filename, subfolder, type }] };
+        output = { images: [{ filename, subfolder, type }] };
         outputs[nodeId] = output;
         sendToClient(clientId, 'executed', { node: nodeId, display_node: nodeId, output, prompt_id: id });
       }
+      cache.set(key, output === undefined ? {} : { output });
       executed.push(nodeId);
     }
+    outcomes[id] = failure === undefined ? 'success' : failure;
+    if (failure === undefined) addMessage('execution_success', { prompt_id: id });
+    running = undefined;
+    // main.py:195-204: the history entry is written by q.task_done, after e.execute returned; then `executing null`.
+    if (options.historyDelayMs !== undefined) await sleep(options.historyDelayMs);
     history[id] = {
       prompt: [prompt.number, id, workflow, { client_id: clientId }, prompt.outputNodes],
       outputs,
       status: { status_str: failure === undefined ? 'success' : 'error', completed: failure === undefined, messages },
       meta: {},
     };
-    outcomes[id] = failure === undefined ? 'success' : failure;
-    if (failure === undefined) sendToClient(clientId, 'execution_success', { prompt_id: id, timestamp: timestamp() });
-    running = undefined;
     sendToClient(clientId, 'executing', { node: null, prompt_id: id });
     sendStatus();
   }
@@ -369,12 +465,41 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         return;
       }
     }
+    const rule = options.clientPromptIds ?? 'any';
+    const asked = body['prompt_id'];
+    // Newer ComfyUI (server.py @5e14d797, comfy_execution/jobs.py validate_job_id): canonical UUIDs only, no repeats.
+    if (rule === 'uuid' && asked !== undefined && !(typeof asked === 'string' && CANONICAL_UUID.test(asked))) {
+      return sendJson(response, 400, {
+        error: { type: 'invalid_prompt_id', message: 'prompt_id must be a valid UUID', details: 'prompt_id must be a UUID string in canonical lowercase hyphenated form' },
+        node_errors: {},
+      });
+    }
+    if (rule === 'uuid' && typeof asked === 'string' && (asked in history || promptIds.includes(asked))) return sendJson(response, 409, { error: 'prompt_id already exists' });
     workflows.push(body['prompt']);
     const clientId = typeof body['client_id'] === 'string' ? body['client_id'] : undefined;
-    const prompt = queue({ id: randomUUID(), clientId, workflow: validation.workflow, outputNodes: validation.outputNodes });
+    // server.py:692, `prompt_id = str(json_data.get("prompt_id", uuid.uuid4()))`, since 0.3.45 (260a5ca5).
+    const id = rule !== 'ignored' && asked !== undefined && asked !== null ? String(asked) : randomUUID();
+    const prompt = queue({ id, clientId, workflow: validation.workflow, outputNodes: validation.outputNodes });
     promptIds.push(prompt.id);
     // A client that hung up meanwhile loses only the answer (server.py:707-709).
     if (!response.destroyed) sendJson(response, 200, { prompt_id: prompt.id, number: prompt.number, node_errors: {} });
+  }
+
+  /** Newer ComfyUI's cancel: idempotent, `{"cancelled": bool}`; pending → dequeued, running → interrupt_if_running. */
+  function handleJobCancel(id: string, response: ServerResponse): void {
+    const index = pending.findIndex((prompt) => prompt.id === id);
+    if (index >= 0) {
+      pending.splice(index, 1);
+      queueDeletes.push(id);
+      return sendJson(response, 200, { cancelled: true });
+    }
+    if (running?.prompt.id === id) {
+      running.interrupted = true;
+      interrupts++;
+      interruptsAnswered++;
+      return sendJson(response, 200, { cancelled: true });
+    }
+    sendJson(response, 200, { cancelled: false });
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -383,20 +508,31 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     const method = request.method ?? 'GET';
     const body = parseBody(text);
     requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body });
-    if (method === 'POST' && address.pathname === '/prompt') return handlePrompt(text, response);
+    requestTimes.push(performance.now());
+    // server.py:802-814: every route is also served under /api.
+    const path = address.pathname.startsWith('/api/') ? address.pathname.slice(4) : address.pathname;
+    const jobCancel = /^\/jobs\/([^/]+)\/cancel$/.exec(path);
+    if (options.jobsApi === true && method === 'POST' && jobCancel !== null) return handleJobCancel(decodeURIComponent(jobCancel[1] ?? ''), response);
+    if (method === 'POST' && path === '/prompt') return handlePrompt(text, response);
     // server.py:736 post_interrupt: with a prompt_id, interrupt only when that prompt is the running one
     // (lines 743-760); without one, a global interrupt. Always 200. A prompt keeps running after its client's
     // WebSocket or HTTP connection closes: only this endpoint stops it.
-    if (method === 'POST' && address.pathname === '/interrupt') {
+    if (method === 'POST' && path === '/interrupt') {
       interrupts++;
       const target = isRecord(body) && typeof body['prompt_id'] === 'string' ? body['prompt_id'] : undefined;
-      // Newer ComfyUI only interrupts the named prompt when it is the running one.
-      if (running !== undefined && (target === undefined || target === running.prompt.id)) running.interrupted = true;
+      const targeted = (options.targetedInterrupt ?? true) && target !== undefined;
+      if (running !== undefined && (!targeted || target === running.prompt.id)) running.interrupted = true;
       if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
       interruptsAnswered++;
-      return sendJson(response, 200, {});
+      // `return web.Response(status=200)`: no body.
+      return void response.writeHead(200).end();
     }
-    if (method === 'POST' && address.pathname === '/queue') {
+    // server.py:666-672: the running and the pending queue items, (number, prompt_id, prompt, extra_data, outputs).
+    if (method === 'GET' && path === '/queue') {
+      const item = (prompt: QueuedPrompt) => [prompt.number, prompt.id, prompt.workflow, { client_id: prompt.clientId }, prompt.outputNodes];
+      return sendJson(response, 200, { queue_running: running === undefined ? [] : [item(running.prompt)], queue_pending: pending.map(item) });
+    }
+    if (method === 'POST' && path === '/queue') {
       if (isRecord(body) && Array.isArray(body['delete'])) {
         for (const id of body['delete']) {
           if (typeof id !== 'string') continue;
@@ -406,14 +542,14 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         }
       }
       if (isRecord(body) && body['clear'] === true) pending.splice(0);
-      return sendJson(response, 200, {});
+      return void response.writeHead(200).end();
     }
-    if (method === 'GET' && address.pathname.startsWith('/history/')) {
-      const id = decodeURIComponent(address.pathname.slice('/history/'.length));
+    if (method === 'GET' && path.startsWith('/history/')) {
+      const id = decodeURIComponent(path.slice('/history/'.length));
       return sendJson(response, 200, id in history ? { [id]: history[id] } : {});
     }
-    if (method === 'GET' && address.pathname === '/history') return sendJson(response, 200, history);
-    if (method === 'GET' && address.pathname === '/view') {
+    if (method === 'GET' && path === '/history') return sendJson(response, 200, history);
+    if (method === 'GET' && path === '/view') {
       const key = ['type', 'subfolder', 'filename'].map((name) => address.searchParams.get(name) ?? '').join('\n');
       const file = files.get(key.startsWith('\n') ? `output${key}` : key);
       if (file === undefined) return void response.writeHead(404).end();
@@ -422,13 +558,13 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
       }
       return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
     }
-    if (method === 'GET' && address.pathname === '/system_stats') {
+    if (method === 'GET' && path === '/system_stats') {
       return sendJson(response, 200, {
         system: {
           os: 'posix',
           ram_total: 34_359_738_368,
           ram_free: 17_179_869_184,
-          comfyui_version: '0.3.40',
+          comfyui_version: '0.3.64',
           python_version: '3.12.3',
           pytorch_version: '2.7.0+cu126',
           embedded_python: false,
@@ -484,6 +620,11 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     queueDeletes,
     foreignPromptIds,
     outcomes,
+    sent,
+    requestTimes,
+    get binaryFrames() {
+      return binaryFrames;
+    },
     get interrupts() {
       return interrupts;
     },

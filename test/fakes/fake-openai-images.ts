@@ -1,5 +1,7 @@
-// A real HTTP server that behaves like an OpenAI-compatible image endpoint (LocalAI, sd-server):
-// OpenAI's error shape, WIDTHxHEIGHT sizes, b64_json or url answers, /v1/models.
+// A real HTTP server that follows OpenAI's Images API and nothing more: OpenAI's error shape, WIDTHxHEIGHT
+// sizes, b64_json or url answers, /v1/models. It reads only the fields that API defines (prompt, model, n,
+// size, response_format…): a seed, steps or a negative prompt change nothing. LocalAI and sd-server have
+// fakes of their own (fake-localai.ts, fake-sd-server.ts).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -55,7 +57,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-type Validation = { ok: true; width: number; height: number; n: number; format: string; seed: number } | { ok: false; error: unknown };
+type Validation = { ok: true; width: number; height: number; n: number; format: string; prompt: string } | { ok: false; error: unknown };
 
 function validateGeneration(text: string): Validation {
   const body = parseBody(text);
@@ -77,8 +79,7 @@ function validateGeneration(text: string): Validation {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10) {
     return { ok: false, error: openAiError(`Invalid value: ${String(n)}. 'n' must be an integer between 1 and 10.`, 'n', 'invalid_value') };
   }
-  const seed = typeof body['seed'] === 'number' ? body['seed'] : Math.floor(Math.random() * 4_294_967_295);
-  return { ok: true, width: Number(size[1]), height: Number(size[2]), n, format, seed };
+  return { ok: true, width: Number(size[1]), height: Number(size[2]), n, format, prompt: body['prompt'] };
 }
 
 export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = {}): Promise<FakeOpenAiImages> {
@@ -110,8 +111,9 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
       const body = { ...options.hugeAnswer, contentType: 'application/json', prefix: '{"created":1,"data":[{"b64_json":"', suffix: '"}]}' };
       return streamLargeBody(response, body, (sent) => (hugeBytesSent = sent));
     }
-    const { seed } = validation;
-    const png = options.image ?? makePng(validation.width, validation.height, [seed & 0xff, 40, (seed >>> 8) & 0xff]);
+    // Painted from the prompt alone: the API has no seed.
+    const shade = [...validation.prompt].reduce((sum, char) => (sum + (char.codePointAt(0) ?? 0)) & 0xff, 0);
+    const png = options.image ?? makePng(validation.width, validation.height, [shade, 40, 255 - shade]);
     const data = Array.from({ length: validation.n }, () => {
       if (!asUrl) return { b64_json: Buffer.from(png).toString('base64') };
       const name = `${randomUUID()}.png`;

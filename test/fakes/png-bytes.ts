@@ -158,3 +158,22 @@ export function idatOf(png: Uint8Array): Uint8Array {
   }
   throw new Error('no IDAT');
 }
+
+/**
+ * `png` with one text chunk inserted right after IHDR, written the way a given server writes it:
+ * - `pillow`: Pillow's PngInfo.add_text (A1111's encode_pil_to_base64): tEXt when the text is Latin-1,
+ *   otherwise an uncompressed iTXt (`value.encode('latin-1', 'strict')` … `except UnicodeError: add_itxt`).
+ * - `raw-utf8`: stable-diffusion.cpp's stb_image_write, which copies the string's UTF-8 bytes into tEXt
+ *   whatever they are (thirdparty/stb_image_write.h:1208-1217).
+ */
+export function insertTextChunk(png: Uint8Array, keyword: string, text: string, writer: 'pillow' | 'raw-utf8'): Uint8Array {
+  const bytes = Buffer.from(png);
+  const afterHeader = 8 + 12 + bytes.readUInt32BE(8);
+  const isLatin1 = /^[\x00-\xff]*$/.test(text);
+  const data =
+    writer === 'raw-utf8' || isLatin1
+      ? Buffer.concat([Buffer.from(`${keyword}\0`, 'latin1'), Buffer.from(text, writer === 'raw-utf8' ? 'utf8' : 'latin1')])
+      : Buffer.concat([Buffer.from(`${keyword}\0`, 'latin1'), Buffer.of(0, 0, 0, 0), Buffer.from(text, 'utf8')]);
+  const type = writer === 'raw-utf8' || isLatin1 ? 'tEXt' : 'iTXt';
+  return new Uint8Array(Buffer.concat([bytes.subarray(0, afterHeader), chunk(type, data), bytes.subarray(afterHeader)]));
+}

@@ -234,6 +234,24 @@ describe('export and import', () => {
     expect(strip(again['conversation.json']!)).toEqual(strip(files['conversation.json']!));
   });
 
+  it('an image whose backend claimed no seed, steps or CFG (null) exports and imports back as it was', async () => {
+    const id = await chat('a red fox', 'Here.', 'a red fox');
+    await generate(id, 'a red fox');
+    const good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
+    const manifest = JSON.parse(new TextDecoder().decode(good['conversation.json'])) as { images: Array<Record<string, unknown>> };
+    const image = Object.keys(good).find((name) => name.startsWith('images/'))!;
+    // What an OpenAI-compatible server leaves unclaimed (docs/API.md, the image event), and a sampler A1111 names.
+    manifest.images = manifest.images.map((entry) => ({ ...entry, seed: null, steps: null, cfg: null, sampler: 'Euler a' }));
+    const imported = await importZip(zipSync({ 'conversation.json': strToU8(JSON.stringify(manifest)), [image]: good[image]! }));
+    expect(imported.status).toBe(201);
+    const { id: copy } = (await imported.json()) as { id: string };
+    expect((await conversation(copy)).images.map(({ seed, steps, cfg, sampler }) => ({ seed, steps, cfg, sampler }))).toEqual([
+      { seed: null, steps: null, cfg: null, sampler: 'Euler a' },
+    ]);
+    const again = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${copy}/export`)).arrayBuffer()));
+    expect(Object.keys(again)).toEqual(['conversation.json', 'images/01-a-red-fox.png']);
+  });
+
   it('refuses what is not an export, with a clear message, and stores nothing', async () => {
     const id = await chat('a red fox', 'Here.', 'a red fox');
     await generate(id, 'a red fox');

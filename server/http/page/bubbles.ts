@@ -84,8 +84,8 @@ export function renderRegenerateForm(conversationId: string): Html {
  * What a picture shows about itself. The `image` event carries only the first fields; the stored
  * record adds the rest, and the large view shows whatever is known.
  */
-export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'seed' | 'width' | 'height'> &
-  Partial<Pick<ImageRecord, 'negativePrompt' | 'steps' | 'cfg' | 'model'>>;
+export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> &
+  Partial<Pick<ImageRecord, 'seed' | 'negativePrompt' | 'steps' | 'cfg' | 'sampler' | 'model'>>;
 
 export interface AssistantBubbleContent {
   text?: string;
@@ -151,7 +151,7 @@ function describeImage(image: ImageDetails): string {
 function renderImageData(image: ImageDetails): Html {
   const optional = (name: string, value: string | number | null | undefined) =>
     value === undefined || value === null ? EMPTY : html` data-${name}="${value}"`;
-  return html`data-image-view data-url="${image.url}" data-prompt="${image.prompt}" data-seed="${image.seed}" data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('model', image.model)}`;
+  return html`data-image-view data-url="${image.url}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('model', image.model)}`;
 }
 
 export function renderThumbnail(image: ImageDetails): Html {

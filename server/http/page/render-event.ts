@@ -190,11 +190,13 @@ function renderGenerationEnd(generationId: string): Html {
  * A progressbar with aria-valuenow while the backend reports how far it is, and without it (an
  * indeterminate bar) when it does not, like sd-server. The native bar inside is only its picture.
  */
-export function renderProgressBar(id: string, progress: { fraction?: number; step?: number; steps?: number }): Html {
-  const { step, steps } = progress;
+export function renderProgressBar(id: string, progress: { fraction?: number; step?: number; steps?: number; etaSeconds?: number }): Html {
+  const { step, steps, etaSeconds } = progress;
   const hasSteps = step !== undefined && steps !== undefined && steps > 0;
   const fraction = progress.fraction ?? (hasSteps ? step / steps : undefined);
-  const label = hasSteps ? html`<span class="step">Step ${step} of ${steps}</span>` : EMPTY;
+  // The time left is shown, not announced: it changes every second.
+  const left = etaSeconds === undefined || !Number.isFinite(etaSeconds) ? '' : ` · about ${Math.max(1, Math.round(etaSeconds))} s left`;
+  const label = hasSteps ? html`<span class="step">Step ${step} of ${steps}${left}</span>` : EMPTY;
   if (fraction === undefined || !Number.isFinite(fraction)) {
     return html`<div class="progress" id="${id}" role="progressbar" aria-label="Image progress" aria-valuemin="0" aria-valuemax="100" aria-valuetext="${hasSteps ? `Step ${step} of ${steps}` : 'Working'}"><progress max="100" aria-hidden="true"></progress>${label}</div>`;
   }

@@ -46,7 +46,16 @@ describe('parseConfig', () => {
   it('fills the image URL per backend', () => {
     expect(ok(['--image-backend', 'a1111']).imageUrl).toBe('http://127.0.0.1:7860');
     expect(ok(['--image-backend', 'comfyui']).imageUrl).toBe('http://127.0.0.1:8188');
+    expect(ok(['--image-backend', 'localai']).imageUrl).toBe('http://127.0.0.1:8080');
     expect(ok(['--image-backend', 'openai', '--image-url', 'http://x:1/']).imageUrl).toBe('http://x:1');
+  });
+
+  it('an image URL without a backend means auto; auto without a URL looks at the default ports', () => {
+    expect(ok(['--image-url', 'http://gpu-box:7860'])).toMatchObject({ imageBackend: 'auto', imageUrl: 'http://gpu-box:7860' });
+    expect(ok([], { EASEL_IMAGE_URL: 'http://gpu-box:8188' })).toMatchObject({ imageBackend: 'auto', imageUrl: 'http://gpu-box:8188' });
+    expect(ok(['--image-backend', 'auto'])).toMatchObject({ imageBackend: 'auto', imageUrl: undefined });
+    expect(ok(['--image-backend', 'none', '--image-url', 'http://gpu-box:7860']).imageBackend).toBe('none');
+    expect(ok(['--image-backend', 'a1111', '--image-url', 'http://gpu-box:7860']).imageBackend).toBe('a1111');
   });
 
   it('reads the reply timeouts in seconds, fractions and 0 (never) included', () => {
@@ -63,7 +72,7 @@ describe('parseConfig', () => {
     expect(failure(['--port', '70000'])).toBe('--port must be a whole number from 0 to 65535 (got "70000").');
     expect(failure(['--num-ctx', 'lots'])).toMatch(/^--num-ctx must be a whole number from 512 to 1048576/);
     expect(failure(['--log-level', 'chatty'])).toMatch(/^--log-level must be one of debug, info, warn, error/);
-    expect(failure(['--image-backend', 'dalle'])).toMatch(/^--image-backend must be one of none, a1111, comfyui, openai/);
+    expect(failure(['--image-backend', 'dalle'])).toMatch(/^--image-backend must be one of none, auto, a1111, comfyui, localai, openai/);
     expect(failure(['--ollama-url', 'localhost:11434'])).toMatch(/^--ollama-url must be an http/);
     expect(failure(['--model'])).toMatch(/^--model needs a value/);
     expect(failure(['--nope'])).toMatch(/Unknown flag --nope/);

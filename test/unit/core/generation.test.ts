@@ -10,6 +10,9 @@ import { createImageGenerator, DEFAULT_SETTINGS, silentLogger, type TurnEvent } 
 import { createSqliteStore } from '../../../server/sqlite/index.ts';
 import { writeFileAtomically, type AtomicWriteFs } from '../../../server/util/index.ts';
 import { createFakeA1111, type FakeA1111Options } from '../../fakes/fake-a1111.ts';
+import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
+import { createOpenAiImagesBackend } from '../../../server/openai-images/index.ts';
+import type { SeedRange } from '../../../server/core/index.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -105,5 +108,35 @@ describe('the queue', () => {
     const secondTxt2Img = a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img')[1]!;
     expect(secondTxt2Img.at - interrupt.at).toBeGreaterThanOrEqual(190);
     await images.settled();
+  });
+});
+
+describe('seeds and the backend that takes them', () => {
+  it("draws a random seed inside the backend's own range (LocalAI: 1 to 2147483647), the full range otherwise", async () => {
+    const localai = await createFakeLocalAi();
+    cleanups.push(() => localai.close());
+    const dir = mkdtempSync(join(tmpdir(), 'easel-generation-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const store = createSqliteStore({ path: ':memory:' });
+    cleanups.push(() => store.close());
+    store.createConversation({ id: 'c1', createdAt: new Date().toISOString(), settings: DEFAULT_SETTINGS });
+    const ranges: SeedRange[] = [];
+    const generatorWith = (backend: ReturnType<typeof createOpenAiImagesBackend>) =>
+      createImageGenerator({
+        backend,
+        store,
+        logger: silentLogger,
+        clock: Date,
+        saveFile: (name, bytes) => writeFileAtomically(join(dir, name), bytes),
+        randomSeed: (range) => {
+          ranges.push(range);
+          return range.max;
+        },
+      });
+    const events = await collect(generatorWith(createOpenAiImagesBackend({ url: localai.url, dialect: 'localai' })).generate(input()));
+    expect(events.at(-1)).toMatchObject({ type: 'image', seed: 2_147_483_647 });
+    expect(localai.runs[0]).toMatchObject({ seedUsed: 2_147_483_647, random: false });
+    await collect(generatorWith(createOpenAiImagesBackend({ url: localai.url })).generate(input()));
+    expect(ranges).toEqual([{ min: 1, max: 2_147_483_647 }, { min: 0, max: 4_294_967_295 }]);
   });
 });

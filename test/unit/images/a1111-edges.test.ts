@@ -1,4 +1,4 @@
-// AUTOMATIC1111 edge cases: what /sdapi/v1/progress says before our job has started.
+// AUTOMATIC1111 edge cases: what /sdapi/v1/progress says before our job samples, and after.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createA1111Backend } from '../../../server/a1111/index.ts';
 import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
@@ -31,5 +31,40 @@ describe('progress before our job starts', () => {
     expect(polls.length).toBeGreaterThanOrEqual(5);
     expect(events.length).toBeGreaterThanOrEqual(1);
     for (const event of events) expect(event).toMatchObject({ steps: 4 });
+  });
+});
+
+describe('progress at the start and the end of our job', () => {
+  it('never says "step 0 of N" or 100 % while the job starts (job_count −1, the last job\'s sampling_steps) or finishes (1.0 while saving)', async () => {
+    // The last job ran 30 steps; ours spends 150 ms in State.begin() before sampling and 150 ms saving after it.
+    const fake = await startFake({ previousJob: { steps: 30 }, setupDelayMs: 150, finishDelayMs: 150, stepDelayMs: 30 });
+    const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
+    const { events, onProgress } = recordProgress();
+
+    await backend.generate({ ...REQUEST, steps: 5 }, { signal: new AbortController().signal, onProgress });
+
+    expect(events.length).toBeGreaterThanOrEqual(2);
+    for (const event of events) {
+      expect(event.steps).toBe(5);
+      expect(event.step).toBeGreaterThanOrEqual(1);
+      expect(event.fraction).toBeLessThan(1);
+    }
+  });
+
+  it("shows A1111's eta_relative as the seconds left, once the job samples", async () => {
+    const fake = await startFake({ stepDelayMs: 60 });
+    const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
+    const { events, onProgress } = recordProgress();
+
+    await backend.generate({ ...REQUEST, steps: 6 }, { signal: new AbortController().signal, onProgress });
+
+    const etas = events.map((event) => event.etaSeconds);
+    expect(etas.length).toBeGreaterThanOrEqual(2);
+    for (const eta of etas) {
+      expect(eta).toEqual(expect.any(Number));
+      // elapsed/progress − elapsed for a job of 6 × 60 ms: never more than a second or two.
+      expect(eta).toBeGreaterThanOrEqual(0);
+      expect(eta).toBeLessThanOrEqual(2);
+    }
   });
 });

@@ -21,7 +21,7 @@ async function startFake(options: FakeA1111Options = {}): Promise<FakeA1111> {
 const noProgress = () => {};
 
 describe('createA1111Backend', () => {
-  it('generates a real PNG of the requested size and reports the seed and model used', async () => {
+  it('generates a real PNG of the requested size and reports what A1111 says it used', async () => {
     const fake = await startFake();
     const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
 
@@ -30,8 +30,7 @@ describe('createA1111Backend', () => {
     const size = readPngSize(result.png);
     expect(size).toEqual({ ok: true, value: { width: 64, height: 96 } });
     expect(decodeSolidPng(result.png).width).toBe(64);
-    expect(result.seed).toBe(REQUEST.seed);
-    expect(result.model).toBe('v1-5-pruned-emaonly');
+    expect(result).toMatchObject({ seed: REQUEST.seed, steps: 6, cfg: 7.5, sampler: 'Euler', model: 'v1-5-pruned-emaonly' });
     const call = fake.requests.find((request) => request.path === '/sdapi/v1/txt2img');
     expect(call?.body).toEqual({
       prompt: REQUEST.prompt,
@@ -46,7 +45,7 @@ describe('createA1111Backend', () => {
     });
   });
 
-  it('reports progress step by step by polling /sdapi/v1/progress', async () => {
+  it("reports progress step by step by polling /sdapi/v1/progress, with A1111's own fraction", async () => {
     const fake = await startFake({ stepDelayMs: 40 });
     const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
     const { events, onProgress } = recordProgress();
@@ -56,10 +55,11 @@ describe('createA1111Backend', () => {
     expect(events.length).toBeGreaterThanOrEqual(2);
     const steps = events.map((event) => event.step ?? -1);
     expect(steps).toEqual([...steps].sort((a, b) => a - b));
-    expect(new Set(steps).size).toBe(steps.length);
     for (const event of events) {
       expect(event.steps).toBe(8);
-      expect(event.fraction).toBeCloseTo((event.step ?? 0) / 8);
+      // sampling_step is 0-based: "step 2 of 8" is sampling_step 1, progress 0.01 + 1/8 (api.py:609-614).
+      expect(event.step).toBeGreaterThanOrEqual(2);
+      expect(event.fraction).toBeCloseTo(0.01 + ((event.step ?? 0) - 1) / 8);
     }
     expect(fake.requests.some((request) => request.path === '/sdapi/v1/progress' && request.query['skip_current_image'] === 'true')).toBe(true);
   });
@@ -151,19 +151,6 @@ describe('createA1111Backend', () => {
     expect(fake.interrupts).toBe(1);
   });
 
-  it('works with sd-server, which has no progress endpoint: no percentage, no error', async () => {
-    const fake = await startFake({ progressEndpoint: false, stepDelayMs: 20 });
-    const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
-    const { events, onProgress } = recordProgress();
-
-    const result = await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress });
-
-    expect(readPngSize(result.png).ok).toBe(true);
-    expect(events).toEqual([]);
-    // One 404 is enough to stop polling.
-    expect(fake.requests.filter((request) => request.path === '/sdapi/v1/progress')).toHaveLength(1);
-  });
-
   it('rejects with bad_response when the answer holds no image', async () => {
     const fake = await startFake({ failWith: { status: 200, body: { images: [], parameters: {}, info: '{}' } } });
     const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
@@ -184,15 +171,16 @@ describe('createA1111Backend', () => {
   it('checkHealth: reachable with the model name when A1111 answers', async () => {
     const fake = await startFake();
     const health = await createA1111Backend({ url: fake.url }).checkHealth();
-    expect(health.reachable).toBe(true);
+    expect(health).toMatchObject({ reachable: true, server: 'AUTOMATIC1111' });
     expect(health.detail).toContain('v1-5-pruned-emaonly');
   });
 
-  it('checkHealth: any HTTP answer counts as reachable (sd-server lacks /sdapi/v1/options)', async () => {
+  it('checkHealth: a server without /sdapi/v1/options answers, but is told to need --api (sd-server has that route now)', async () => {
     const other = await startStatusServer(404);
     cleanups.push(() => other.close());
     const health = await createA1111Backend({ url: other.url }).checkHealth();
     expect(health).toEqual({ reachable: true, detail: expect.stringContaining('--api') });
+    expect(health.detail).not.toContain('sd-server');
   });
 
   it('checkHealth: unreachable when nothing listens, without throwing', async () => {

@@ -91,17 +91,41 @@ describe('createComfyUiBackend', () => {
     expect(view?.query).toEqual({ filename: `easel & co ${REQUEST.seed}_00001_.png`, subfolder: 'my pics', type: 'output' });
   });
 
-  it('reports every sampling step from the WebSocket, ignoring binary previews', async () => {
-    const fake = await startFake();
+  it('reports every sampling step from the WebSocket, ignoring the JPEG previews of a server started with --preview-method', async () => {
+    const fake = await startFake({ previewMethod: 'auto' });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const { events, onProgress } = recordProgress();
 
     await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress });
 
     expect(events).toEqual([1, 2, 3, 4, 5, 6].map((step) => ({ fraction: step / 6, step, steps: 6 })));
+    expect(fake.binaryFrames).toBe(6);
   });
 
-  it('cancels on the backend (interrupt and queue removal) and rejects with cancelled', async () => {
+  it('sends its own prompt_id, a canonical UUID, with /prompt', async () => {
+    const fake = await startFake({ clientPromptIds: 'uuid' });
+    const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
+
+    await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
+
+    const sent = (fake.requests.find((request) => request.path === '/prompt')?.body as { prompt_id?: unknown }).prompt_id;
+    expect(sent).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(fake.promptIds).toEqual([sent]);
+  });
+
+  it('follows a server that ignores the prompt_id it was sent (before 0.3.45) by the id it answers', async () => {
+    const fake = await startFake({ clientPromptIds: 'ignored' });
+    const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
+    const { events, onProgress } = recordProgress();
+
+    const result = await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress });
+
+    expect(readPngSize(result.png).ok).toBe(true);
+    expect(events).toHaveLength(6);
+    expect(fake.requests.find((request) => request.path.startsWith('/history/'))?.path).toBe(`/history/${fake.promptIds[0]}`);
+  });
+
+  it('cancels only our running prompt: /interrupt with its prompt_id, sent once /queue shows it running', async () => {
     const fake = await startFake({ stepDelayMs: 30 });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const controller = new AbortController();
@@ -113,10 +137,32 @@ describe('createComfyUiBackend', () => {
 
     await expectBackendError(generation, 'cancelled');
     const promptId = fake.promptIds[0];
-    expect(promptId).toMatch(/^[0-9a-f-]{36}$/);
     expect(fake.interrupts).toBe(1);
     expect(fake.requests.find((request) => request.path === '/interrupt')?.body).toEqual({ prompt_id: promptId });
-    expect(fake.queueDeletes).toEqual([promptId]);
+    await expect.poll(() => fake.outcomes[promptId!]).toBe('interrupted');
+    // 0.3.64 has no /api/jobs/{id}/cancel: asked once, then /queue.
+    expect(fake.requests.filter((request) => request.method !== 'GET' || request.path === '/queue').map((request) => request.path)).toEqual([
+      '/prompt',
+      `/api/jobs/${promptId}/cancel`,
+      '/queue',
+      '/interrupt',
+    ]);
+  });
+
+  it('cancels through /api/jobs/{id}/cancel where the server has it, and sends no /interrupt', async () => {
+    const fake = await startFake({ stepDelayMs: 30, jobsApi: true });
+    const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
+    const controller = new AbortController();
+    const { onProgress, started } = waitForFirstProgress();
+
+    const generation = backend.generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
+    await started;
+    controller.abort();
+
+    await expectBackendError(generation, 'cancelled');
+    const promptId = fake.promptIds[0]!;
+    await expect.poll(() => fake.outcomes[promptId]).toBe('interrupted');
+    expect(fake.requests.filter((request) => request.method === 'POST').map((request) => request.path)).toEqual(['/prompt', `/api/jobs/${promptId}/cancel`]);
   });
 
   it('rejects with cancelled when the job is interrupted from ComfyUI itself', async () => {
@@ -192,7 +238,7 @@ describe('createComfyUiBackend', () => {
     const fake = await startFake();
     const health = await createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow }).checkHealth();
     expect(health.reachable).toBe(true);
-    expect(health.detail).toContain('0.3.40');
+    expect(health.detail).toContain('0.3.64');
     expect(fake.requests.map((request) => request.path)).toEqual(['/system_stats']);
   });
 

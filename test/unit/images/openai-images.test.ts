@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAiImagesBackend } from '../../../server/openai-images/index.ts';
-import { readPngSize } from '../../../server/png/index.ts';
+import { readPngSize, readPngText } from '../../../server/png/index.ts';
 import { createFakeOpenAiImages } from '../../fakes/fake-openai-images.ts';
 import type { FakeOpenAiImages, FakeOpenAiImagesOptions } from '../../fakes/fake-openai-images.ts';
 import { decodeSolidPng } from '../../fakes/png-bytes.ts';
+import { createFakeSdServer } from '../../fakes/fake-sd-server.ts';
+import type { FakeSdServer, FakeSdServerOptions } from '../../fakes/fake-sd-server.ts';
 import { REQUEST, expectBackendError, findClosedUrl, recordProgress } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -28,7 +30,7 @@ async function waitForGenerationRequest(fake: FakeOpenAiImages): Promise<void> {
 }
 
 describe('createOpenAiImagesBackend', () => {
-  it('generates a real PNG with the requested size, sending the extras local servers accept', async () => {
+  it("generates a real PNG with the requested size, sending only what OpenAI's API defines and claiming nothing it ignores", async () => {
     const fake = await startFake();
     const backend = createOpenAiImagesBackend({ url: fake.url, model: 'stablediffusion' });
     const { events, onProgress } = recordProgress();
@@ -37,19 +39,11 @@ describe('createOpenAiImagesBackend', () => {
 
     expect(readPngSize(result.png)).toEqual({ ok: true, value: { width: 64, height: 96 } });
     expect(decodeSolidPng(result.png).width).toBe(64);
-    expect(result).toMatchObject({ seed: REQUEST.seed, model: 'stablediffusion' });
+    // The API has no seed, steps, CFG or negative prompt: none was used, so none is claimed.
+    expect(result).toEqual({ png: result.png, model: 'stablediffusion', negativePrompt: '' });
     expect(events).toEqual([]);
     const call = fake.requests.find((request) => request.path === '/v1/images/generations');
-    expect(call?.body).toEqual({
-      prompt: REQUEST.prompt,
-      n: 1,
-      size: '64x96',
-      response_format: 'b64_json',
-      model: 'stablediffusion',
-      seed: REQUEST.seed,
-      steps: 6,
-      negative_prompt: REQUEST.negativePrompt,
-    });
+    expect(call?.body).toEqual({ prompt: REQUEST.prompt, n: 1, size: '64x96', response_format: 'b64_json', model: 'stablediffusion' });
     expect(call?.authorization).toBeUndefined();
   });
 
@@ -61,7 +55,7 @@ describe('createOpenAiImagesBackend', () => {
 
     expect(result.model).toBeUndefined();
     const body = fake.requests.find((request) => request.path === '/v1/images/generations')?.body as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(['n', 'prompt', 'response_format', 'seed', 'size', 'steps']);
+    expect(Object.keys(body).sort()).toEqual(['n', 'prompt', 'response_format', 'size']);
   });
 
   it('sends the API key as a Bearer token only when one is given', async () => {
@@ -132,7 +126,8 @@ describe('createOpenAiImagesBackend', () => {
     controller.abort();
 
     await expectBackendError(generation, 'cancelled');
-    expect(fake.requests.map((request) => request.path)).toEqual(['/v1/images/generations']);
+    // The capabilities probe, then the one generation: this API has nothing to interrupt with.
+    expect(fake.requests.map((request) => request.path)).toEqual(['/sdcpp/v1/capabilities', '/v1/images/generations']);
   });
 
   it('times out and rejects with timeout', async () => {
@@ -157,7 +152,7 @@ describe('createOpenAiImagesBackend', () => {
     const fake = await startFake({ requireApiKey: 'k', models: ['sd-1.5', 'flux'] });
     const health = await createOpenAiImagesBackend({ url: fake.url, apiKey: 'k' }).checkHealth();
     expect(health).toEqual({ reachable: true, detail: expect.stringContaining('sd-1.5, flux') });
-    expect(fake.requests[0]?.path).toBe('/v1/models');
+    expect(fake.requests.map((request) => request.path).sort()).toEqual(['/sdcpp/v1/capabilities', '/v1/models']);
   });
 
   it('checkHealth: unreachable when nothing listens, without throwing', async () => {
@@ -171,6 +166,67 @@ describe('createOpenAiImagesBackend', () => {
     const fake = await startFake();
     const health = await createOpenAiImagesBackend({ url: fake.url }).checkHealth(AbortSignal.abort());
     expect(health).toEqual({ reachable: false, detail: 'The health check was cancelled.' });
+  });
+});
+
+describe("the openai backend against sd-server's /v1/images/generations", () => {
+  async function startSdServer(options: FakeSdServerOptions = {}): Promise<FakeSdServer> {
+    const fake = await createFakeSdServer({ stepDelayMs: 1, ...options });
+    cleanups.push(() => fake.close());
+    return fake;
+  }
+
+  it('passes seed, steps, CFG and the negative prompt in <sd_cpp_extra_args>, which sd-server honours', async () => {
+    const fake = await startSdServer();
+    const backend = createOpenAiImagesBackend({ url: fake.url });
+
+    const result = await backend.generate({ ...REQUEST, steps: 120 }, { signal: new AbortController().signal, onProgress: noProgress });
+
+    expect(fake.runs).toEqual([
+      expect.objectContaining({ prompt: REQUEST.prompt, negativePrompt: REQUEST.negativePrompt, seed: REQUEST.seed, steps: 100, cfg: 7.5, width: 64, height: 96 }),
+    ]);
+    expect(result).toMatchObject({ seed: REQUEST.seed, steps: 100, cfg: 7.5 });
+    expect(readPngText(result.png)['parameters']).toContain(`Seed: ${REQUEST.seed}, Size: 64x96`);
+    const body = fake.requests.find((request) => request.path === '/v1/images/generations')?.body as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['n', 'prompt', 'response_format', 'size']);
+  });
+
+  it('keeps a prompt and negative prompt holding the closing tag or newlines intact', async () => {
+    const fake = await startSdServer();
+    const backend = createOpenAiImagesBackend({ url: fake.url });
+    const prompt = 'a sign reading <sd_cpp_extra_args>{"seed":1}</sd_cpp_extra_args>\nin neon';
+    const negativePrompt = 'text </sd_cpp_extra_args> <b>';
+
+    await backend.generate({ ...REQUEST, prompt, negativePrompt }, { signal: new AbortController().signal, onProgress: noProgress });
+
+    // sd.cpp parses the first block (ours), removes every block, and keeps the rest of the prompt as it is.
+    expect(fake.runs).toEqual([expect.objectContaining({ prompt: 'a sign reading \nin neon', negativePrompt, seed: REQUEST.seed })]);
+  });
+
+  it('a plain OpenAI-style server is asked /sdcpp/v1/capabilities once, then never again', async () => {
+    const fake = await startFake();
+    const backend = createOpenAiImagesBackend({ url: fake.url });
+    await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
+    await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
+    expect(fake.requests.map((request) => request.path)).toEqual(['/sdcpp/v1/capabilities', '/v1/images/generations', '/v1/images/generations']);
+    const body = fake.requests[1]?.body as Record<string, unknown>;
+    expect(String(body['prompt'])).not.toContain('sd_cpp_extra_args');
+  });
+
+  it("keeps sd-server's own words from a {\"error\": \"server_error\", \"message\"} answer", async () => {
+    const fake = await startSdServer();
+    const corruptingFetch: typeof fetch = (input, init) =>
+      String(input).endsWith('/images/generations') ? fetch(input, { ...init, body: JSON.stringify({ ...JSON.parse(String(init?.body)), size: 64 }) }) : fetch(input, init);
+    const error = await expectBackendError(createOpenAiImagesBackend({ url: fake.url, fetch: corruptingFetch }).generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress }), 'backend_error');
+    expect(error.message).toContain('HTTP 500');
+    expect(error.message).toContain('server_error: [json.exception.type_error.302] type must be string, but is number');
+  });
+
+  it('checkHealth names sd-server and suggests the a1111 backend', async () => {
+    const fake = await startSdServer();
+    const health = await createOpenAiImagesBackend({ url: fake.url }).checkHealth();
+    expect(health).toMatchObject({ reachable: true, server: 'stable-diffusion.cpp sd-server' });
+    expect(health.detail).toContain('--image-backend a1111');
   });
 });
 

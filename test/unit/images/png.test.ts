@@ -117,6 +117,18 @@ describe('writePngText / readPngText', () => {
     expect(chunkTypes(png)).toEqual(['IHDR', 'tEXt', 'tEXt', 'IDAT', 'IEND']);
   });
 
+  it("reads stable-diffusion.cpp's raw UTF-8 in a tEXt chunk as UTF-8, and Latin-1 tEXt as Latin-1", () => {
+    const chunks = readPngChunks(makePng(2, 2));
+    if (!chunks.ok) throw new Error(chunks.error.message);
+    const [header, ...rest] = chunks.value;
+    // stb_image_write.h:1208-1217 copies the parameters string's bytes verbatim into tEXt.
+    const utf8 = '猫が雪の中で, café ✓\nSteps: 20, CFG scale: 7.000000, Seed: 1';
+    const sdcpp = encodePng([header as PngChunk, { type: 'tEXt', data: Buffer.concat([Buffer.from('parameters\0', 'latin1'), Buffer.from(utf8, 'utf8')]) }, ...rest]);
+    expect(readPngText(sdcpp)).toEqual({ parameters: utf8 });
+    const latin = encodePng([header as PngChunk, { type: 'tEXt', data: Buffer.from('Comment\0café crème, 50°', 'latin1') }, ...rest]);
+    expect(readPngText(latin)).toEqual({ Comment: 'café crème, 50°' });
+  });
+
   it('reads compressed zTXt and iTXt chunks as other tools write them', () => {
     const chunks = readPngChunks(makePng(2, 2));
     if (!chunks.ok) throw new Error(chunks.error.message);
@@ -156,17 +168,46 @@ describe('formatA1111Parameters / parseA1111Parameters', () => {
     model: 'v1-5-pruned-emaonly',
   };
 
-  it("writes AUTOMATIC1111's exact layout", () => {
+  it("writes AUTOMATIC1111's exact layout: create_infotext's order, CFG scale as a Python float", () => {
     expect(formatA1111Parameters(parameters)).toBe(
-      'a red fox in snow, (golden hour:1.2)\nNegative prompt: blurry, lowres\nSteps: 20, CFG scale: 7, Seed: 123, Size: 512x768, Model: v1-5-pruned-emaonly',
+      'a red fox in snow, (golden hour:1.2)\nNegative prompt: blurry, lowres\nSteps: 20, CFG scale: 7.0, Seed: 123, Size: 512x768, Model: v1-5-pruned-emaonly',
+    );
+    expect(formatA1111Parameters({ ...parameters, sampler: 'Euler', negativePrompt: '' })).toBe(
+      'a red fox in snow, (golden hour:1.2)\nSteps: 20, Sampler: Euler, CFG scale: 7.0, Seed: 123, Size: 512x768, Model: v1-5-pruned-emaonly',
     );
   });
 
   it('omits an empty negative prompt and a missing model, and quotes values with commas', () => {
     expect(formatA1111Parameters({ ...parameters, negativePrompt: '', model: undefined })).toBe(
-      'a red fox in snow, (golden hour:1.2)\nSteps: 20, CFG scale: 7, Seed: 123, Size: 512x768',
+      'a red fox in snow, (golden hour:1.2)\nSteps: 20, CFG scale: 7.0, Seed: 123, Size: 512x768',
     );
     expect(formatA1111Parameters({ ...parameters, cfg: 7.5, model: 'sdxl, turbo: v2' })).toContain('CFG scale: 7.5, Seed: 123, Size: 512x768, Model: "sdxl, turbo: v2"');
+    expect(formatA1111Parameters({ ...parameters, cfg: 0 })).toContain('CFG scale: 0.0,');
+  });
+
+  it('writes no value the backend did not use: no Steps, CFG or Seed line entries for a server that ignored them', () => {
+    const text = formatA1111Parameters({ prompt: 'a fox', negativePrompt: '', width: 512, height: 512, model: 'sd-cpp-local' });
+    expect(text).toBe('a fox\nSize: 512x512, Model: sd-cpp-local');
+    expect(text).not.toMatch(/Steps|CFG|Seed|Sampler/);
+  });
+
+  it('ends with the writer as Version, so the line of a server that reported nothing still reads as parameters', () => {
+    const text = formatA1111Parameters({ prompt: 'a fox', negativePrompt: '', width: 512, height: 512, version: 'Easel 0.1.0' });
+    expect(text).toBe('a fox\nSize: 512x512, Version: Easel 0.1.0');
+    // Fewer than three fields would be prompt text to A1111 (parse_generation_parameters), and to this parser.
+    expect(parseA1111Parameters(`${text}, Model: m`)).toMatchObject({ prompt: 'a fox', width: 512, model: 'm' });
+    expect(parseA1111Parameters(text).prompt).toBe(text);
+  });
+
+  it('takes the first of two equal keys: sd.cpp repeats the prompt in a JSON block at the end of its line', () => {
+    const parsed = parseA1111Parameters('a fox\nSteps: 20, CFG scale: 7.000000, Seed: 42, Size: 64x64, SDCPP: {"prompt":{"positive":"Seed: 5, Steps: 9"}}');
+    expect(parsed).toMatchObject({ steps: 20, seed: 42, cfg: 7 });
+  });
+
+  it('never quotes the prompt or the negative prompt, and quotes a value only for a comma, colon or newline', () => {
+    const text = formatA1111Parameters({ ...parameters, prompt: 'say "hi", then: go', negativePrompt: 'a, b: c', sampler: 'DPM++ 2M "x"' });
+    expect(text.split('\n').slice(0, 2)).toEqual(['say "hi", then: go', 'Negative prompt: a, b: c']);
+    expect(text).toContain('Sampler: DPM++ 2M "x",');
   });
 
   it('reads real AUTOMATIC1111 text, keeping the fields Easel does not use', () => {
@@ -182,6 +223,7 @@ describe('formatA1111Parameters / parseA1111Parameters', () => {
       width: 640,
       height: 448,
       model: 'v1-5-pruned-emaonly',
+      sampler: 'DPM++ 2M',
     });
     expect(parsed.fields).toMatchObject({ Sampler: 'DPM++ 2M', 'Model hash': '6ce0161689', Version: 'v1.10.1' });
   });

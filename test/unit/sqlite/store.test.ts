@@ -1,12 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, isStorageError, type ContextChange, type ConversationStore, type ImageRecord } from '../../../server/core/index.ts';
 import type { ContextEntry } from '../../../server/protocol/index.ts';
 import { createSqliteStore, latestSchemaVersion, toSearchTerms } from '../../../server/sqlite/index.ts';
 
+const MIGRATIONS = fileURLToPath(new URL('../../../server/sqlite/migrations/', import.meta.url));
 const at = '2026-11-23T10:00:00.000Z';
 const later = '2026-11-23T11:00:00.000Z';
 const META = { prompt: 'a cat', generate_image: false, steps: 20, cfg: 7, seed: -1 };
@@ -35,7 +37,7 @@ function exchange(store: ConversationStore, id: string, message: string, answer:
 function image(conversationId: string, turnId: number | null, file: string): ImageRecord {
   return {
     id: file.slice(0, 8), conversationId, turnId, file, url: '', prompt: 'p', negativePrompt: '',
-    steps: 20, cfg: 7, seed: 5, width: 512, height: 512, model: null, createdAt: at,
+    steps: 20, cfg: 7, seed: 5, sampler: null, width: 512, height: 512, model: null, createdAt: at,
   };
 }
 
@@ -282,6 +284,36 @@ describe('the SQLite store', () => {
     const db = new Database(path, { readonly: true });
     expect(db.pragma('user_version', { simple: true })).toBe(latestSchemaVersion());
     db.close();
+  });
+
+  it('migration 004 keeps the images of a version-2 database and then stores values a backend did not claim as null', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'easel-store-'));
+    dirs.push(dir);
+    const path = join(dir, 'easel.db');
+    const old = new Database(path);
+    for (const file of ['001-init.sql', '002-images.sql']) old.exec(readFileSync(join(MIGRATIONS, file), 'utf8'));
+    old.pragma('user_version = 2');
+    old.prepare("INSERT INTO conversations (id, created_at, updated_at, settings) VALUES ('c1', ?, ?, ?)").run(at, at, JSON.stringify(DEFAULT_SETTINGS));
+    old
+      .prepare("INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, width, height, model, created_at) VALUES ('i1', 'c1', NULL, 'old.png', 'p', 'n', 20, 7.5, 42, 512, 512, 'm', ?)")
+      .run(at);
+    old.close();
+
+    const store = createSqliteStore({ path });
+    store.addImage({
+      id: 'i2', conversationId: 'c1', turnId: null, file: 'new.png', url: '', prompt: 'q', negativePrompt: '',
+      steps: null, cfg: null, seed: null, sampler: null, width: 64, height: 64, model: null, createdAt: at,
+    });
+    store.addImage({
+      id: 'i3', conversationId: 'c1', turnId: null, file: 'euler.png', url: '', prompt: 'r', negativePrompt: '',
+      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', width: 64, height: 64, model: null, createdAt: at,
+    });
+    expect(store.listImages('c1').map(({ id, steps, cfg, seed, sampler, negativePrompt, model }) => ({ id, steps, cfg, seed, sampler, negativePrompt, model }))).toEqual([
+      { id: 'i1', steps: 20, cfg: 7.5, seed: 42, sampler: null, negativePrompt: 'n', model: 'm' },
+      { id: 'i2', steps: null, cfg: null, seed: null, sampler: null, negativePrompt: '', model: null },
+      { id: 'i3', steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', negativePrompt: '', model: null },
+    ]);
+    store.close();
   });
 
   it('refuses a turn for an unknown conversation', () => {

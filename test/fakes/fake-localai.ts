@@ -1,0 +1,189 @@
+// A real HTTP server that behaves like LocalAI's image endpoint (mudler/LocalAI 82c191af): the request
+// fields it really reads (`step`, a "positive|negative" prompt, a seed kept to 32 bits), what it ignores
+// (`steps`, `negative_prompt`, `cfg_scale`), its error shape, /readyz and /v1/models, and a PNG without text.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { makePng } from './png-bytes.ts';
+import { parseBody, readBody, sendJson } from './http-body.ts';
+
+export interface FakeLocalAiOptions {
+  /** Image models configured; the first answers a request without `model` (core/http/routes/openai.go:247-248). */
+  models?: string[];
+  /**
+   * The model's backend: stablediffusion-ggml (the default, image.go:126-131) hands the seed to sd.cpp, where a
+   * negative one is random (stable-diffusion.cpp:4000-4005); diffusers makes 0 and negatives random
+   * (backend/python/diffusers/backend.py:775-778: `if request.seed > 0`).
+   */
+  backend?: 'stablediffusion-ggml' | 'diffusers';
+  /** The model YAML's cfg_scale, given at load (core/config/model_config.go:1313; gosd.go:160); 7 by default here. */
+  cfgScale?: number;
+  /** The model YAML's `step`; 0 means LocalAI's 15 (image.go:168-171). */
+  configStep?: number;
+  /** /readyz answers 503 "starting" (core/http/routes/health.go:31-39): a startup preload runs. */
+  starting?: boolean;
+  /** /v1/images/generations answers with this status and body (objects as JSON). */
+  failWith?: { status: number; body: unknown };
+  /** Simulated generation time. */
+  delayMs?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  /** Parsed JSON body, the raw text when it is not JSON, undefined when empty. */
+  body: unknown;
+}
+
+/** What one image was really made with, as the backend received it. */
+export interface LocalAiRun {
+  model: string;
+  prompt: string;
+  negativePrompt: string;
+  /** The seed the backend got after int32() (core/backend/image.go:40), and the one it really used. */
+  seedReceived: number;
+  seedUsed: number;
+  random: boolean;
+  steps: number;
+  cfg: number;
+  width: number;
+  height: number;
+}
+
+export interface FakeLocalAi {
+  url: string;
+  requests: RecordedRequest[];
+  runs: LocalAiRun[];
+  close(): Promise<void>;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** schema.ErrorResponse{Error: &schema.APIError{Message, Code}} (core/http/app.go:227-229; schema/openai.go:11-20). */
+function apiError(code: number, message: string, type = '') {
+  return { error: { code, message, type } };
+}
+
+export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promise<FakeLocalAi> {
+  const models = options.models ?? ['stablediffusion'];
+  const requests: RecordedRequest[] = [];
+  const runs: LocalAiRun[] = [];
+  const files = new Map<string, Uint8Array>();
+  let baseUrl = '';
+
+  async function handleGeneration(text: string, response: ServerResponse): Promise<void> {
+    const input = parseBody(text);
+    // Echo's bind: a body that is not a JSON object is a 400 HTTPError, rendered by the custom handler.
+    if (!isRecord(input)) return sendJson(response, 400, apiError(400, 'code=400, message=Syntax error: offset=1, error=invalid character'));
+    // request.go:157-167: an unknown model; without one the first image model is picked.
+    const model = typeof input['model'] === 'string' && input['model'] !== '' ? input['model'] : models[0];
+    if (model === undefined) return sendJson(response, 400, apiError(400, 'code=400, message=Bad Request'));
+    if (!models.includes(model)) {
+      return sendJson(response, 404, apiError(404, `model "${model}" not found. To see available models, call GET /v1/models`, 'invalid_request_error'));
+    }
+    if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
+    // image.go:133-149: no "x" means 512x512; a part that is not a number is an error (a 500).
+    let size = typeof input['size'] === 'string' ? input['size'] : '';
+    if (!size.includes('x')) size = '512x512';
+    const parts = size.split('x');
+    if (parts.length !== 2 || !parts.every((part) => /^[+-]?\d+$/.test(part))) return sendJson(response, 500, apiError(500, "invalid value for 'size'"));
+    const [width, height] = parts.map(Number) as [number, number];
+    // image.go:161-166: the prompt is split at "|": [0] positive, [1] negative, the rest dropped.
+    // `negative_prompt` is merged into the config (request.go:314-316) but this endpoint never reads it.
+    const prompt = typeof input['prompt'] === 'string' ? input['prompt'] : '';
+    // No prompt string, no PromptStrings (request.go:631-640): the loop makes nothing and data is [].
+    if (prompt === '') return sendJson(response, 200, { created: Math.floor(Date.now() / 1000), id: randomUUID(), data: [] });
+    const pieces = prompt.split('|');
+    // image.go:168-175: `step`, singular; `steps` is no field of any request struct.
+    const step = typeof input['step'] === 'number' && input['step'] !== 0 ? input['step'] : options.configStep || 15;
+    // prediction.go:123 `Seed *int` (64-bit), then `Seed: int32(seed)` (core/backend/image.go:40): the low 32 bits.
+    // Absent: RAND_SEED = -1 (core/config/generic_defaults.go:31-34).
+    const seedSent = typeof input['seed'] === 'number' ? input['seed'] : -1;
+    const seedReceived = Number(BigInt.asIntN(32, BigInt(Math.trunc(seedSent))));
+    const random = options.backend === 'diffusers' ? seedReceived <= 0 : seedReceived < 0;
+    const seedUsed = random ? Math.floor(Math.random() * 2_147_483_648) : seedReceived;
+    if (options.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+    runs.push({
+      model,
+      prompt: pieces[0] ?? '',
+      negativePrompt: pieces[1] ?? '',
+      seedReceived,
+      seedUsed,
+      random,
+      steps: step,
+      // A request cfg_scale is ignored: the model's own, set at load, paints every image (gosd.go:229).
+      cfg: options.cfgScale ?? 7,
+      width,
+      height,
+    });
+    // stablediffusion-ggml writes no text chunk (cpp/gosd.cpp:1041-1042); nor does diffusers' image.save.
+    const png = makePng(width, height, [seedUsed & 0xff, step & 0xff, 77]);
+    // image.go:151, 210-225: b64_json only when asked; a link under /generated-images/ otherwise.
+    const item: Record<string, unknown> = { index: 0 };
+    if (input['response_format'] === 'b64_json') item['b64_json'] = Buffer.from(png).toString('base64');
+    else {
+      const name = `b64${randomUUID().slice(0, 8)}.png`;
+      files.set(name, png);
+      item['url'] = `${baseUrl}/generated-images/${name}`;
+    }
+    // image.go:232-255.
+    sendJson(response, 200, {
+      created: Math.floor(Date.now() / 1000),
+      id: randomUUID(),
+      data: [item],
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, input_tokens: 0, output_tokens: 0, input_tokens_details: { text_tokens: 0, image_tokens: 0 } },
+    });
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const address = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const text = await readBody(request);
+    const method = request.method ?? 'GET';
+    requests.push({ method, path: address.pathname, body: parseBody(text) });
+    if (method === 'GET' && address.pathname.startsWith('/generated-images/')) {
+      const file = files.get(address.pathname.slice('/generated-images/'.length));
+      if (file !== undefined) return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
+    }
+    const route = `${method} ${address.pathname}`;
+    switch (route) {
+      case 'POST /v1/images/generations':
+      case 'POST /images/generations':
+        return handleGeneration(text, response);
+      // core/http/routes/health.go:23-39; both public (core/http/auth/public_routes.go:25-26).
+      case 'GET /healthz':
+        return void response.writeHead(200).end();
+      case 'GET /readyz':
+        if (options.starting === true) return sendJson(response, 503, { status: 'starting', reason: 'startup preload in progress' });
+        return void response.writeHead(200).end();
+      // core/http/endpoints/openai/list.go:30-38; OpenAIModel{ID, Object} (schema/openai.go:153-156).
+      case 'GET /v1/models':
+      case 'GET /models':
+        return sendJson(response, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model' })) });
+      // notFoundHandler (core/http/render.go:33-48) for a client that does not ask for HTML.
+      default:
+        return sendJson(response, 404, apiError(404, 'Resource not found'));
+    }
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      if (!response.headersSent) sendJson(response, 500, apiError(500, String(error)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  baseUrl = `http://127.0.0.1:${port}`;
+
+  return {
+    url: baseUrl,
+    requests,
+    runs,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
