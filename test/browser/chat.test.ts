@@ -38,13 +38,13 @@ describeInBrowser('the chat pane', () => {
 
   async function send(text: string): Promise<void> {
     await message().fill(text);
-    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
   }
 
   /** The reply has finished once its typing dots are gone and Send is usable again. */
   async function waitForReply(): Promise<void> {
     await poll(() => page.locator('#log .typing').count()).toBe(0);
-    await poll(() => page.getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Send', exact: true }).isEnabled()).toBe(true);
   }
 
   /** Records the last reply bubble's text after every DOM change, to see every state it went through. */
@@ -199,7 +199,7 @@ describeInBrowser('the chat pane', () => {
     const hangupsBefore = stage.fake.hangups;
     await send('a long story');
     await poll(() => lastReply().locator('.text').textContent()).toContain('word2');
-    await poll(() => page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Send', exact: true }).isDisabled()).toBe(true);
 
     await page.getByRole('button', { name: 'Stop' }).click();
     await stage.fake.waitForHangup(hangupsBefore + 1);

@@ -68,7 +68,8 @@ describeInBrowser('the image area', () => {
     open.requests.length = 0;
     await page.goto(`${stage.easel.url}/c/${encodeURIComponent(id)}`);
     await poll(() => page.locator('#status').textContent()).toContain('AUTOMATIC1111 answers');
-    await poll(() => page.getByRole('button', { name: 'Generate', exact: true }).isEnabled()).toBe(true);
+    // Generate also waits for a prompt; the backend being up is what the page knows at this point.
+    await poll(() => page.locator('#generate').getAttribute('data-backend-ready')).toBe('yes');
     return id;
   }
 
@@ -206,7 +207,9 @@ describeInBrowser('the image area', () => {
     await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
-    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    // A Cancel the user pressed is a quiet note (a status), not an alert.
+    await poll(() => page.locator('#image-error [role="status"].image-note').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    expect(await page.locator('#image-error [role="alert"]').count()).toBe(0);
     await poll(() => page.getByRole('progressbar').count()).toBe(0);
     expect(await promptBox().inputValue()).toBe('a slow sunrise');
     expect(await imageInFrame().count()).toBe(0);
@@ -221,7 +224,7 @@ describeInBrowser('the image area', () => {
     await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
-    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    await poll(() => page.locator('#image-error [role="status"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
     await waitForReply();
     expect(await page.locator('#log .msg.assistant .text').last().textContent()).toBe('Painting it now.');
     expect(await imageInFrame().count()).toBe(0);
@@ -237,7 +240,7 @@ describeInBrowser('the image area', () => {
     await promptBox().fill('a quick sketch');
     await page.getByRole('button', { name: 'Generate', exact: true }).click();
     await page.getByRole('button', { name: 'Cancel' }).click();
-    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toContain('cancelled');
+    await poll(() => page.locator('#image-error [role="status"]').textContent()).toContain('cancelled');
     await waitForReply();
     expect(await page.locator('#log .msg.assistant .text').last().textContent()).toContain('word29');
     expect(await page.locator('#log .msg.assistant .notes').last().textContent()).not.toContain('Stopped');
