@@ -119,6 +119,14 @@ describeInBrowser('the image area', () => {
     const reply = page.locator('#log .msg.assistant').last();
     await poll(() => reply.locator('.thumbs img').count()).toBe(1);
     expect(await reply.locator('.thumbs img').getAttribute('alt')).toBe('Image: a paper boat on a pond');
+    // Every picture can be saved under a readable name, and shows its prompt on hover.
+    const src = await imageInFrame().getAttribute('src');
+    for (const link of [page.locator('#image-frame a.download'), reply.locator('.thumbs a.download')]) {
+      expect(await link.getAttribute('download')).toBe('easel-42-a-paper-boat-on-a-pond.png');
+      expect(await link.getAttribute('href')).toBe(src);
+    }
+    expect(await reply.locator('.thumbs .thumb').getAttribute('title')).toBe('a paper boat on a pond');
+    expect(await page.locator('#image-frame .current').getAttribute('title')).toBe('a paper boat on a pond');
     // The bar was shown (the backend's first poll comes only after a while) and is gone again.
     expect((await progress()).length).toBeGreaterThan(0);
     await poll(() => page.getByRole('progressbar').count()).toBe(0);
