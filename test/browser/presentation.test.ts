@@ -90,6 +90,30 @@ describeInBrowser('the page presents replies truthfully', () => {
     await poll(() => page.evaluate(() => document.activeElement?.id)).toBe('message');
   });
 
+  it('refuses a message longer than the limit with a notice, keeping the text, and counts the prompt', async () => {
+    await openNewConversation(stage, open);
+    const box = page.getByRole('textbox', { name: 'Message', exact: true });
+    const max = Number(await box.getAttribute('data-max-chars'));
+    const long = 'x'.repeat(max + 5);
+    const before = stage.fake.chatRequests().length;
+    await box.fill(long);
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await poll(() => page.locator('#composer-status').textContent()).toContain('Not sent: your message has');
+    expect(await box.inputValue()).toBe(long);
+    expect(stage.fake.chatRequests().length).toBe(before);
+    await box.fill('');
+
+    const prompt = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    await prompt.fill('');
+    expect(await page.locator('#generate').isDisabled()).toBe(true);
+    expect(await page.locator('#generate-empty').isVisible()).toBe(true);
+    await prompt.fill('a red fox');
+    await poll(() => page.locator('#prompt-count').textContent()).toBe('9 characters · about 3 of 75 tokens');
+    expect(await page.locator('#generate-empty').isVisible()).toBe(false);
+    await prompt.fill(Array.from({ length: 80 }, (_, i) => `word${i}`).join(' '));
+    await poll(() => page.locator('#prompt-count').getAttribute('class')).toContain('over');
+  });
+
   it('opens at the top at phone width, with one scrolling region', async () => {
     await openNewConversation(stage, open);
     for (let i = 0; i < 6; i++) {
