@@ -114,6 +114,31 @@ describeInBrowser('the page presents replies truthfully', () => {
     await poll(() => page.locator('#prompt-count').getAttribute('class')).toContain('over');
   });
 
+  it('on a touch device Enter adds a line and the Send button sends', async () => {
+    const phone = await stage.browser.newContext({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    try {
+      const touchPage = await phone.newPage();
+      const id = await stage.easel.newConversation();
+      await touchPage.goto(`${stage.easel.url}/c/${encodeURIComponent(id)}`);
+      await touchPage.locator('#status .state').first().waitFor();
+      expect(await touchPage.evaluate(() => matchMedia('(pointer: coarse)').matches)).toBe(true);
+      const box = touchPage.getByRole('textbox', { name: 'Message', exact: true });
+      const before = stage.fake.chatRequests().length;
+      await box.fill('first line');
+      await box.press('End');
+      await box.press('Enter');
+      await box.pressSequentially('second line');
+      expect(await box.inputValue()).toBe('first line\nsecond line');
+      expect(stage.fake.chatRequests().length).toBe(before);
+      stage.fake.enqueue(scriptReply('Two lines read.', meta()));
+      await touchPage.getByRole('button', { name: 'Send', exact: true }).click();
+      await poll(() => touchPage.locator('#log .msg.assistant .text').last().textContent()).toBe('Two lines read.');
+      expect(stage.fake.chatRequests().length).toBe(before + 1);
+    } finally {
+      await phone.close();
+    }
+  });
+
   it('opens at the top at phone width, with one scrolling region', async () => {
     await openNewConversation(stage, open);
     for (let i = 0; i < 6; i++) {
