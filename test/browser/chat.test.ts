@@ -191,6 +191,16 @@ describeInBrowser('the chat pane', () => {
 
     await page.reload();
     await poll(() => page.getByRole('separator', { name: 'Fresh start' }).isVisible()).toBe(true);
+
+    // "Send again" sends the user's message once more, into the fresh context, and goes once it starts.
+    stage.fake.enqueue(scriptReply('A cat, at last.', meta('a cat')));
+    await page.getByRole('button', { name: 'Send again' }).click();
+    await waitForReply();
+    await poll(() => lastReply().locator('.text').textContent()).toBe('A cat, at last.');
+    const resent = stage.fake.chatRequests().at(-1)?.messages ?? [];
+    expect(resent.at(-1)?.content).toContain('a cat');
+    expect(resent.filter((message) => message.role === 'assistant').map((message) => message.content)).not.toContain('prose 1');
+    await poll(() => page.getByRole('button', { name: 'Send again' }).isVisible()).toBe(false);
   });
 
   it('Stop aborts the reply: Ollama sees the hang-up and the bubble says it stopped', async () => {
