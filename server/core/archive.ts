@@ -93,6 +93,7 @@ export async function buildArchiveFiles(
       status: turn.status === 'running' ? 'interrupted' : turn.status,
       ...(turn.metadata ? { metadata: turn.metadata } : {}),
       ...(turn.error ? { error: turn.error } : {}),
+      ...(turn.notices ? { notices: turn.notices } : {}),
       createdAt: turn.createdAt,
     })),
     context: source.context,
@@ -120,6 +121,12 @@ export async function buildArchiveFiles(
 export function nameImage(position: number, image: Pick<ImageRecord, 'prompt' | 'seed'>): string {
   const seed = image.seed === null ? '' : `-seed-${image.seed}`;
   return `${String(position).padStart(2, '0')}-${slugify(image.prompt, 40) || 'image'}${seed}.png`;
+}
+
+/** A downloaded image's name: `easel-1234-a-red-fox-in-the-snow.png` (the seed when known, the prompt's first words). */
+export function nameImageDownload(image: Pick<ImageRecord, 'prompt' | 'seed'>): string {
+  const seed = image.seed === null || image.seed === undefined ? '' : `-${image.seed}`;
+  return `easel${seed}-${slugify(image.prompt, 40) || 'image'}.png`;
 }
 
 /** The export's file name: `easel-a-red-fox-2026-11-23.zip`. */
@@ -155,6 +162,7 @@ const turnSchema = z
     status: z.enum(['ok', 'error', 'stopped', 'reset', 'interrupted', 'replaced']),
     metadata: metadataSchema.optional(),
     error: z.object({ code: shortText(100), message: shortText(4000) }).strict().optional(),
+    notices: z.array(shortText(4000)).max(20).optional(),
     createdAt: isoDate,
   })
   .strict();
@@ -273,6 +281,7 @@ export async function readArchiveFiles(
           status: turn.status,
           ...(turn.metadata ? { metadata: turn.metadata } : {}),
           ...(turn.error ? { error: turn.error } : {}),
+          ...(turn.notices && turn.notices.length > 0 ? { notices: turn.notices } : {}),
           createdAt: turn.createdAt,
         })),
         context: manifest.context.map(toContextEntry),

@@ -36,6 +36,8 @@ export interface TranscriptTurn {
   metadata?: Metadata;
   status: TurnStatus;
   error?: { code: string; message: string };
+  /** What the user was told about this reply (a value clamped into range, a reply cut short), shown again after a reload. */
+  notices?: string[];
   images: ImageRecord[];
   createdAt: string;
 }
@@ -46,6 +48,7 @@ export interface NewTurn {
   metadata?: Metadata;
   status?: TurnStatus;
   error?: { code: string; message: string };
+  notices?: string[];
 }
 
 /** What the user changed since the model last heard of it; told in the next user message. */

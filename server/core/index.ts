@@ -18,6 +18,7 @@ export {
   MAX_IMPORT_BYTES,
   MAX_IMPORT_UNPACKED_BYTES,
   nameImage,
+  nameImageDownload,
 } from './archive.ts';
 export type { ArchiveCodec, ArchiveErrorCode, ArchiveLimits, ImageFiles, UnpackResult } from './archive.ts';
 export { describeContextChange } from './context-change.ts';

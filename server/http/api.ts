@@ -64,6 +64,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
         status: turn.status,
         ...(turn.metadata ? { metadata: turn.metadata } : {}),
         ...(turn.error ? { error: turn.error } : {}),
+        ...(turn.notices ? { notices: turn.notices } : {}),
         ...(turn.images.length > 0 ? { images: turn.images.map(toImageJson) } : {}),
         createdAt: turn.createdAt,
       })),

@@ -50,6 +50,7 @@ interface TurnRow {
   metadata: string | null;
   status: TurnStatus;
   error: string | null;
+  notices: string | null;
   created_at: string;
 }
 
@@ -124,10 +125,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
     listImageFiles: db.prepare<[string], { file: string }>('SELECT file FROM images WHERE conversation_id = ?'),
     insertTurn: db.prepare(
-      'INSERT INTO turns (conversation_id, role, text, metadata, status, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO turns (conversation_id, role, text, metadata, status, error, notices, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     getTurn: db.prepare<[number], TurnRow>('SELECT * FROM turns WHERE id = ?'),
-    finishTurn: db.prepare('UPDATE turns SET text = ?, metadata = ?, status = ?, error = ? WHERE id = ? AND conversation_id = ?'),
+    finishTurn: db.prepare('UPDATE turns SET text = ?, metadata = ?, status = ?, error = ?, notices = ? WHERE id = ? AND conversation_id = ?'),
     saveReplyText: db.prepare("UPDATE turns SET text = ? WHERE id = ? AND status = 'running'"),
     replaceTurn: db.prepare("UPDATE turns SET status = 'replaced' WHERE id = ? AND conversation_id = ?"),
     setPending: db.prepare('UPDATE conversations SET pending = ? WHERE id = ?'),
@@ -251,6 +252,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       turn.metadata ? JSON.stringify(turn.metadata) : null,
       turn.status ?? 'ok',
       turn.error ? JSON.stringify(turn.error) : null,
+      encodeNotices(turn.notices),
       at,
     );
     return Number(result.lastInsertRowid);
@@ -294,6 +296,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
         turn.metadata ? JSON.stringify(turn.metadata) : null,
         turn.status ?? 'ok',
         turn.error ? JSON.stringify(turn.error) : null,
+        encodeNotices(turn.notices),
         outcome.turnId,
         conversationId,
       );
@@ -447,6 +450,11 @@ function toConversation(row: ConversationRow): ConversationRecord {
   };
 }
 
+/** NULL when there are none: most turns. */
+function encodeNotices(notices: readonly string[] | undefined): string | null {
+  return notices && notices.length > 0 ? JSON.stringify(notices) : null;
+}
+
 function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
   return {
     id: row.id,
@@ -455,6 +463,7 @@ function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
     ...(row.metadata ? { metadata: JSON.parse(row.metadata) } : {}),
     status: row.status,
     ...(row.error ? { error: JSON.parse(row.error) } : {}),
+    ...(row.notices ? { notices: JSON.parse(row.notices) as string[] } : {}),
     images: images.filter((image) => image.turnId === row.id),
     createdAt: row.created_at,
   };

@@ -14,6 +14,7 @@ import { readSettingsForm } from './settings-form.ts';
 import {
   renderComposerStatus,
   renderConversationPage,
+  renderGenerateButton,
   renderConversationSwitch,
   renderMissingPage,
   renderMissingPart,
@@ -272,16 +273,13 @@ export function createPageRoutes(deps: PageDeps): Hono {
   return page;
 }
 
-/** The Generate button follows the status line: enabled only when a backend is configured. */
+/**
+ * The Generate button follows the status line: enabled only when a backend is configured (web/easel.js
+ * then disables it again while the prompt is empty).
+ */
 function renderGenerateState(images: ImageStatus): Html {
   return joinHtml([
-    renderPartial(
-      '#generate',
-      'outerMorph',
-      images.configured
-        ? html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help">Generate</button>`
-        : html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help" disabled>Generate</button>`,
-    ),
+    renderPartial('#generate', 'outerMorph', renderGenerateButton(images.configured, false)),
     renderPartial(
       '#generate-help',
       'innerHTML',

@@ -59,6 +59,18 @@ describe('the SQLite store', () => {
     ]);
   });
 
+  it('keeps the notices of a reply with its turn, and none for a turn without them', () => {
+    const store = createSqliteStore({ path: ':memory:' });
+    store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS });
+    exchange(store, 'c1', 'a cat', 'Which cat?');
+    const { turnId } = store.beginTurn('c1', { user: { text: 'more steps' }, replaces: [], context: append(user('more steps')) }, at);
+    const notices = ['steps 500 is out of range: 150 was used.', 'The reply was cut off.'];
+    store.finishTurn('c1', { turnId, turn: { role: 'assistant', text: 'Done.', metadata: META, notices }, context: append(reply('Done.')) }, at);
+
+    const turns = store.listTurns('c1');
+    expect(turns.map((turn) => turn.notices)).toEqual([undefined, undefined, undefined, notices]);
+  });
+
   it('starts a turn in one transaction: the message in both records and the reply as running', () => {
     const path = tempPath();
     const store = createSqliteStore({ path });
