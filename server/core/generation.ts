@@ -246,6 +246,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         reachable: health.reachable,
         detail: health.detail,
         ...(health.server === undefined ? {} : { server: health.server }),
+        ...(health.found === undefined ? {} : { found: health.found }),
         ...(backend.auto === true ? { auto: true as const } : {}),
       };
     },
