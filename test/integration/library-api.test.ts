@@ -63,7 +63,7 @@ interface Conversation {
   prompt: string;
   settings: Record<string, unknown>;
   turns: Array<{ id: number; role: string; text: string; status: string; images?: Array<{ url: string }> }>;
-  images: Array<{ id: string; url: string; seed: number | null; steps: number | null; cfg: number | null; sampler?: string; prompt: string; createdAt: string }>;
+  images: Array<{ id: string; url: string; seed: number | null; steps: number | null; cfg: number | null; sampler?: string | null; prompt: string; createdAt: string }>;
 }
 
 async function conversation(id: string): Promise<Conversation> {
