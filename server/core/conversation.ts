@@ -144,10 +144,21 @@ export interface ConversationImport {
   updatedAt: string;
   prompt: string;
   settings: Settings;
-  turns: Array<NewTurn & { createdAt: string }>;
+  turns: Array<NewTurn & { createdAt: string; imageNote?: ImageNote }>;
   context: ContextEntry[];
-  /** `turn` is an index into `turns`, or null for an image of the Generate button. */
-  images: Array<Omit<ImageRecord, 'conversationId' | 'turnId' | 'url' | 'promptVersion'> & { turn: number | null }>;
+  /** `turn` is an index into `turns`, or null for an image of the Generate button; `promptVersion` an index into `pane.versions`. */
+  images: Array<Omit<ImageRecord, 'conversationId' | 'turnId' | 'url'> & { turn: number | null }>;
+  /**
+   * The prompt's versions (`parent` and `turn` are indexes, a parent before its child), the current one, pins
+   * and waiting suggestions. Absent (an older export): the prompt becomes the first version.
+   */
+  pane?: {
+    versions: Array<{ parent: number | null; prompt: string; source: PromptSource; turn: number | null; createdAt: string }>;
+    current: number | null;
+    suggestion: { prompt: string; turn: number } | null;
+    pinned: PinnableField[];
+    settingSuggestions: SettingSuggestions;
+  };
 }
 
 export interface ConversationStore {

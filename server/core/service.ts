@@ -585,7 +585,16 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       const conversation = view(record);
       const exportedAt = isoNow();
       const files = await buildArchiveFiles(
-        { ...conversation, title: record.title, context: deps.store.readContext(id) },
+        {
+          ...conversation,
+          title: record.title,
+          context: deps.store.readContext(id),
+          promptVersions: deps.store.listPromptVersions(id),
+          promptVersion: record.promptVersion,
+          suggestion: record.suggestion,
+          pinned: record.pinned,
+          settingSuggestions: record.settingSuggestions,
+        },
         {
           exportedAt,
           readImage: (file) =>

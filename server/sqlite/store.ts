@@ -148,6 +148,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     ),
     getTurn: db.prepare<[number], TurnRow>('SELECT * FROM turns WHERE id = ?'),
     finishTurn: db.prepare('UPDATE turns SET text = ?, metadata = ?, status = ?, error = ?, notices = ?, image_note = ? WHERE id = ? AND conversation_id = ?'),
+    setImageNote: db.prepare('UPDATE turns SET image_note = ? WHERE id = ?'),
     saveReplyText: db.prepare("UPDATE turns SET text = ? WHERE id = ? AND status = 'running'"),
     replaceTurn: db.prepare("UPDATE turns SET status = 'replaced' WHERE id = ? AND conversation_id = ?"),
     setPending: db.prepare('UPDATE conversations SET pending = ? WHERE id = ?'),
@@ -399,13 +400,29 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
   });
 
   const importConversation = db.transaction((input: ConversationImport) => {
-    insertConversation(input, 'earlier');
+    const { pane } = input;
+    // With its versions the prompt's history is inserted below; an older export's prompt becomes the first version.
+    insertConversation(pane ? { ...input, prompt: '' } : input, 'earlier');
     const turnIds = input.turns.map((turn) => insertTurn(input.id, turn, turn.createdAt));
+    const turnAt = (index: number | null) => (index === null ? null : (turnIds[index] ?? null));
+    input.turns.forEach((turn, index) => {
+      if (turn.imageNote) statements.setImageNote.run(JSON.stringify(turn.imageNote), turnIds[index]);
+    });
     writeContextChange(input.id, { kind: 'replace', entries: input.context });
+    const versionIds: number[] = [];
+    if (pane) {
+      for (const version of pane.versions) {
+        const parent = version.parent === null ? null : (versionIds[version.parent] ?? null);
+        versionIds.push(Number(statements.insertVersion.run(input.id, parent, version.prompt, version.source, turnAt(version.turn), version.createdAt).lastInsertRowid));
+      }
+      statements.setPrompt.run(input.prompt, pane.current === null ? null : (versionIds[pane.current] ?? null), input.id);
+      const suggestion = pane.suggestion ? { prompt: pane.suggestion.prompt, turnId: turnAt(pane.suggestion.turn) } : null;
+      statements.setSuggestion.run(suggestion && suggestion.turnId !== null ? JSON.stringify(suggestion) : null, input.id);
+      statements.setSettings.run(JSON.stringify(input.settings), JSON.stringify(pane.pinned), JSON.stringify(pane.settingSuggestions), input.id);
+    }
     for (const image of input.images) {
-      statements.insertImage.run(
-        toImageRow({ ...image, conversationId: input.id, turnId: image.turn === null ? null : (turnIds[image.turn] ?? null), url: '', promptVersion: null }),
-      );
+      const promptVersion = image.promptVersion === null ? null : (versionIds[image.promptVersion] ?? null);
+      statements.insertImage.run(toImageRow({ ...image, conversationId: input.id, turnId: turnAt(image.turn), url: '', promptVersion }));
     }
   });
 
