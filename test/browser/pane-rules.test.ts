@@ -90,8 +90,10 @@ describeInBrowser('the prompt pane follows one rule', () => {
     const before = txt2img().length;
     let release!: () => void;
     stage.fake.enqueue({ ...scriptReply('Moonlit, here it comes.', ready('an owl, moonlit')), gate: new Promise<void>((resolve) => (release = resolve)) });
+    const asked = stage.fake.chatRequests().length;
     await send('moonlit, and go ahead');
-    await stage.fake.waitForRequests(2, '/api/chat');
+    // The stage is shared by the file's tests: wait for this message's request.
+    await stage.fake.waitForRequests(asked + 1, '/api/chat');
     await editPrompt('my own owl words');
     release();
     await waitForReply();
