@@ -27,6 +27,8 @@
 
   let promptState;
   let settingsUnsaved;
+  /** Settings the user changed that the server has not stored yet: only these are sent, and pinned. */
+  let dirtySettings;
   let pendingText;
   /** While the last message is being edited: the draft that was in the composer before. */
   let editing;
@@ -38,8 +40,9 @@
   function mount() {
     for (const observer of observers) observer.disconnect();
     observers = [];
-    promptState = { edited: false, unsaved: false, resave: false, sending: null };
+    promptState = { unsaved: false, sending: null };
     settingsUnsaved = false;
+    dirtySettings = new Set();
     pendingText = '';
     editing = null;
     markedReplaced = [];
@@ -92,6 +95,18 @@
     watchPrompt();
     updateGenerateState();
     if (isTouch()) byId('message').placeholder = 'Describe the picture you want…';
+    // The pane as the server decided it: copied into the fields that hold no unsaved typing.
+    const paneInbox = byId('pane-inbox');
+    const panes = new MutationObserver(() => {
+      const carrier = paneInbox.querySelector('.pane-values');
+      if (!carrier) return;
+      paneInbox.replaceChildren();
+      applyPane(carrier.dataset);
+      announceSuggestion();
+    });
+    panes.observe(paneInbox, { childList: true });
+    observers.push(panes);
+
     formatTimes(byId('conversation'));
     scrollToEnd();
     // A phone opens the page at its top; a desktop at the composer, ready to type.
@@ -181,6 +196,14 @@
       else closeLibrary();
       return;
     }
+    if (isUndoKey(event) && !isTextField(target)) {
+      const button = byId(event.shiftKey || event.key.toLowerCase() === 'y' ? 'prompt-redo' : 'prompt-undo');
+      if (button) {
+        event.preventDefault();
+        if (!button.disabled) button.click();
+      }
+      return;
+    }
     if (target?.id !== 'message') return;
     if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) return;
     if (isTouch()) return;
@@ -188,6 +211,20 @@
     if (byId('send').disabled) return;
     byId('composer').requestSubmit();
   });
+
+  /** Ctrl+Z, Ctrl+Shift+Z, Ctrl+Y (⌘ on a Mac). */
+  function isUndoKey(event) {
+    const key = event.key.toLowerCase();
+    return (event.ctrlKey || event.metaKey) && !event.altKey && (key === 'z' || (key === 'y' && !event.shiftKey));
+  }
+
+  /** Where Ctrl+Z belongs to the field's own undo. */
+  function isTextField(target) {
+    if (!target) return false;
+    if (target.isContentEditable) return true;
+    if (target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement) return true;
+    return target instanceof HTMLInputElement && !['checkbox', 'radio', 'button', 'submit', 'range', 'color', 'file'].includes(target.type);
+  }
 
   document.addEventListener('htmx:config:request', (event) => {
     const ctx = event.detail.ctx;
@@ -202,6 +239,12 @@
       return;
     }
     if (elt === prompt) promptState.sending = String(body.get('prompt') ?? '');
+    // Only the fields the user changed are set by hand (and pinned): a stale value never overwrites the model's.
+    if (elt === byId('settings-form')) {
+      body.set('changed', [...dirtySettings].join(','));
+      ctx.sentSettings = [...dirtySettings];
+      dirtySettings.clear();
+    }
     if (elt instanceof Element && elt.matches('[data-one-shot]')) {
       body.set('sendKey', newSendKey());
       if (isNewConversation()) body.set('startNew', '1');
@@ -231,6 +274,7 @@
     if (elt.id === 'composer' && isNewConversation()) {
       for (const [name, value] of new FormData(byId('settings-form'))) body.set(name, value);
       settingsUnsaved = false;
+      dirtySettings.clear();
     }
     // An edit not saved yet travels with the message, so the model hears of it in this turn.
     if (promptState.unsaved || (elt.id === 'composer' && isNewConversation())) {
@@ -278,10 +322,6 @@
       composerStatus.textContent = 'Could not reach Easel. Is it still running? Your text is kept.';
     }
     for (const dots of document.querySelectorAll('#log .typing')) dots.remove();
-    if (promptState.resave) {
-      promptState.resave = false;
-      htmx.trigger(byId('prompt'), 'easel:save');
-    }
     htmx.trigger(document.body, 'easel:status');
   });
 
@@ -457,16 +497,11 @@
       if (open) byId('conversation-search').focus();
       return;
     }
-    if (target.closest('#use-suggestion')) return useSuggestion();
-    if (target.closest('#dismiss-suggestion')) {
-      hideSuggestion();
-      byId('prompt').focus();
-      return;
-    }
     if (target.closest('#copy-prompt')) return copyPrompt();
     if (target.closest('#random-seed')) {
       const seed = byId('setting-seed');
       seed.value = '-1';
+      dirtySettings.add('seed');
       seed.dispatchEvent(new Event('change', { bubbles: true }));
       return;
     }
@@ -492,22 +527,41 @@
     byId('import-file').value = '';
   });
 
-  // ---- Prompt pane: the user's edits win over the model's suggestions ----
+  // ---- Prompt pane and settings: the server decides what they hold; typing not saved yet stays ----
 
   document.addEventListener('input', (event) => {
     const target = event.target;
     if (!(target instanceof Element)) return;
     if (target.id === 'prompt') {
-      promptState.edited = true;
       promptState.unsaved = true;
       byId('prompt-saved').textContent = '';
     }
+    if (target.closest('#settings-form') && target.name && target.name !== 'sizePreset') dirtySettings.add(target.name);
     if (target.id === 'setting-width' || target.id === 'setting-height') matchPreset();
   });
+  // A checkbox or a select changes without an input event in some browsers.
+  document.addEventListener(
+    'change',
+    (event) => {
+      const target = event.target;
+      if (!(target instanceof Element) || !target.closest('#settings-form') || !target.name) return;
+      if (target.name === 'sizePreset') {
+        dirtySettings.add('width');
+        dirtySettings.add('height');
+      } else {
+        dirtySettings.add(target.name);
+      }
+    },
+    true,
+  );
 
   document.addEventListener('htmx:after:request', (event) => {
     const ctx = event.detail.ctx;
     const prompt = byId('prompt');
+    if (ctx.sourceElement === byId('settings-form') && ctx.response?.status !== 200) {
+      // Not stored: those fields still hold the user's change, sent again with the next one.
+      for (const name of ctx.sentSettings ?? []) dirtySettings.add(name);
+    }
     if (ctx.sourceElement !== prompt || ctx.response?.status !== 200) return;
     if (prompt.value === promptState.sending) promptState.unsaved = false;
   });
@@ -592,15 +646,6 @@
     });
     prompt.addEventListener('input', changed);
     changed();
-    // A suggestion offered beside the user's own prompt is said too.
-    const suggestion = byId('suggestion');
-    if (suggestion) {
-      const offered = new MutationObserver(() => {
-        if (!suggestion.hidden) announcePrompt('The assistant suggests another prompt, shown below yours.');
-      });
-      offered.observe(suggestion, { attributes: true, attributeFilter: ['hidden'] });
-      observers.push(offered);
-    }
   }
 
   // The status line's refresh sets Generate for the backend; the prompt's rule applies again after it.
@@ -623,24 +668,38 @@
     if (document.visibilityState === 'visible' && document.title.startsWith(READY_TITLE)) document.title = document.title.slice(READY_TITLE.length);
   });
 
-  function showSuggestion(text) {
-    byId('suggestion-text').textContent = text;
-    byId('suggestion').hidden = false;
+  /** A suggestion offered beside the user's own prompt is said once (the server replaces #suggestion whole). */
+  let announcedSuggestion = '';
+  function announceSuggestion() {
+    const suggestion = byId('suggestion');
+    const text = suggestion && !suggestion.hidden ? byId('suggestion-text').textContent : '';
+    if (text && text !== announcedSuggestion) announcePrompt('The assistant suggests another prompt, shown below yours.');
+    announcedSuggestion = text;
   }
 
-  function hideSuggestion() {
-    byId('suggestion').hidden = true;
-    byId('suggestion-text').textContent = '';
-  }
+  const paneFields = { steps: 'setting-steps', cfg: 'setting-cfg', seed: 'setting-seed', negativePrompt: 'setting-negativePrompt' };
 
-  function useSuggestion() {
+  /**
+   * Shows the pane the server stored. A field holding typing not saved yet keeps it (its save follows and
+   * becomes the newest version), unless the user asked for this change (undo, redo, Use suggestion).
+   */
+  function applyPane(values) {
+    const force = values.force === 'yes';
     const prompt = byId('prompt');
-    prompt.value = byId('suggestion-text').textContent;
-    hideSuggestion();
-    promptState.edited = false;
-    promptState.unsaved = true;
-    htmx.trigger(prompt, 'easel:save');
-    prompt.focus();
+    if (values.prompt !== undefined && (force || !promptState.unsaved)) {
+      if (prompt.value !== values.prompt) prompt.value = values.prompt;
+      promptState.unsaved = false;
+      byId('prompt-error').textContent = '';
+    }
+    prompt.dataset.version = values.version ?? '';
+    for (const [key, id] of Object.entries(paneFields)) {
+      const field = byId(id);
+      const value = values[key];
+      if (!field || value === undefined || dirtySettings.has(field.name)) continue;
+      if (field.value !== value) field.value = value;
+      const error = byId(`error-${field.name}`);
+      if (error) error.textContent = '';
+    }
   }
 
   async function copyPrompt() {
@@ -654,49 +713,6 @@
       saved.textContent = document.execCommand('copy') ? 'Copied.' : 'Select the prompt and press Ctrl+C to copy it.';
     }
   }
-
-  function applyPrompt(suggested) {
-    const prompt = byId('prompt');
-    if (suggested === '' || suggested === prompt.value) {
-      if (suggested !== '') hideSuggestion();
-      return;
-    }
-    const editingPrompt = document.activeElement === prompt;
-    if (promptState.edited || editingPrompt) {
-      showSuggestion(suggested);
-      // The server stored the model's prompt; saving the text on screen keeps both in step.
-      promptState.resave = true;
-    } else {
-      prompt.value = suggested;
-      hideSuggestion();
-    }
-    if (!editingPrompt) promptState.edited = false;
-  }
-
-  // ---- Settings: the model's values fill the fields the user is not editing ----
-
-  const settingsFields = { steps: 'setting-steps', cfg: 'setting-cfg', seed: 'setting-seed', negativePrompt: 'setting-negativePrompt' };
-
-  function applySettings(values) {
-    for (const [key, id] of Object.entries(settingsFields)) {
-      const field = byId(id);
-      const value = values[key];
-      if (!field || value === undefined || document.activeElement === field) continue;
-      field.value = value;
-      const error = byId(`error-${field.name}`);
-      if (error) error.textContent = '';
-    }
-  }
-
-  const inbox = byId('metadata-inbox');
-  new MutationObserver(() => {
-    const carrier = inbox.querySelector('.metadata');
-    if (!carrier) return;
-    const data = carrier.dataset;
-    inbox.replaceChildren();
-    applyPrompt(data.prompt ?? '');
-    applySettings({ steps: data.steps, cfg: data.cfg, seed: data.seed, negativePrompt: data.negativePrompt });
-  }).observe(inbox, { childList: true });
 
   // Captured, so the sizes are set before the change reaches the form that saves the settings.
   document.addEventListener(
@@ -765,10 +781,11 @@
     target?.focus();
   });
 
-  /** Like the user typing into the field: the change event saves the whole settings form. */
+  /** Like the user typing into the field: the change event saves it, set by hand. */
   function setSetting(field, value) {
     if (value === undefined) return;
     field.value = value;
+    dirtySettings.add(field.name);
     const error = byId(`error-${field.name}`);
     if (error) error.textContent = '';
   }
@@ -777,10 +794,8 @@
     if (!shown) return;
     const prompt = byId('prompt');
     prompt.value = shown.prompt ?? '';
-    hideSuggestion();
     byId('prompt-saved').textContent = '';
-    // The user chose this prompt: later suggestions are offered beside it, not written over it.
-    promptState.edited = true;
+    // The user chose this prompt: a version of its own, saved at once.
     promptState.unsaved = true;
     htmx.trigger(prompt, 'easel:save');
     setSetting(byId('setting-steps'), shown.steps);

@@ -158,15 +158,23 @@ describeInBrowser('the chat pane', () => {
     expect(last.endsWith('and at night?')).toBe(true);
   });
 
-  it('a suggestion never overwrites an edit: it is offered beside it, and "Use suggestion" takes it', async () => {
-    stage.fake.enqueue(scriptReply('An owl.', meta('an owl')), scriptReply('Moonlit then.', meta('an owl, moonlit, cinematic')));
+  it('a suggestion never overwrites an edit made during the reply: it is offered beside it, and "Use suggestion" takes it', async () => {
+    let release!: () => void;
+    stage.fake.enqueue(
+      scriptReply('An owl.', meta('an owl')),
+      { ...scriptReply('Moonlit then.', meta('an owl, moonlit, cinematic')), gate: new Promise<void>((resolve) => (release = resolve)) },
+    );
     await send('an owl');
     await waitForReply();
     await poll(() => promptBox().inputValue()).toBe('an owl');
 
+    // The edit comes while the reply is being written: the model never saw it, so it wins.
+    const asked = stage.fake.chatRequests().length;
+    await send('make it moonlit');
+    await stage.fake.waitForRequests(asked + 1, '/api/chat');
     await promptBox().fill('my own owl words');
     await poll(() => page.locator('#prompt-saved').textContent()).toBe('Saved.');
-    await send('make it moonlit');
+    release();
     await waitForReply();
 
     await poll(() => promptBox().inputValue()).toBe('my own owl words');

@@ -170,7 +170,7 @@ describe('while the model has not started', () => {
     const events = await send(easel, id, 'a cat');
 
     expect(events[1]).toEqual({ type: 'status', data: { message: 'Loading mistral:7b…' } });
-    expect(events.map((e) => e.type)).toEqual(['started', 'status', 'delta', 'delta', 'delta', 'metadata', 'done']);
+    expect(events.map((e) => e.type)).toEqual(['started', 'status', 'delta', 'delta', 'delta', 'metadata', 'pane', 'done']);
     expect(shownText(events)).toBe('Ready now.');
   });
 

@@ -139,6 +139,18 @@ export function renderNotice(text: string): Html {
 }
 
 /**
+ * A reply said its prompt was ready and no image was made: why, and (on the last reply, where it helps) a
+ * Generate button, which submits the prompt pane's Generate form: the image is made from what the pane shows.
+ */
+export function renderImageNote(note: { reason: string; message: string }, withGenerate: boolean): Html {
+  const generate =
+    withGenerate && note.reason !== 'no_backend'
+      ? html`<button type="submit" form="generate-form" class="note-generate last-only">Generate</button>`
+      : EMPTY;
+  return html`<div class="image-note" data-reason="${note.reason}"><p class="image-note-text">${renderMessage(note.message)}</p>${generate}</div>`;
+}
+
+/**
  * An inline error. Retry (only on the last turn: a new turn removes it) asks the stored message again
  * through the chat's #regenerate-form, so the failed reply is replaced, not repeated.
  */

@@ -2,7 +2,7 @@
 // becomes one SSE message whose data is htmx 4 <hx-partial> fragments with their own targets.
 // It only renders: the protocol (withholding `---` and the JSON, the ladder) lives in the core.
 import { raw } from 'hono/html';
-import type { TurnEvent } from '../../core/index.ts';
+import type { ImageInProgress, TurnEvent } from '../../core/index.ts';
 import {
   conversationPath,
   describeBubble,
@@ -12,6 +12,7 @@ import {
   renderGeneratedEntry,
   renderImage,
   renderLiveBlock,
+  renderImageNote,
   renderNotice,
   renderRegenerateButton,
   renderReplyText,
@@ -24,6 +25,7 @@ import {
 import { renderCreated, type ChatHead } from './library.ts';
 import { createMarkdownStream, type MarkdownStream } from './markdown.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
+import { renderPaneUpdate } from './pane.ts';
 
 export interface StreamView {
   conversationId: string;
@@ -49,6 +51,8 @@ export interface StreamView {
   markdown?: MarkdownStream;
   /** The renderer's own state: the reply's text is final (its last block rendered, or replaced whole). */
   replyEnded?: boolean;
+  /** Set by the caller once the reply's `done` passed: an image after it is followed on its own stream. */
+  replied?: boolean;
 }
 
 /** The user's bubble of a streamed turn, next to its reply's. */
@@ -100,9 +104,13 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'metadata':
       return joinHtml([
         ids ? renderReplyEnd(view, ids) : EMPTY,
-        renderPartial('#metadata-inbox', 'innerHTML', renderMetadataCarrier(event)),
         ids && event.notices.length > 0 ? renderPartial(`#${ids.notes}`, 'beforeend', joinHtml(event.notices.map(renderNotice))) : EMPTY,
       ]);
+    case 'pane':
+      // The server decided what the pane holds after this reply; the page shows exactly that.
+      return renderPaneUpdate(view.conversationId, event);
+    case 'image_not_made':
+      return ids ? renderPartial(`#${ids.notes}`, 'beforeend', renderImageNote(event, true)) : EMPTY;
     case 'reset': {
       if (!ids) return EMPTY;
       view.replyEnded = true;
@@ -114,7 +122,8 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       ]);
     }
     case 'generation':
-      return renderGenerationStart(event, view.conversationId);
+      // After the reply's `done` the chat is free: the image is followed by a stream of its own.
+      return renderGenerationStart(event, view.conversationId, view.replied && view.bubbleId ? { bubbleId: view.bubbleId } : undefined);
     case 'progress':
       return renderGenerationProgress(event);
     case 'image': {
@@ -131,7 +140,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         return joinHtml([
           view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
           // A Cancel (or Stop) the user pressed is a quiet note, not an alert.
-          renderPartial('#image-error', 'innerHTML', event.code === 'image_cancelled' ? renderImageNote(event.message) : renderImageError(event.message)),
+          renderPartial('#image-error', 'innerHTML', event.code === 'image_cancelled' ? renderCancelNote(event.message) : renderImageError(event.message)),
         ]);
       }
       // Not an error of the turn: the reply was cut by the length limit before a reset, said as a notice.
@@ -198,22 +207,42 @@ function describeGeneration(generationId: string): { block: string; state: strin
 }
 
 /** One block per running generation (an auto image and a Generate click can overlap): text, bar, Cancel. */
-function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>, conversationId: string): Html {
+function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>, conversationId: string, follow?: { bubbleId: string }): Html {
   const ids = describeGeneration(event.id);
   if (!ids) return EMPTY;
-  const state = event.queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…';
   return joinHtml([
     renderPartial('#image-error', 'innerHTML'),
-    renderPartial(
-      '#image-status',
-      'beforeend',
-      html`<div class="generation" id="${ids.block}">
-<p class="image-state" id="${ids.state}">${state}</p>
-<div class="progress-row">${renderProgressBar(ids.bar, {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>
-</div>`,
-    ),
-    renderPartial('#image-announce', 'textContent', html`${state}`),
+    renderPartial('#image-status', 'beforeend', renderGenerationBlock(conversationId, { id: event.id, queued: event.queued === true }, follow)),
+    renderPartial('#image-announce', 'textContent', html`${describeGenerationState(event.queued === true)}`),
   ]);
+}
+
+function describeGenerationState(queued: boolean): string {
+  return queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…';
+}
+
+const BUBBLE_ID = /^(turn-\d{1,15}|reply-[a-f0-9]{12})$/;
+
+/** A bubble id as the page makes them (a stored turn's, a streamed reply's): the only kind put in a selector. */
+export function isBubbleId(value: unknown): value is string {
+  return typeof value === 'string' && BUBBLE_ID.test(value);
+}
+
+/**
+ * The block of one image being made. `follow`: the image runs on its own (an automatic one, after its reply):
+ * the block opens a stream of its own that brings its progress and puts it into that reply's bubble.
+ */
+export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'progress'>, follow?: { bubbleId: string }): Html {
+  const ids = describeGeneration(image.id);
+  if (!ids) return EMPTY;
+  const state = image.queued ? describeGenerationState(true) : image.progress ? 'Making the image…' : describeGenerationState(false);
+  const followUrl = follow && isBubbleId(follow.bubbleId) ? `${conversationPath(conversationId, `/images/${image.id}/events`)}?bubble=${follow.bubbleId}` : undefined;
+  return html`<div class="generation" id="${ids.block}">
+<p class="image-state" id="${ids.state}">${state}</p>
+<div class="progress-row">${renderProgressBar(ids.bar, image.progress ?? {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>${
+    followUrl ? html`<div class="image-follower" hidden hx-get="${followUrl}" hx-trigger="load" hx-swap="none"></div>` : EMPTY
+  }
+</div>`;
 }
 
 function renderGenerationProgress(event: Extract<TurnEvent, { type: 'progress' }>): Html {
@@ -263,7 +292,7 @@ function describeTimeLeft(seconds: number): string {
 }
 
 /** A cancelled image, said quietly in the image area. */
-export function renderImageNote(message: string): Html {
+export function renderCancelNote(message: string): Html {
   return html`<p class="image-note" role="status">${renderMessage(message)}</p>`;
 }
 
@@ -272,8 +301,3 @@ export function renderImageError(message: string): Html {
   return html`<p class="image-error" role="alert">${renderMessage(message)}</p>`;
 }
 
-/** Hands the model's suggestion to web/easel.js, which decides whether it may fill the fields. */
-function renderMetadataCarrier(event: Extract<TurnEvent, { type: 'metadata' }>): Html {
-  const negative = event.negative_prompt === undefined ? EMPTY : html` data-negative-prompt="${event.negative_prompt}"`;
-  return html`<div class="metadata" data-prompt="${event.prompt}" data-generate-image="${String(event.generate_image)}" data-steps="${event.steps}" data-cfg="${event.cfg}" data-seed="${event.seed}"${negative}></div>`;
-}

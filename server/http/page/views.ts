@@ -1,5 +1,5 @@
-import type { ConversationView, Health, ImageRecord, Settings, TranscriptTurn } from '../../core/index.ts';
-import { describeModelHealth, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
+import type { ConversationView, Health, ImageRecord, PaneView, Settings, TranscriptTurn } from '../../core/index.ts';
+import { describeModelHealth, isPinnableField, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
@@ -11,10 +11,13 @@ import {
   renderErrorBox,
   renderGeneratedEntry,
   renderImage,
+  renderImageNote,
   renderNoImage,
   renderNotice,
   renderUserBubble,
 } from './bubbles.ts';
+import { renderFieldMeta, renderPromptHistory, renderSuggestion } from './pane.ts';
+import { renderGenerationBlock } from './render-event.ts';
 import { renderChatHead, renderConversationItems, renderCurrentMarker, renderLibrary, type LibraryState } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 
@@ -84,7 +87,6 @@ export function renderConversationPage(model: PageModel): Html {
 ${renderLibrary(model.library)}
 ${renderConversationPart(model)}
 </div>
-<div id="metadata-inbox" hidden></div>
 <div id="composer-inbox" hidden></div>
 ${renderImageDialog()}
 </body>`,
@@ -126,15 +128,28 @@ ${renderResendForm(id)}
 <section class="panel image-pane" aria-labelledby="image-heading">
 <h2 id="image-heading">Image</h2>
 <div id="image-frame" class="image-frame">${latestImage ? renderImage(latestImage) : renderNoImage()}</div>
-<div id="image-status" class="image-status"></div>
+<div id="image-status" class="image-status">${renderRunningImages(id, conversation)}</div>
 <div id="image-error" class="image-error-slot"></div>
 <p id="image-announce" class="visually-hidden" aria-live="polite"></p>
 </section>
-${renderPromptPane(id, conversation.prompt, model.imageStatus)}
+${renderPromptPane(id, conversation.prompt, model.imageStatus, conversation.pane)}
 </div>
-${renderSettingsPanel(id, conversation.settings)}
+${renderSettingsPanel(id, conversation.settings, conversation.pane)}
 </div>
+<div id="pane-inbox" hidden></div>
 </main>`;
+}
+
+/**
+ * The automatic images still being made (a reload, a switch back): their progress and Cancel, each following
+ * its image until it lands in its reply. Generate's images belong to their request, which a reload closed.
+ */
+function renderRunningImages(conversationId: string, conversation: ConversationView): Html {
+  return joinHtml(
+    conversation.generating
+      .filter((image) => image.turnId !== null)
+      .map((image) => renderGenerationBlock(conversationId, image, { bubbleId: `turn-${image.turnId}` })),
+  );
 }
 
 /** The answer to an htmx switch: the conversation's part, its title, and the list with it marked. */
@@ -147,22 +162,19 @@ export function renderConversationSwitch(model: PageModel): Html {
   ]);
 }
 
-function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus): Html {
+function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus, pane: PaneView): Html {
   const canGenerate = imageStatus.configured;
   return html`<section class="panel prompt-pane" aria-labelledby="prompt-heading">
 <h2 id="prompt-heading">Prompt</h2>
 <form id="prompt-form" novalidate>
 <label for="prompt" class="visually-hidden">Prompt</label>
-<textarea id="prompt" name="prompt" rows="5" data-max-chars="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error prompt-count">${prompt}</textarea>
+<textarea id="prompt" name="prompt" rows="5" data-max-chars="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error prompt-count" data-version="${pane.promptVersion ?? ''}">${prompt}</textarea>
 <p id="prompt-error" class="field-error" aria-live="polite"></p>
 ${renderPromptCount()}
 </form>
-<div id="suggestion" class="suggestion" hidden>
-<p class="suggestion-label">The assistant suggests:</p>
-<p id="suggestion-text" class="suggestion-text"></p>
-<div class="row"><button type="button" id="use-suggestion">Use suggestion</button><button type="button" id="dismiss-suggestion" class="quiet">Keep mine</button></div>
-</div>
+${renderSuggestion(id, pane)}
 <div class="row prompt-actions">
+${renderPromptHistory(id, pane)}
 <button type="button" id="copy-prompt">Copy</button>
 <form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate" data-one-shot novalidate>
 ${renderGenerateButton(canGenerate, prompt.trim() === '')}
@@ -191,10 +203,12 @@ export function renderGenerateButton(backendReady: boolean, promptEmpty: boolean
   return html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help generate-empty" data-backend-ready="${backendReady ? 'yes' : 'no'}"${backendReady && !promptEmpty ? EMPTY : html` disabled`}>Generate</button>`;
 }
 
-function renderSettingsPanel(id: string, settings: Settings): Html {
+function renderSettingsPanel(id: string, settings: Settings, pane: PaneView): Html {
   const preset = SIZE_PRESETS.find((p) => p.width === settings.width && p.height === settings.height);
+  // A setting the model proposes shows whether the user pinned it, and the model's different value.
+  const meta = (name: SettingsField) => (isPinnableField(name) ? renderFieldMeta(id, name, pane) : EMPTY);
   const field = (name: SettingsField, label: string, input: Html, extra: Html = EMPTY) =>
-    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div><p id="error-${name}" class="field-error"></p></div>`;
+    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div>${meta(name)}<p id="error-${name}" class="field-error"></p></div>`;
   const number = (name: SettingsField, value: number, attrs: Html) =>
     html`<input id="setting-${name}" name="${name}" type="number" value="${value}" ${attrs} aria-describedby="error-${name}">`;
   return html`<details class="panel settings" open>
@@ -298,6 +312,8 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   if (turn.status === 'reset' && last && message) notes.push(renderSendAgain(message.text));
   // A failed reply offers Retry and a reset one "Send again" instead of Regenerate.
   const regenerate = last && turn.status !== 'running' && !turn.error && turn.status !== 'reset';
+  // Ready but not made: why, with Generate on the last reply only.
+  if (turn.imageNote && !replaced) notes.push(renderImageNote(turn.imageNote, last));
   const bubble = renderAssistantBubble(bubbleId, {
     text: turn.text,
     notes: joinHtml(notes),
