@@ -16,6 +16,10 @@
   }
 
   const isStreamSource = (elt) => elt instanceof Element && elt.matches('[data-stream]');
+  /** A phone or tablet: Enter makes a new line there (the Send button sends). */
+  const isTouch = () => matchMedia('(pointer: coarse)').matches;
+  /** The narrow layout: the page itself is the one scrolling region, the chat log has no scrollbar of its own. */
+  const isNarrow = () => matchMedia('(max-width: 880px)').matches;
   const isNewConversation = () => byId('start-new') !== null;
   const conversationId = () => byId('conversation')?.dataset.conversationId ?? '';
 
@@ -23,6 +27,8 @@
 
   let promptState;
   let settingsUnsaved;
+  /** Settings the user changed that the server has not stored yet: only these are sent, and pinned. */
+  let dirtySettings;
   let pendingText;
   /** While the last message is being edited: the draft that was in the composer before. */
   let editing;
@@ -34,8 +40,9 @@
   function mount() {
     for (const observer of observers) observer.disconnect();
     observers = [];
-    promptState = { edited: false, unsaved: false, resave: false, sending: null };
+    promptState = { unsaved: false, sending: null };
     settingsUnsaved = false;
+    dirtySettings = new Set();
     pendingText = '';
     editing = null;
     markedReplaced = [];
@@ -83,8 +90,59 @@
     for (const region of [byId('settings-form'), byId('prompt-error')]) invalid.observe(region, { childList: true, subtree: true, characterData: true });
     observers.push(invalid);
 
+    observers.push(watchReplies(log));
+    observers.push(watchImageFrame());
+    watchPrompt();
+    updateGenerateState();
+    if (isTouch()) byId('message').placeholder = 'Describe the picture you want…';
+    // The pane as the server decided it: copied into the fields that hold no unsaved typing.
+    const paneInbox = byId('pane-inbox');
+    const panes = new MutationObserver(() => {
+      const carrier = paneInbox.querySelector('.pane-values');
+      if (!carrier) return;
+      paneInbox.replaceChildren();
+      applyPane(carrier.dataset);
+      announceSuggestion();
+    });
+    panes.observe(paneInbox, { childList: true });
+    observers.push(panes);
+
     formatTimes(byId('conversation'));
     scrollToEnd();
+    // A phone opens the page at its top; a desktop at the composer, ready to type.
+    if (!isNarrow() && !isTouch()) byId('message').focus({ preventScroll: true });
+  }
+
+  /**
+   * A streamed token is a text node added to the Markdown block in progress: merged into the one before,
+   * so a block is one node, not one per token (up to 4 kB each, so a merge copies little). A reply's
+   * aria-busy ends with its typing dots: screen readers then read the finished reply once.
+   */
+  function watchReplies(log) {
+    let knownLogHeight = log.scrollHeight;
+    const observer = new MutationObserver((mutations) => {
+      for (const mutation of mutations) {
+        const parent = mutation.target;
+        if (!(parent instanceof Element)) continue;
+        if (parent.classList.contains('md-live')) {
+          for (const node of mutation.addedNodes) {
+            const previous = node.previousSibling;
+            if (node.nodeType !== Node.TEXT_NODE || previous?.nodeType !== Node.TEXT_NODE || previous.length >= 4096 || !node.isConnected) continue;
+            previous.appendData(node.data);
+            node.remove();
+          }
+        }
+        for (const node of mutation.removedNodes) {
+          if (node instanceof Element && node.classList.contains('typing')) parent.closest('.msg')?.removeAttribute('aria-busy');
+        }
+      }
+      // The narrow layout scrolls the page: a reader who sees the composer keeps seeing it as the reply grows.
+      const grown = log.scrollHeight - knownLogHeight;
+      knownLogHeight = log.scrollHeight;
+      if (isNarrow() && grown > 0 && byId('composer').getBoundingClientRect().top - grown < innerHeight) scrollBy(0, grown);
+    });
+    observer.observe(log, { childList: true, subtree: true });
+    return observer;
   }
 
   function scrollToEnd() {
@@ -138,12 +196,35 @@
       else closeLibrary();
       return;
     }
+    if (isUndoKey(event) && !isTextField(target)) {
+      const button = byId(event.shiftKey || event.key.toLowerCase() === 'y' ? 'prompt-redo' : 'prompt-undo');
+      if (button) {
+        event.preventDefault();
+        if (!button.disabled) button.click();
+      }
+      return;
+    }
     if (target?.id !== 'message') return;
     if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (isTouch()) return;
     event.preventDefault();
     if (byId('send').disabled) return;
     byId('composer').requestSubmit();
   });
+
+  /** Ctrl+Z, Ctrl+Shift+Z, Ctrl+Y (⌘ on a Mac). */
+  function isUndoKey(event) {
+    const key = event.key.toLowerCase();
+    return (event.ctrlKey || event.metaKey) && !event.altKey && (key === 'z' || (key === 'y' && !event.shiftKey));
+  }
+
+  /** Where Ctrl+Z belongs to the field's own undo. */
+  function isTextField(target) {
+    if (!target) return false;
+    if (target.isContentEditable) return true;
+    if (target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement) return true;
+    return target instanceof HTMLInputElement && !['checkbox', 'radio', 'button', 'submit', 'range', 'color', 'file'].includes(target.type);
+  }
 
   document.addEventListener('htmx:config:request', (event) => {
     const ctx = event.detail.ctx;
@@ -158,6 +239,12 @@
       return;
     }
     if (elt === prompt) promptState.sending = String(body.get('prompt') ?? '');
+    // Only the fields the user changed are set by hand (and pinned): a stale value never overwrites the model's.
+    if (elt === byId('settings-form')) {
+      body.set('changed', [...dirtySettings].join(','));
+      ctx.sentSettings = [...dirtySettings];
+      dirtySettings.clear();
+    }
     if (elt instanceof Element && elt.matches('[data-one-shot]')) {
       body.set('sendKey', newSendKey());
       if (isNewConversation()) body.set('startNew', '1');
@@ -169,10 +256,25 @@
       byId('message').focus();
       return;
     }
+    // Refused whole rather than cut: the server would refuse it too, and nothing the user typed is lost.
+    const length = String(body.get('text') ?? '').trim().length;
+    const maxChars = Number(byId('message').dataset.maxChars);
+    if (elt.id === 'composer' && length > maxChars) {
+      event.preventDefault();
+      const over = (length - maxChars).toLocaleString();
+      byId('composer-status').innerHTML = '';
+      const notice = document.createElement('span');
+      notice.className = 'composer-error';
+      notice.textContent = `Not sent: your message has ${length.toLocaleString()} characters, ${over} more than the ${maxChars.toLocaleString()} a message can hold. Shorten it or split it in two; your text is kept.`;
+      byId('composer-status').append(notice);
+      byId('message').focus();
+      return;
+    }
     body.set('sendKey', newSendKey());
     if (elt.id === 'composer' && isNewConversation()) {
       for (const [name, value] of new FormData(byId('settings-form'))) body.set(name, value);
       settingsUnsaved = false;
+      dirtySettings.clear();
     }
     // An edit not saved yet travels with the message, so the model hears of it in this turn.
     if (promptState.unsaved || (elt.id === 'composer' && isNewConversation())) {
@@ -199,7 +301,11 @@
     const ctx = event.detail.ctx;
     const elt = ctx.sourceElement;
     // A failed image may mean the backend went away: the status line says so at once.
-    if (elt instanceof Element && elt.id === 'generate-form') htmx.trigger(document.body, 'easel:status');
+    if (elt instanceof Element && elt.id === 'generate-form') {
+      htmx.trigger(document.body, 'easel:status');
+      // htmx enables the button again right after this event: the empty-prompt rule is applied after it.
+      queueMicrotask(updateGenerateState);
+    }
     if (!isStreamSource(elt)) return;
     const status = ctx.response?.status;
     const message = byId('message');
@@ -215,12 +321,7 @@
     if (status === undefined && composerStatus && composerStatus.textContent === '') {
       composerStatus.textContent = 'Could not reach Easel. Is it still running? Your text is kept.';
     }
-    if (status === 200 && elt.matches('form.retry')) elt.remove();
     for (const dots of document.querySelectorAll('#log .typing')) dots.remove();
-    if (promptState.resave) {
-      promptState.resave = false;
-      htmx.trigger(byId('prompt'), 'easel:save');
-    }
     htmx.trigger(document.body, 'easel:status');
   });
 
@@ -363,7 +464,9 @@
     }
     const copy = target.closest('.copy-message');
     if (copy) {
-      const text = copy.closest('.msg')?.querySelector('.text')?.textContent ?? '';
+      const shown = copy.closest('.msg')?.querySelector('.text');
+      // A reply is rendered Markdown: copy what it reads as (paragraphs and list items on their own lines).
+      const text = (shown?.classList.contains('md') ? shown.innerText : shown?.textContent) ?? '';
       void copyText(text, copy).then((copied) => {
         copy.textContent = copied ? 'Copied' : 'Select the text and press Ctrl+C';
         setTimeout(() => (copy.textContent = 'Copy'), 1500);
@@ -373,10 +476,19 @@
     const edit = target.closest('.edit-message');
     if (edit) return startEdit(edit.closest('.msg'));
     if (target.closest('#edit-cancel')) return cancelEdit();
-    if (target.closest('.regenerate-button')) {
+    if (target.closest('.regenerate-button, .retry-button')) {
       if (!byId('send').disabled) byId('regenerate-form').requestSubmit();
       return;
     }
+    const sendAgain = target.closest('.send-again-button');
+    if (sendAgain) {
+      if (byId('send').disabled) return;
+      byId('resend-text').value = sendAgain.dataset.text ?? '';
+      byId('resend-form').requestSubmit();
+      return;
+    }
+    // Stop hides itself as the reply ends: the keyboard goes back to the composer, not to the page's top.
+    if (target.closest('#stop')) byId('message').focus();
     if (target.closest('#rename-button')) return openRename();
     if (target.closest('#rename-cancel')) return closeRename();
     if (target.closest('#library-toggle')) {
@@ -385,16 +497,11 @@
       if (open) byId('conversation-search').focus();
       return;
     }
-    if (target.closest('#use-suggestion')) return useSuggestion();
-    if (target.closest('#dismiss-suggestion')) {
-      hideSuggestion();
-      byId('prompt').focus();
-      return;
-    }
     if (target.closest('#copy-prompt')) return copyPrompt();
     if (target.closest('#random-seed')) {
       const seed = byId('setting-seed');
       seed.value = '-1';
+      dirtySettings.add('seed');
       seed.dispatchEvent(new Event('change', { bubbles: true }));
       return;
     }
@@ -420,44 +527,179 @@
     byId('import-file').value = '';
   });
 
-  // ---- Prompt pane: the user's edits win over the model's suggestions ----
+  // ---- Prompt pane and settings: the server decides what they hold; typing not saved yet stays ----
 
   document.addEventListener('input', (event) => {
     const target = event.target;
     if (!(target instanceof Element)) return;
     if (target.id === 'prompt') {
-      promptState.edited = true;
       promptState.unsaved = true;
       byId('prompt-saved').textContent = '';
     }
+    if (target.closest('#settings-form') && target.name && target.name !== 'sizePreset') dirtySettings.add(target.name);
     if (target.id === 'setting-width' || target.id === 'setting-height') matchPreset();
   });
+  // A checkbox or a select changes without an input event in some browsers.
+  document.addEventListener(
+    'change',
+    (event) => {
+      const target = event.target;
+      if (!(target instanceof Element) || !target.closest('#settings-form') || !target.name) return;
+      if (target.name === 'sizePreset') {
+        dirtySettings.add('width');
+        dirtySettings.add('height');
+      } else {
+        dirtySettings.add(target.name);
+      }
+    },
+    true,
+  );
 
   document.addEventListener('htmx:after:request', (event) => {
     const ctx = event.detail.ctx;
     const prompt = byId('prompt');
+    if (ctx.sourceElement === byId('settings-form') && ctx.response?.status !== 200) {
+      // Not stored: those fields still hold the user's change, sent again with the next one.
+      for (const name of ctx.sentSettings ?? []) dirtySettings.add(name);
+    }
     if (ctx.sourceElement !== prompt || ctx.response?.status !== 200) return;
     if (prompt.value === promptState.sending) promptState.unsaved = false;
   });
 
-  function showSuggestion(text) {
-    byId('suggestion-text').textContent = text;
-    byId('suggestion').hidden = false;
+  // ---- Prompt pane: its length, its CLIP tokens, Generate's state, and changes made for the user ----
+
+  /**
+   * About how many CLIP tokens a prompt takes. CLIP's tokenizer splits text into runs of letters, single
+   * digits and runs of punctuation, then gives a common word one token and a long or rare word more. So:
+   * one token per word of up to 10 letters (one more per 10 further letters), one per digit, one per
+   * punctuation mark. Within a few tokens of CLIP on typical prompts; it errs high on long common words.
+   */
+  function estimateClipTokens(text) {
+    let tokens = 0;
+    for (const [part] of text.matchAll(/\p{L}+|\p{N}|[^\s\p{L}\p{N}]/gu)) tokens += /^\p{L}/u.test(part) ? Math.ceil(part.length / 10) : 1;
+    return tokens;
   }
 
-  function hideSuggestion() {
-    byId('suggestion').hidden = true;
-    byId('suggestion-text').textContent = '';
-  }
-
-  function useSuggestion() {
+  function updatePromptCount() {
     const prompt = byId('prompt');
-    prompt.value = byId('suggestion-text').textContent;
-    hideSuggestion();
-    promptState.edited = false;
-    promptState.unsaved = true;
-    htmx.trigger(prompt, 'easel:save');
-    prompt.focus();
+    const count = byId('prompt-count');
+    if (!prompt || !count) return;
+    const chars = prompt.value.length;
+    const maxChars = Number(prompt.dataset.maxChars);
+    const limit = Number(count.dataset.tokenLimit);
+    const tokens = estimateClipTokens(prompt.value);
+    const characters = `${chars.toLocaleString()} ${chars === 1 ? 'character' : 'characters'}`;
+    count.classList.toggle('over', tokens > limit);
+    count.classList.toggle('too-long', chars > maxChars);
+    if (chars > maxChars) {
+      count.textContent = `${characters}: a prompt can hold at most ${maxChars.toLocaleString()}; it is not saved until it is shorter.`;
+    } else if (tokens > limit) {
+      count.textContent = `${characters} · about ${tokens} tokens: image models read about ${limit}, the words after that may be ignored.`;
+    } else {
+      count.textContent = `${characters} · about ${tokens} of ${limit} tokens`;
+    }
+  }
+
+  /** Generate needs a backend (the server says, in data-backend-ready) and a prompt. */
+  function updateGenerateState() {
+    const button = byId('generate');
+    const prompt = byId('prompt');
+    if (!button || !prompt || button.closest('form')?.classList.contains('htmx-request')) return;
+    const empty = prompt.value.trim() === '';
+    button.disabled = button.dataset.backendReady !== 'yes' || empty;
+    byId('generate-empty').hidden = !empty;
+  }
+
+  /** Said to screen readers: the prompt pane changed without the user typing in it. */
+  function announcePrompt(text) {
+    const region = byId('prompt-announce');
+    if (!region) return;
+    region.textContent = '';
+    // A new text node, a moment later: the same sentence twice in a row is announced twice.
+    setTimeout(() => (region.textContent = text), 50);
+  }
+
+  /**
+   * Follows the prompt however it changes: typing, or a script setting its value (the model's prompt, a
+   * suggestion taken, "Use these settings", undo). Setting a textarea's value fires no event, so the
+   * element's own `value` setter is wrapped.
+   */
+  function watchPrompt() {
+    const prompt = byId('prompt');
+    const own = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value');
+    const changed = () => {
+      updatePromptCount();
+      updateGenerateState();
+    };
+    Object.defineProperty(prompt, 'value', {
+      configurable: true,
+      get() {
+        return own.get.call(this);
+      },
+      set(value) {
+        const before = own.get.call(this);
+        own.set.call(this, value);
+        if (before === own.get.call(this)) return;
+        changed();
+        announcePrompt('The prompt was updated.');
+      },
+    });
+    prompt.addEventListener('input', changed);
+    changed();
+  }
+
+  // The status line's refresh sets Generate for the backend; the prompt's rule applies again after it.
+  document.addEventListener('htmx:after:swap', () => updateGenerateState());
+
+  // ---- A finished image while the tab is in the background: the tab's title says so until it is seen ----
+
+  const READY_TITLE = 'Image ready · ';
+
+  function watchImageFrame() {
+    const observer = new MutationObserver(() => {
+      if (document.visibilityState !== 'hidden' || !byId('image-frame').querySelector('img')) return;
+      if (!document.title.startsWith(READY_TITLE)) document.title = READY_TITLE + document.title;
+    });
+    observer.observe(byId('image-frame'), { childList: true });
+    return observer;
+  }
+
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && document.title.startsWith(READY_TITLE)) document.title = document.title.slice(READY_TITLE.length);
+  });
+
+  /** A suggestion offered beside the user's own prompt is said once (the server replaces #suggestion whole). */
+  let announcedSuggestion = '';
+  function announceSuggestion() {
+    const suggestion = byId('suggestion');
+    const text = suggestion && !suggestion.hidden ? byId('suggestion-text').textContent : '';
+    if (text && text !== announcedSuggestion) announcePrompt('The assistant suggests another prompt, shown below yours.');
+    announcedSuggestion = text;
+  }
+
+  const paneFields = { steps: 'setting-steps', cfg: 'setting-cfg', seed: 'setting-seed', negativePrompt: 'setting-negativePrompt' };
+
+  /**
+   * Shows the pane the server stored. A field holding typing not saved yet keeps it (its save follows and
+   * becomes the newest version), unless the user asked for this change (undo, redo, Use suggestion).
+   */
+  function applyPane(values) {
+    const force = values.force === 'yes';
+    const prompt = byId('prompt');
+    if (values.prompt !== undefined && (force || !promptState.unsaved)) {
+      if (prompt.value !== values.prompt) prompt.value = values.prompt;
+      promptState.unsaved = false;
+      byId('prompt-error').textContent = '';
+    }
+    prompt.dataset.version = values.version ?? '';
+    for (const [key, id] of Object.entries(paneFields)) {
+      const field = byId(id);
+      const value = values[key];
+      if (!field || value === undefined || dirtySettings.has(field.name)) continue;
+      if (field.value !== value) field.value = value;
+      const error = byId(`error-${field.name}`);
+      if (error) error.textContent = '';
+    }
   }
 
   async function copyPrompt() {
@@ -471,49 +713,6 @@
       saved.textContent = document.execCommand('copy') ? 'Copied.' : 'Select the prompt and press Ctrl+C to copy it.';
     }
   }
-
-  function applyPrompt(suggested) {
-    const prompt = byId('prompt');
-    if (suggested === '' || suggested === prompt.value) {
-      if (suggested !== '') hideSuggestion();
-      return;
-    }
-    const editingPrompt = document.activeElement === prompt;
-    if (promptState.edited || editingPrompt) {
-      showSuggestion(suggested);
-      // The server stored the model's prompt; saving the text on screen keeps both in step.
-      promptState.resave = true;
-    } else {
-      prompt.value = suggested;
-      hideSuggestion();
-    }
-    if (!editingPrompt) promptState.edited = false;
-  }
-
-  // ---- Settings: the model's values fill the fields the user is not editing ----
-
-  const settingsFields = { steps: 'setting-steps', cfg: 'setting-cfg', seed: 'setting-seed', negativePrompt: 'setting-negativePrompt' };
-
-  function applySettings(values) {
-    for (const [key, id] of Object.entries(settingsFields)) {
-      const field = byId(id);
-      const value = values[key];
-      if (!field || value === undefined || document.activeElement === field) continue;
-      field.value = value;
-      const error = byId(`error-${field.name}`);
-      if (error) error.textContent = '';
-    }
-  }
-
-  const inbox = byId('metadata-inbox');
-  new MutationObserver(() => {
-    const carrier = inbox.querySelector('.metadata');
-    if (!carrier) return;
-    const data = carrier.dataset;
-    inbox.replaceChildren();
-    applyPrompt(data.prompt ?? '');
-    applySettings({ steps: data.steps, cfg: data.cfg, seed: data.seed, negativePrompt: data.negativePrompt });
-  }).observe(inbox, { childList: true });
 
   // Captured, so the sizes are set before the change reaches the form that saves the settings.
   document.addEventListener(
@@ -551,6 +750,8 @@
     image.src = data.url;
     image.alt = `Image: ${data.prompt ?? ''}`;
     byId('image-dialog-link').href = data.url;
+    byId('image-dialog-download').href = data.url;
+    byId('image-dialog-download').download = data.download ?? '';
     const fill = (id, value) => {
       byId(`image-dialog-${id}`).textContent = value === undefined || value === '' ? '—' : value;
     };
@@ -580,10 +781,11 @@
     target?.focus();
   });
 
-  /** Like the user typing into the field: the change event saves the whole settings form. */
+  /** Like the user typing into the field: the change event saves it, set by hand. */
   function setSetting(field, value) {
     if (value === undefined) return;
     field.value = value;
+    dirtySettings.add(field.name);
     const error = byId(`error-${field.name}`);
     if (error) error.textContent = '';
   }
@@ -592,10 +794,8 @@
     if (!shown) return;
     const prompt = byId('prompt');
     prompt.value = shown.prompt ?? '';
-    hideSuggestion();
     byId('prompt-saved').textContent = '';
-    // The user chose this prompt: later suggestions are offered beside it, not written over it.
-    promptState.edited = true;
+    // The user chose this prompt: a version of its own, saved at once.
     promptState.unsaved = true;
     htmx.trigger(prompt, 'easel:save');
     setSetting(byId('setting-steps'), shown.steps);

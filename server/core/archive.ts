@@ -5,12 +5,14 @@ import { z } from 'zod';
 import { checkPngImage } from '../png/index.ts';
 import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
 import type { ConversationImport, ImageRecord, TranscriptTurn } from './conversation.ts';
+import { PINNABLE_FIELDS, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
 import { MAX_IMAGE_BYTES } from './image-limits.ts';
 import { MAX_TITLE_CHARS } from './library.ts';
 import { settingsSchema, type Settings } from './settings.ts';
 
 export const ARCHIVE_FORMAT = 'easel-conversation';
-export const ARCHIVE_VERSION = 1;
+/** 2 added the prompt's versions, pinned settings and the model's waiting suggestions; 1 is still read. */
+export const ARCHIVE_VERSION = 2;
 export const ARCHIVE_MANIFEST = 'conversation.json';
 /** The largest zip an import reads (the request body), and what it may unpack to. */
 export const MAX_IMPORT_BYTES = 200 * 1024 * 1024;
@@ -64,6 +66,12 @@ export interface ArchiveSource {
   turns: readonly TranscriptTurn[];
   context: readonly ContextEntry[];
   images: readonly ImageRecord[];
+  /** Every prompt version, oldest first, and the current one's id. */
+  promptVersions: readonly PromptVersion[];
+  promptVersion: number | null;
+  suggestion: PromptSuggestion | null;
+  pinned: readonly PinnableField[];
+  settingSuggestions: SettingSuggestions;
 }
 
 /** The files of an export, conversation.json first. Images whose file is gone are left out (and reported). */
@@ -78,6 +86,10 @@ export async function buildArchiveFiles(
     pictures.push({ name: `images/${nameImage(pictures.length + 1, image)}`, bytes, image });
   }
   const turnIndex = new Map(source.turns.map((turn, index) => [turn.id, index]));
+  // Ids are the store's; the file refers to turns and versions by their position, as an import renumbers them.
+  const versionIndex = new Map(source.promptVersions.map((version, index) => [version.id, index]));
+  const indexOf = (map: ReadonlyMap<number, number>, id: number | null) => (id === null ? null : (map.get(id) ?? null));
+  const suggestionTurn = source.suggestion ? indexOf(turnIndex, source.suggestion.turnId) : null;
   const manifest = {
     format: ARCHIVE_FORMAT,
     version: ARCHIVE_VERSION,
@@ -93,8 +105,21 @@ export async function buildArchiveFiles(
       status: turn.status === 'running' ? 'interrupted' : turn.status,
       ...(turn.metadata ? { metadata: turn.metadata } : {}),
       ...(turn.error ? { error: turn.error } : {}),
+      ...(turn.notices ? { notices: turn.notices } : {}),
+      ...(turn.imageNote ? { imageNote: turn.imageNote } : {}),
       createdAt: turn.createdAt,
     })),
+    promptVersions: source.promptVersions.map((version) => ({
+      parent: indexOf(versionIndex, version.parentId),
+      prompt: version.prompt,
+      source: version.source,
+      turn: indexOf(turnIndex, version.turnId),
+      createdAt: version.createdAt,
+    })),
+    promptVersion: indexOf(versionIndex, source.promptVersion),
+    suggestion: source.suggestion && suggestionTurn !== null ? { prompt: source.suggestion.prompt, turn: suggestionTurn } : null,
+    pinned: source.pinned,
+    settingSuggestions: source.settingSuggestions,
     context: source.context,
     images: pictures.map(({ name, image }) => ({
       file: name,
@@ -108,6 +133,7 @@ export async function buildArchiveFiles(
       width: image.width,
       height: image.height,
       model: image.model,
+      promptVersion: indexOf(versionIndex, image.promptVersion),
       createdAt: image.createdAt,
     })),
   };
@@ -120,6 +146,12 @@ export async function buildArchiveFiles(
 export function nameImage(position: number, image: Pick<ImageRecord, 'prompt' | 'seed'>): string {
   const seed = image.seed === null ? '' : `-seed-${image.seed}`;
   return `${String(position).padStart(2, '0')}-${slugify(image.prompt, 40) || 'image'}${seed}.png`;
+}
+
+/** A downloaded image's name: `easel-1234-a-red-fox-in-the-snow.png` (the seed when known, the prompt's first words). */
+export function nameImageDownload(image: Pick<ImageRecord, 'prompt' | 'seed'>): string {
+  const seed = image.seed === null || image.seed === undefined ? '' : `-${image.seed}`;
+  return `easel${seed}-${slugify(image.prompt, 40) || 'image'}.png`;
 }
 
 /** The export's file name: `easel-a-red-fox-2026-11-23.zip`. */
@@ -155,6 +187,7 @@ const turnSchema = z
     status: z.enum(['ok', 'error', 'stopped', 'reset', 'interrupted', 'replaced']),
     metadata: metadataSchema.optional(),
     error: z.object({ code: shortText(100), message: shortText(4000) }).strict().optional(),
+    notices: z.array(shortText(4000)).max(20).optional(),
     createdAt: isoDate,
   })
   .strict();
@@ -177,10 +210,10 @@ const imageSchema = z
   })
   .strict();
 
-const manifestSchema = z
+const manifestV1Schema = z
   .object({
     format: z.literal(ARCHIVE_FORMAT),
-    version: z.literal(ARCHIVE_VERSION),
+    version: z.literal(1),
     exportedAt: isoDate.optional(),
     title: shortText(MAX_TITLE_CHARS).nullable(),
     createdAt: isoDate,
@@ -192,6 +225,66 @@ const manifestSchema = z
     images: z.array(imageSchema).max(MAX_IMAGES),
   })
   .strict();
+
+const MAX_PROMPT_VERSIONS = 20_000;
+const position = z.int().min(0);
+
+const promptVersionSchema = z
+  .object({
+    /** The version it was changed from, as a position in promptVersions (an earlier one). */
+    parent: position.nullable(),
+    prompt: shortText(LIMITS.promptMaxChars),
+    source: z.enum(['user', 'model', 'suggestion', 'earlier']),
+    turn: position.nullable(),
+    createdAt: isoDate,
+  })
+  .strict();
+
+const pinnableSettingsSchema = settingsSchema.pick({ steps: true, cfg: true, seed: true, negativePrompt: true });
+
+const manifestV2Schema = manifestV1Schema
+  .extend({
+    version: z.literal(2),
+    transcript: z
+      .array(turnSchema.extend({ imageNote: z.object({ reason: z.enum(['no_backend', 'suggestion_pending', 'auto_off']), message: shortText(4000) }).strict().optional() }))
+      .max(MAX_TURNS),
+    images: z.array(imageSchema.extend({ promptVersion: position.nullable() })).max(MAX_IMAGES),
+    promptVersions: z.array(promptVersionSchema).max(MAX_PROMPT_VERSIONS),
+    promptVersion: position.nullable(),
+    suggestion: z.object({ prompt: shortText(LIMITS.promptMaxChars), turn: position }).strict().nullable(),
+    pinned: z.array(z.enum(PINNABLE_FIELDS)).max(PINNABLE_FIELDS.length),
+    settingSuggestions: pinnableSettingsSchema.partial().strict(),
+  })
+  .strict();
+
+const manifestSchema = z.discriminatedUnion('version', [manifestV1Schema, manifestV2Schema]);
+
+type Manifest = z.infer<typeof manifestSchema>;
+
+/** The references a version-2 manifest makes by position point at something that is there. */
+function checkPositions(manifest: Manifest): string | undefined {
+  if (manifest.version === 1) return undefined;
+  const turns = manifest.transcript.length;
+  const versions = manifest.promptVersions;
+  for (const [index, version] of versions.entries()) {
+    if (version.parent !== null && version.parent >= index) return `promptVersions.${index}.parent must be the position of an earlier version.`;
+    if (version.turn !== null && version.turn >= turns) return `promptVersions.${index}.turn is ${version.turn}, but the transcript has ${turns} turns.`;
+  }
+  if (manifest.promptVersion === null) {
+    if (manifest.prompt !== '') return 'promptVersion is null, but the prompt is not empty (its current version must be listed).';
+  } else {
+    const current = versions[manifest.promptVersion];
+    if (!current) return `promptVersion is ${manifest.promptVersion}, but there are ${versions.length} prompt versions.`;
+    if (current.prompt !== manifest.prompt) return `the prompt differs from the text of its current version (promptVersion ${manifest.promptVersion}).`;
+  }
+  if (manifest.suggestion && manifest.suggestion.turn >= turns) return `suggestion.turn is ${manifest.suggestion.turn}, but the transcript has ${turns} turns.`;
+  for (const [index, image] of manifest.images.entries()) {
+    if (image.promptVersion !== null && image.promptVersion >= versions.length) {
+      return `images.${index}.promptVersion is ${image.promptVersion}, but there are ${versions.length} prompt versions.`;
+    }
+  }
+  return undefined;
+}
 
 export interface ImportedArchive {
   conversation: ConversationImport;
@@ -238,6 +331,8 @@ export async function readArchiveFiles(
     return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${where} ${issue?.message ?? 'is not valid'}.`);
   }
   const manifest = parsed.data;
+  const misplaced = checkPositions(manifest);
+  if (misplaced) return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${misplaced}`);
   const written: ImportedArchive['files'] = [];
   const images: ConversationImport['images'] = [];
   const seen = new Set<string>();
@@ -255,7 +350,7 @@ export async function readArchiveFiles(
     const name = `${id}.png`;
     written.push({ name, bytes });
     const { file: _file, ...record } = image;
-    images.push({ ...record, id, file: name, width: checked.value.width, height: checked.value.height });
+    images.push({ promptVersion: null, ...record, id, file: name, width: checked.value.width, height: checked.value.height });
   }
   return {
     ok: true,
@@ -273,14 +368,33 @@ export async function readArchiveFiles(
           status: turn.status,
           ...(turn.metadata ? { metadata: turn.metadata } : {}),
           ...(turn.error ? { error: turn.error } : {}),
+          ...(turn.notices && turn.notices.length > 0 ? { notices: turn.notices } : {}),
+          ...('imageNote' in turn && turn.imageNote ? { imageNote: turn.imageNote } : {}),
           createdAt: turn.createdAt,
         })),
         context: manifest.context.map(toContextEntry),
         images,
+        // A version-1 export kept no versions: its prompt becomes the first one, as for a conversation made before them.
+        ...(manifest.version === 2
+          ? {
+              pane: {
+                versions: manifest.promptVersions,
+                current: manifest.promptVersion,
+                suggestion: manifest.suggestion,
+                pinned: PINNABLE_FIELDS.filter((field) => manifest.pinned.includes(field)),
+                settingSuggestions: toSettingSuggestions(manifest.settingSuggestions),
+              },
+            }
+          : {}),
       },
       files: written,
     },
   };
+}
+
+/** Zod's partial output has `key?: T | undefined`; the store keeps only the keys that hold a value. */
+function toSettingSuggestions(values: Partial<Pick<Settings, PinnableField>>): SettingSuggestions {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as SettingSuggestions;
 }
 
 /** Zod's output of an optional key is `key?: T | undefined`; a ContextEntry has the key or not. */

@@ -1,4 +1,5 @@
 import type { ContextEntry, Metadata } from '../protocol/index.ts';
+import type { ImageSkipReason, PinnableField, PromptSource, PromptSuggestion, PromptVersion, SettingsChange, SettingSuggestions } from './pane.ts';
 import type { Settings } from './settings.ts';
 
 // Two separate records: the transcript (what the user saw) and the working context (what the
@@ -26,7 +27,15 @@ export interface ImageRecord {
   width: number;
   height: number;
   model: string | null;
+  /** The prompt version it was made from; null when its prompt was no version (an API override). */
+  promptVersion: number | null;
   createdAt: string;
+}
+
+/** A reply said its prompt was ready and no image was made: why, kept with the turn. */
+export interface ImageNote {
+  reason: ImageSkipReason;
+  message: string;
 }
 
 export interface TranscriptTurn {
@@ -36,7 +45,10 @@ export interface TranscriptTurn {
   metadata?: Metadata;
   status: TurnStatus;
   error?: { code: string; message: string };
+  /** What the user was told about this reply (a value clamped into range, a reply cut short), shown again after a reload. */
+  notices?: string[];
   images: ImageRecord[];
+  imageNote?: ImageNote;
   createdAt: string;
 }
 
@@ -46,6 +58,7 @@ export interface NewTurn {
   metadata?: Metadata;
   status?: TurnStatus;
   error?: { code: string; message: string };
+  notices?: string[];
 }
 
 /** What the user changed since the model last heard of it; told in the next user message. */
@@ -62,7 +75,15 @@ export interface ConversationRecord {
   /** The time of the last message or image (not of prompt or settings edits). */
   updatedAt: string;
   prompt: string;
+  /** The current prompt version (null while the prompt was never set). */
+  promptVersion: number | null;
+  /** The model's prompt waiting beside an edit the user made while its reply was written. */
+  suggestion: PromptSuggestion | null;
   settings: Settings;
+  /** Settings set by hand: the model's values never overwrite them. */
+  pinned: PinnableField[];
+  /** The model's different values for pinned settings. */
+  settingSuggestions: SettingSuggestions;
   pending: PendingNotes;
 }
 
@@ -89,7 +110,7 @@ export type ContextChange =
 
 export interface BeginTurnInput {
   /** Creates the conversation in the same transaction: this is its first message. */
-  create?: { createdAt: string; settings: Settings; prompt: string };
+  create?: { createdAt: string; settings: Settings; prompt: string; pinned: PinnableField[] };
   /** The user's message; absent for Regenerate (the same message is asked again). */
   user?: { text: string };
   /** Turns the new one replaces (Regenerate, Edit): marked `replaced`, kept in the transcript. */
@@ -101,6 +122,18 @@ export interface StartedTurn {
   userTurnId: number | null;
   /** The assistant turn, stored as `running` until finishTurn. */
   turnId: number;
+  /** The prompt version current as the message was sent: the one the model hears of. */
+  promptVersion: number | null;
+}
+
+/** How a reply's end changes the pane (decided by core/pane.ts). */
+export interface FinishPane {
+  /** The model's prompt becomes the current version. */
+  version?: { prompt: string };
+  /** undefined leaves the pending suggestion as it is. */
+  suggestion?: PromptSuggestion | null;
+  settings: Settings;
+  settingSuggestions: SettingSuggestions;
 }
 
 /** A whole conversation to store at once (an import): new ids everywhere. */
@@ -111,15 +144,26 @@ export interface ConversationImport {
   updatedAt: string;
   prompt: string;
   settings: Settings;
-  turns: Array<NewTurn & { createdAt: string }>;
+  turns: Array<NewTurn & { createdAt: string; imageNote?: ImageNote }>;
   context: ContextEntry[];
-  /** `turn` is an index into `turns`, or null for an image of the Generate button. */
+  /** `turn` is an index into `turns`, or null for an image of the Generate button; `promptVersion` an index into `pane.versions`. */
   images: Array<Omit<ImageRecord, 'conversationId' | 'turnId' | 'url'> & { turn: number | null }>;
+  /**
+   * The prompt's versions (`parent` and `turn` are indexes, a parent before its child), the current one, pins
+   * and waiting suggestions. Absent (an older export): the prompt becomes the first version.
+   */
+  pane?: {
+    versions: Array<{ parent: number | null; prompt: string; source: PromptSource; turn: number | null; createdAt: string }>;
+    current: number | null;
+    suggestion: { prompt: string; turn: number } | null;
+    pinned: PinnableField[];
+    settingSuggestions: SettingSuggestions;
+  };
 }
 
 export interface ConversationStore {
-  /** Creates an empty conversation (POST /api/conversations, scripts). */
-  createConversation(input: { id: string; createdAt: string; settings: Settings; prompt?: string }): ConversationRecord;
+  /** Creates an empty conversation (POST /api/conversations, scripts); a prompt becomes its first version. */
+  createConversation(input: { id: string; createdAt: string; settings: Settings; prompt?: string; pinned?: PinnableField[] }): ConversationRecord;
   /** Undefined when there is none, or when its row cannot be read (logged). */
   getConversation(id: string): ConversationRecord | undefined;
   /** Newest activity first; `query` (the user's words) searches messages, titles and prompts. Unreadable rows are skipped. */
@@ -142,16 +186,34 @@ export interface ConversationStore {
   /** Saves the text shown so far of a running reply (as it streams). */
   saveReplyText(turnId: number, text: string): void;
   /**
-   * Ends a turn in one transaction: the assistant turn's final text and status, the context change, and
-   * `prompt` / `settings` only when the user did not change them while the reply was streaming (their edit wins).
+   * Ends a turn in one transaction: the assistant turn's final text and status, the context change, how the
+   * reply changes the pane (a model version, a suggestion, settings) and why no image was made.
    */
   finishTurn(
     conversationId: string,
-    outcome: { turnId: number; turn: NewTurn; context: ContextChange; prompt?: string; settings?: Settings },
+    outcome: { turnId: number; turn: NewTurn; context: ContextChange; pane?: FinishPane; imageNote?: ImageNote },
     at: string,
   ): TranscriptTurn;
-  setPrompt(conversationId: string, prompt: string, at: string): void;
-  setSettings(conversationId: string, settings: Settings, at: string): void;
+  /**
+   * Appends a prompt version (its parent is the current one) and makes it current. `tellModel`: the next
+   * message tells the model of it; `clearSuggestion`: the pending suggestion is answered. Returns its id.
+   */
+  addPromptVersion(
+    conversationId: string,
+    version: { prompt: string; source: PromptSource; turnId: number | null },
+    at: string,
+    options: { tellModel: boolean; clearSuggestion: boolean },
+  ): number;
+  /** Makes an existing version current again (undo, redo); the model hears of it with the next message. */
+  selectPromptVersion(conversationId: string, versionId: number): void;
+  getPromptVersion(conversationId: string, versionId: number): PromptVersion | undefined;
+  /** The versions changed from this one, oldest first. */
+  listPromptVersionChildren(conversationId: string, versionId: number): PromptVersion[];
+  /** Every version, oldest first. */
+  listPromptVersions(conversationId: string): PromptVersion[];
+  setSuggestion(conversationId: string, suggestion: PromptSuggestion | null): void;
+  /** Settings, pins and suggestions at once; `tellModel`: the next message says the current settings. */
+  setSettings(conversationId: string, change: SettingsChange, options: { tellModel: boolean }): void;
   addImage(image: ImageRecord): void;
   /** Every image of the conversation, oldest first (also those made by the Generate button, turnId null). */
   listImages(conversationId: string): ImageRecord[];

@@ -1,4 +1,5 @@
 // The typed events of one turn. Two thin renderers turn them into JSON (API) and HTML (page).
+import type { ImageSkipReason, PaneView } from './pane.ts';
 
 export type RecoveryLevel = 'reminder' | 'compaction';
 
@@ -48,6 +49,18 @@ export interface ImageEvent {
   cfg?: number;
   sampler?: string;
   model?: string;
+  /** The prompt version it was made from, when its prompt was one. */
+  promptVersion?: number;
+}
+
+/** The prompt pane and settings as the reply left them, as stored: the page shows exactly this. */
+export type PaneEvent = { type: 'pane' } & PaneView;
+
+/** The reply said its prompt was ready and no image was made: why, and what to do (kept with the turn). */
+export interface ImageNotMadeEvent {
+  type: 'image_not_made';
+  reason: ImageSkipReason;
+  message: string;
 }
 
 export type TurnEvent =
@@ -66,6 +79,8 @@ export type TurnEvent =
    */
   | { type: 'metadata_retry'; attempt: number }
   | MetadataEvent
+  | PaneEvent
+  | ImageNotMadeEvent
   | { type: 'reset'; message: string }
   | { type: 'generation'; id: string; queued?: boolean }
   | { type: 'progress'; id: string; fraction?: number; step?: number; steps?: number; etaSeconds?: number }

@@ -26,6 +26,8 @@ export interface GenerateInput {
   turnId: number | null;
   prompt: string;
   settings: Settings;
+  /** The prompt version `prompt` is; null when it is none (an API override). */
+  promptVersion: number | null;
   signal: AbortSignal;
 }
 
@@ -212,10 +214,19 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         width,
         height,
         model: madeWith.model ?? null,
+        promptVersion: input.promptVersion,
         createdAt: new Date(deps.clock.now()).toISOString(),
       };
       deps.store.addImage(image);
-      const event: ImageEvent = { type: 'image', id, url: image.url, width, height, ...madeWith };
+      const event: ImageEvent = {
+        type: 'image',
+        id,
+        url: image.url,
+        width,
+        height,
+        ...madeWith,
+        ...(input.promptVersion === null ? {} : { promptVersion: input.promptVersion }),
+      };
       yield event;
     } catch (error) {
       yield { type: 'error', ...describeImageFailure(error, signal, deps.imagesDir) };
@@ -246,6 +257,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         reachable: health.reachable,
         detail: health.detail,
         ...(health.server === undefined ? {} : { server: health.server }),
+        ...(health.found === undefined ? {} : { found: health.found }),
         ...(backend.auto === true ? { auto: true as const } : {}),
       };
     },

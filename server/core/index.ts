@@ -5,6 +5,8 @@ export type {
   ConversationListing,
   ConversationRecord,
   ConversationStore,
+  FinishPane,
+  ImageNote,
   ImageRecord,
   NewTurn,
   StartedTurn,
@@ -18,6 +20,7 @@ export {
   MAX_IMPORT_BYTES,
   MAX_IMPORT_UNPACKED_BYTES,
   nameImage,
+  nameImageDownload,
 } from './archive.ts';
 export type { ArchiveCodec, ArchiveErrorCode, ArchiveLimits, ImageFiles, UnpackResult } from './archive.ts';
 export { describeContextChange } from './context-change.ts';
@@ -25,7 +28,32 @@ export { describeConversation, describeStorageFailure, MAX_TITLE_CHARS, UNTITLED
 export { createReplySaver, type ReplySaver } from './reply-saver.ts';
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isStorageError, StorageError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
-export type { DoneEvent, ImageEvent, MetadataEvent, TurnEvent, TurnEventType } from './events.ts';
+export type { DoneEvent, ImageEvent, ImageNotMadeEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
+export {
+  applyReplyPane,
+  applyUserSettings,
+  decideReplyImage,
+  decideReplyPane,
+  findRedoVersion,
+  findUndoVersion,
+  isPinnableField,
+  pinChangedFrom,
+  PINNABLE_FIELDS,
+} from './pane.ts';
+export type {
+  ImageDecision,
+  ImageSkipReason,
+  PaneState,
+  PaneView,
+  PinnableField,
+  PromptSource,
+  PromptSuggestion,
+  PromptVersion,
+  ReplyPaneChange,
+  SettingsChange,
+  SettingSuggestions,
+} from './pane.ts';
+export { createImageActivities, type ImageActivities, type ImageActivity, type ImageInProgress } from './image-activities.ts';
 export { describeModelHealth } from './health.ts';
 export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';

@@ -99,6 +99,8 @@ export interface ImageBackendHealth {
   detail: string;
   /** The server that answered, when the adapter can tell (e.g. "stable-diffusion.cpp sd-server"). */
   server?: string;
+  /** With --image-backend auto: what it found and how, in one sentence (the log and /api/health say it). */
+  found?: string;
 }
 
 export type ImageBackendName = 'a1111' | 'comfyui' | 'openai' | 'localai';

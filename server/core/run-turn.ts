@@ -234,7 +234,12 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         const context = compacted
           ? [{ kind: 'summary', userWords: collectUserWords(turnContext), text: '' } satisfies ContextEntry, assistant]
           : boundContext([...turnContext, assistant]);
-        return { turn: { role: 'assistant', text, metadata, status: 'ok' }, context, metadata, done: done(level, repairs) };
+        return {
+          turn: { role: 'assistant', text, metadata, status: 'ok', ...(notices.length > 0 ? { notices } : {}) },
+          context,
+          metadata,
+          done: done(level, repairs),
+        };
       }
 
       if (attempt?.capped && mode === 'reply') {
@@ -264,8 +269,9 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           history,
         });
         yield { type: 'reset', message: RESET_MESSAGE };
-        if (truncated) yield { type: 'error', code: 'reply_truncated', message: truncationNotice(deps.numCtx) };
-        return { turn: { role: 'assistant', text: RESET_MESSAGE, status: 'reset' }, context: [], done: done('reset') };
+        const notices = truncated ? [truncationNotice(deps.numCtx)] : [];
+        if (truncated) yield { type: 'error', code: 'reply_truncated', message: notices[0]! };
+        return { turn: { role: 'assistant', text: RESET_MESSAGE, status: 'reset', ...(truncated ? { notices } : {}) }, context: [], done: done('reset') };
       }
       level = step.level;
       if (step.level === 'metadata') {

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { formatUserNote, LIMITS, type ContextEntry, type Metadata } from '../protocol/index.ts';
+import { formatUserNote, LIMITS, type ContextEntry } from '../protocol/index.ts';
 import {
   buildArchiveFiles,
   IMPORT_LIMITS,
@@ -11,7 +11,7 @@ import {
   type ImageFiles,
 } from './archive.ts';
 import { describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
-import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, TranscriptTurn } from './conversation.ts';
+import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, StartedTurn, TranscriptTurn } from './conversation.ts';
 import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 import type { DoneEvent, TurnEvent } from './events.ts';
@@ -22,10 +22,26 @@ import { createReplySaver } from './reply-saver.ts';
 import { DEFAULT_REPLY_TIMEOUTS, type ReplyTimeouts } from './reply-watchdog.ts';
 import { appendUserEntry, runTurn, type TurnOutcome } from './run-turn.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus, type ImageGenerator } from './generation.ts';
-import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings } from './settings.ts';
+import { createImageActivities, type ImageActivity, type ImageInProgress } from './image-activities.ts';
+import {
+  applyReplyPane,
+  applyUserSettings,
+  decideReplyImage,
+  decideReplyPane,
+  findRedoVersion,
+  findUndoVersion,
+  isPinnableField,
+  pinChangedFrom,
+  PINNABLE_FIELDS,
+  type PaneState,
+  type PaneView,
+  type PinnableField,
+  type PromptVersion,
+} from './pane.ts';
+import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { typedText } from './text.ts';
 
-export type ServiceErrorCode = 'not_found' | 'busy' | 'invalid' | 'unavailable' | 'storage' | 'bad_archive' | 'too_large';
+export type ServiceErrorCode = 'not_found' | 'busy' | 'conflict' | 'invalid' | 'unavailable' | 'storage' | 'bad_archive' | 'too_large';
 
 export interface ServiceError {
   code: ServiceErrorCode;
@@ -42,6 +58,10 @@ export interface ConversationView extends ConversationSummary {
   /** The transcript; a reply left `running` by a process that is gone shows as `interrupted`. */
   turns: TranscriptTurn[];
   images: ImageRecord[];
+  /** The prompt pane and the settings as stored, with what undo and redo would do. */
+  pane: PaneView;
+  /** The images being made now, oldest first. */
+  generating: ImageInProgress[];
 }
 
 export interface Health {
@@ -83,8 +103,25 @@ export interface EaselService {
   exportConversation(id: string): Promise<Result<{ fileName: string; bytes: Uint8Array }>>;
   /** A zip made by exportConversation, stored as a new conversation (new id, new image names). */
   importConversation(bytes: Uint8Array): Promise<Result<{ id: string }>>;
-  setPrompt(id: string, prompt: unknown): Result<string>;
+  /** The user's prompt: a new version (none when it is the current text already). */
+  setPrompt(id: string, prompt: unknown): Result<PaneView>;
+  /**
+   * The user's settings: every model-proposed field given (steps, cfg, seed, negativePrompt) is pinned;
+   * `unpin: [field…]` lets fields follow the model again (taking its waiting value).
+   */
   setSettings(id: string, patch: unknown): Result<Settings>;
+  /** The pane as stored, with what undo and redo would do. */
+  getPane(id: string): PaneView | undefined;
+  /** Every version of the prompt, oldest first. */
+  listPromptVersions(id: string): PromptVersion[] | undefined;
+  /** Back to the version the current one was changed from ('conflict' when there is none). */
+  undoPrompt(id: string): Result<PaneView>;
+  /** Forward to the newest version changed from the current one ('conflict' when there is none). */
+  redoPrompt(id: string): Result<PaneView>;
+  /** "Use suggestion" (true) or "Keep mine" (false) for the model's waiting prompt ('conflict' when none waits). */
+  answerSuggestion(id: string, accept: unknown): Result<PaneView>;
+  /** Takes the model's waiting value for a pinned setting: set by hand, so it stays pinned. */
+  takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
   /**
    * Starts a turn at once, as a task of its own: it runs, stores its outcome and frees the conversation
    * whether or not anyone reads the returned events. Aborting `signal` (the client hung up) or stop()
@@ -105,12 +142,19 @@ export interface EaselService {
    * The conversation takes a new message at once; the stopped turn is stored before it.
    */
   stop(id: string): boolean;
+  /** The page's Stop: aborts only the reply being written; images go on (their own Cancel stops them). */
+  stopReply(id: string): boolean;
+  /**
+   * Follows an image being made (or ended within the last minute): its `generation` event and latest
+   * `progress`, then its events until `image` or `error`. Following never cancels it.
+   */
+  followImage(id: string, imageId: string): Result<AsyncIterable<TurnEvent>>;
   /**
    * Cancels the images being made for this conversation (Generate's and a reply's automatic one),
    * interrupting the backend; a reply still being written goes on. False when no image was being made.
    */
   cancelImages(id: string): boolean;
-  /** True while a turn's task runs (until its outcome is stored), a stopped one included. */
+  /** True while a reply is being written (until its outcome is stored), a stopped one included; not for its image. */
   isBusy(id: string): boolean;
   /**
    * For process shutdown: aborts every running reply and image (so image backends are interrupted: they
@@ -169,6 +213,8 @@ interface TurnTask {
   controller: AbortController;
   /** Settles once the outcome is stored and the task is over; never rejects. */
   settled: Promise<void>;
+  /** Its `done` was pushed: the reply is over and the conversation takes the next message (its image may run on). */
+  replied: boolean;
 }
 
 /** What a turn does, decided when it is asked for. */
@@ -181,7 +227,7 @@ interface TurnPlan {
   /** Turns marked `replaced` in the transaction that starts this one. */
   replaces: number[];
   /** The conversation is created by this message, with these. */
-  create?: { prompt: string; settings: Settings };
+  create?: { prompt: string; settings: Settings; pinned: PinnableField[] };
 }
 
 const FAILED_DONE: DoneEvent = { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
@@ -191,21 +237,12 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   // entry's `settled` awaits every turn: a newer task settles only after the one before it.
   const running = new Map<string, TurnTask>();
   const replyTimeouts = deps.replyTimeouts ?? DEFAULT_REPLY_TIMEOUTS;
-  // The controllers of the images being made, per conversation: what cancelImages aborts.
-  const generating = new Map<string, Set<AbortController>>();
+  // Every image being made, per conversation: an activity of its own, apart from the reply that asked for it.
+  const activities = createImageActivities({ images: deps.images, logger: deps.logger });
   // Generate's streams still open (they end with their own `done`): shutdown lets them write it.
   const openImageStreams = new Set<Promise<void>>();
   // Conversations being deleted: nothing new may start in them.
   const deleting = new Set<string>();
-  function trackImage(id: string, controller: AbortController): () => void {
-    const set = generating.get(id) ?? new Set<AbortController>();
-    set.add(controller);
-    generating.set(id, set);
-    return () => {
-      set.delete(controller);
-      if (set.size === 0) generating.delete(id);
-    };
-  }
   const newId = deps.newId ?? randomUUID;
   const isoNow = () => new Date(deps.clock.now()).toISOString();
 
@@ -235,7 +272,47 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       settings: record.settings,
       turns,
       images: deps.store.listImages(record.id),
+      pane: describePane(record),
+      generating: activities.listRunning(record.id).map((activity) => activity.describe()),
     };
+  }
+
+  /** The pane as stored, and whether undo and redo have somewhere to go. */
+  function describePane(record: ConversationRecord): PaneView {
+    const current = record.promptVersion === null ? undefined : deps.store.getPromptVersion(record.id, record.promptVersion);
+    const children = current ? deps.store.listPromptVersionChildren(record.id, current.id) : [];
+    return {
+      ...paneStateOf(record),
+      canUndo: findUndoVersion(current) !== null,
+      canRedo: findRedoVersion(children) !== null,
+    };
+  }
+
+  /** Moves the prompt to another stored version (undo, redo). */
+  function movePrompt(id: string, pick: (record: ConversationRecord) => number | null, nothing: string): Result<PaneView> {
+    const record = findRecord(id);
+    if (!record) return notFound(id);
+    const target = pick(record);
+    if (target === null) return { ok: false, error: { code: 'conflict', message: nothing } };
+    const moved = tryWrite('change', () => deps.store.selectPromptVersion(id, target));
+    return moved.ok ? paneOf(id) : moved;
+  }
+
+  /** Inside tryWrite: a prompt typed by the user is a new version; the model hears of it with the next message. */
+  function saveUserPrompt(id: string, prompt: string): number {
+    return deps.store.addPromptVersion(id, { prompt, source: 'user', turnId: null }, isoNow(), { tellModel: true, clearSuggestion: false });
+  }
+
+  /** Inside tryWrite: values set by hand are pinned; the model hears of changed values with the next message. */
+  function saveUserSettings(record: ConversationRecord, patch: SettingsPatch, unpin: readonly PinnableField[]) {
+    const change = applyUserSettings(record, patch, unpin);
+    deps.store.setSettings(record.id, change, { tellModel: !sameSettings(change.settings, record.settings) });
+    return change;
+  }
+
+  function paneOf(id: string): Result<PaneView> {
+    const record = findRecord(id);
+    return record ? { ok: true, value: describePane(record) } : notFound(id);
   }
 
   function findRecord(id: string): ConversationRecord | undefined {
@@ -263,20 +340,28 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
   /**
    * The turn's work, pushed into `buffer`. It waits for the previous (stopped) turn to be stored first,
-   * so an old turn never writes after a new one began.
+   * so an old turn never writes after a new one began. Returns the automatic image it started, if any: that
+   * image runs on after the reply's `done`, as an activity of its own.
    */
-  async function runTask(id: string, plan: TurnPlan, controller: AbortController, buffer: EventBuffer<TurnEvent>, previous: Promise<void> | undefined): Promise<void> {
+  async function runTask(id: string, plan: TurnPlan, task: TurnTask, buffer: EventBuffer<TurnEvent>, previous: Promise<void> | undefined): Promise<ImageActivity | undefined> {
     await previous;
+    const image: { activity?: ImageActivity } = {};
     try {
-      for await (const event of turnEvents(id, plan, controller)) buffer.push(event);
+      for await (const event of turnEvents(id, plan, task.controller, image)) {
+        // From `done` on, the conversation takes the next message: the image does not hold the chat.
+        if (event.type === 'done') task.replied = true;
+        buffer.push(event);
+      }
     } catch (error) {
       deps.logger.error('turn failed unexpectedly', { conversationId: id, error });
       buffer.push({ type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' });
+      task.replied = true;
       buffer.push(FAILED_DONE);
     }
+    return image.activity;
   }
 
-  async function* turnEvents(id: string, plan: TurnPlan, controller: AbortController): AsyncGenerator<TurnEvent> {
+  async function* turnEvents(id: string, plan: TurnPlan, controller: AbortController, image: { activity?: ImageActivity }): AsyncGenerator<TurnEvent> {
     const record = findRecord(id);
     if (!record && !plan.create) {
       yield { type: 'error', code: 'not_found', message: 'This conversation was deleted; your message was not sent. Start a new conversation.' };
@@ -302,7 +387,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     });
     const note = [carriedNote, pendingNote].filter(Boolean).join('\n') || undefined;
     const turnContext = appendUserEntry(prior, { kind: 'user', text: plan.text, ...(note ? { note } : {}) });
-    let started: { userTurnId: number | null; turnId: number };
+    let started: StartedTurn;
     try {
       started = deps.store.beginTurn(
         id,
@@ -352,17 +437,20 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       saver.stop();
     }
     const metadata = outcome.metadata;
-    const settings = metadata ? applyMetadata(base.settings, metadata) : undefined;
-    let stored_: TranscriptTurn;
+    // Read, decided and written without an await in between: no edit can slip between the three.
+    const before = deps.store.getConversation(id);
+    const change = metadata && before ? decideReplyPane(paneStateOf(before), metadata, started.promptVersion, started.turnId) : undefined;
+    const after = change && before ? applyReplyPane(paneStateOf(before), change) : undefined;
+    const decision = metadata && after ? decideReplyImage(metadata, after, deps.images.configured) : { kind: 'none' as const };
     try {
-      stored_ = deps.store.finishTurn(
+      deps.store.finishTurn(
         id,
         {
           turnId: started.turnId,
           turn: outcome.turn,
           context: describeContextChange(turnContext, outcome.context),
-          ...(metadata && metadata.prompt !== '' ? { prompt: metadata.prompt } : {}),
-          ...(settings ? { settings } : {}),
+          ...(change ? { pane: change } : {}),
+          ...(decision.kind === 'skip' ? { imageNote: { reason: decision.reason, message: decision.message } } : {}),
         },
         isoNow(),
       );
@@ -374,20 +462,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       return;
     }
     const latest = deps.store.getConversation(id);
-    if (latest && metadata && shouldAutoGenerate(metadata, latest.settings) && deps.images.configured && !controller.signal.aborted) {
-      // The reply is written; from here the turn's work is the image, so cancelImages may abort it.
-      const untrack = trackImage(id, controller);
-      try {
-        yield* deps.images.generate({
-          conversationId: id,
-          turnId: stored_.id,
-          prompt: latest.prompt,
-          settings: latest.settings,
-          signal: controller.signal,
-        });
-      } finally {
-        untrack();
-      }
+    if (change && latest) yield { type: 'pane', ...describePane(latest) };
+    if (decision.kind === 'skip') yield { type: 'image_not_made', reason: decision.reason, message: decision.message };
+    if (decision.kind === 'make' && latest && !controller.signal.aborted) {
+      // Exactly what the pane shows now; what changes in the pane later never reaches this image.
+      const begun = await activities.start({
+        conversationId: id,
+        turnId: started.turnId,
+        prompt: latest.prompt,
+        settings: latest.settings,
+        promptVersion: latest.promptVersion,
+      });
+      if (begun.ok) image.activity = begun.activity;
+      else yield begun.event;
     }
     yield outcome.done;
   }
@@ -399,23 +486,37 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     const onAbort = () => controller.abort(signal.reason);
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    // A reader that stops early will read nothing more: the turn need not go on.
-    const buffer = createEventBuffer<TurnEvent>(() => controller.abort(new Error('the event stream was closed')));
-    const task: TurnTask = { controller, settled: Promise.resolve() };
-    task.settled = runTask(id, plan, controller, buffer, current?.settled).finally(() => {
-      signal.removeEventListener('abort', onAbort);
-      // Only this task's own entry: a newer turn's must survive an older one finishing.
-      if (running.get(id) === task) running.delete(id);
-      buffer.close();
+    let readerGone = false;
+    // A reader that stops early will read nothing more: the turn need not go on (an image after it does).
+    const buffer = createEventBuffer<TurnEvent>(() => {
+      readerGone = true;
+      controller.abort(new Error('the event stream was closed'));
     });
+    const task: TurnTask = { controller, settled: Promise.resolve(), replied: false };
+    task.settled = runTask(id, plan, task, buffer, current?.settled)
+      .then((activity) => {
+        if (!activity) return buffer.close();
+        // The reply is over; its image's events follow its `done` on the same stream, for as long as it is read.
+        void (async () => {
+          for await (const event of activity.follow()) {
+            if (readerGone) break;
+            buffer.push(event);
+          }
+        })().finally(() => buffer.close());
+      })
+      .finally(() => {
+        signal.removeEventListener('abort', onAbort);
+        // Only this task's own entry: a newer turn's must survive an older one finishing.
+        if (running.get(id) === task) running.delete(id);
+      });
     running.set(id, task);
     return buffer;
   }
 
-  /** A stopped turn only has its outcome left to store: a plain message queues behind it. */
+  /** A stopped turn only has its outcome left to store, a replied one its task's end: a plain message queues behind it. */
   function isReplying(id: string): boolean {
     const current = running.get(id);
-    return current !== undefined && !current.controller.signal.aborted;
+    return current !== undefined && !current.controller.signal.aborted && !current.replied;
   }
 
   const service: EaselService = {
@@ -461,8 +562,10 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       deleting.add(id);
       try {
         // Its reply and images stop first, so nothing writes into a conversation that is gone.
+        const images = activities.listRunning(id);
         service.stop(id);
         await running.get(id)?.settled;
+        await Promise.all(images.map((activity) => activity.settled));
         const deleted = tryWrite('delete', () => deps.store.deleteConversation(id));
         if (!deleted.ok) return deleted;
         if (!deleted.value) return notFound(id);
@@ -482,7 +585,16 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       const conversation = view(record);
       const exportedAt = isoNow();
       const files = await buildArchiveFiles(
-        { ...conversation, title: record.title, context: deps.store.readContext(id) },
+        {
+          ...conversation,
+          title: record.title,
+          context: deps.store.readContext(id),
+          promptVersions: deps.store.listPromptVersions(id),
+          promptVersion: record.promptVersion,
+          suggestion: record.suggestion,
+          pinned: record.pinned,
+          settingSuggestions: record.settingSuggestions,
+        },
         {
           exportedAt,
           readImage: (file) =>
@@ -533,21 +645,79 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     },
 
     setPrompt(id, prompt) {
-      if (!findRecord(id)) return notFound(id);
+      const record = findRecord(id);
+      if (!record) return notFound(id);
       const parsed = promptSchema.safeParse(prompt);
       if (!parsed.success) return invalid(parsed.error, 'prompt');
-      const saved = tryWrite('change', () => deps.store.setPrompt(id, parsed.data, isoNow()));
-      return saved.ok ? { ok: true, value: parsed.data } : saved;
+      // Saving what is already there would tell the model about an edit nobody made.
+      if (parsed.data === record.prompt) return { ok: true, value: describePane(record) };
+      const saved = tryWrite('change', () => saveUserPrompt(id, parsed.data));
+      return saved.ok ? paneOf(id) : saved;
     },
 
     setSettings(id, patch) {
       const record = findRecord(id);
       if (!record) return notFound(id);
-      const parsed = settingsPatchSchema.safeParse(patch);
+      const unpin = readUnpin(patch);
+      if (!unpin.ok) return unpin;
+      const values = isRecord(patch) ? Object.fromEntries(Object.entries(patch).filter(([key]) => key !== 'unpin')) : patch;
+      const parsed = settingsPatchSchema.safeParse(values);
       if (!parsed.success) return invalid(parsed.error);
-      const settings = { ...record.settings, ...parsed.data };
-      const saved = tryWrite('change', () => deps.store.setSettings(id, settings, isoNow()));
-      return saved.ok ? { ok: true, value: settings } : saved;
+      const saved = tryWrite('change', () => saveUserSettings(record, parsed.data, unpin.value));
+      return saved.ok ? { ok: true, value: saved.value.settings } : saved;
+    },
+
+    getPane(id) {
+      const record = findRecord(id);
+      return record ? describePane(record) : undefined;
+    },
+
+    listPromptVersions(id) {
+      return findRecord(id) ? deps.store.listPromptVersions(id) : undefined;
+    },
+
+    undoPrompt(id) {
+      return movePrompt(
+        id,
+        (record) => findUndoVersion(record.promptVersion === null ? undefined : deps.store.getPromptVersion(id, record.promptVersion)),
+        'There is nothing to undo: this is the first version of the prompt.',
+      );
+    },
+
+    redoPrompt(id) {
+      return movePrompt(
+        id,
+        (record) => (record.promptVersion === null ? null : findRedoVersion(deps.store.listPromptVersionChildren(id, record.promptVersion))),
+        'There is nothing to redo: this is the newest version of the prompt.',
+      );
+    },
+
+    answerSuggestion(id, accept) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      if (typeof accept !== 'boolean') {
+        return { ok: false, error: { code: 'invalid', message: 'accept must be true (use the suggestion) or false (keep yours).', fields: { accept: 'accept must be true or false.' } } };
+      }
+      const suggestion = record.suggestion;
+      if (!suggestion) return { ok: false, error: { code: 'conflict', message: 'No suggestion is waiting: the prompt is as shown.' } };
+      const answered = tryWrite('change', () => {
+        // The model's own prompt: nothing new to tell it. Keeping yours leaves your edit's note for the next message.
+        if (accept) deps.store.addPromptVersion(id, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, isoNow(), { tellModel: false, clearSuggestion: true });
+        else deps.store.setSuggestion(id, null);
+      });
+      return answered.ok ? paneOf(id) : answered;
+    },
+
+    takeSettingSuggestion(id, field) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      if (!isPinnableField(field)) {
+        return { ok: false, error: { code: 'invalid', message: `${String(field)} is not a setting the assistant suggests (${PINNABLE_FIELDS.join(', ')}).` } };
+      }
+      const value = record.settingSuggestions[field];
+      if (value === undefined) return { ok: false, error: { code: 'conflict', message: `The assistant suggests nothing for ${field} now.` } };
+      const taken = tryWrite('change', () => saveUserSettings(record, { [field]: value }, []));
+      return taken.ok ? paneOf(id) : taken;
     },
 
     sendMessage(id, text, signal, options = {}) {
@@ -567,16 +737,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
       const plan: TurnPlan = { kind: 'send', text: parsed.data, replaces: [] };
       if (creating) {
-        plan.create = { prompt: prompt?.data ?? '', settings: { ...DEFAULT_SETTINGS, ...patch?.data } };
+        const settings = { ...DEFAULT_SETTINGS, ...patch?.data };
+        // On the empty page every value changed from the defaults was set by hand.
+        plan.create = { prompt: prompt?.data ?? '', settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, settings) };
       } else if (record) {
-        // What is on screen and not saved yet is saved first, so the model hears of it in this turn.
+        // What is on screen and not saved yet is saved first, so the model hears of it in this turn: an
+        // edit it sees, which its next prompt supersedes.
         if (prompt && prompt.data !== record.prompt) {
-          const saved = tryWrite('message', () => deps.store.setPrompt(id, prompt.data, isoNow()));
+          const saved = tryWrite('message', () => saveUserPrompt(id, prompt.data));
           if (!saved.ok) return saved;
         }
-        const settings = { ...record.settings, ...patch?.data };
-        if (patch && !sameSettings(settings, record.settings)) {
-          const saved = tryWrite('message', () => deps.store.setSettings(id, settings, isoNow()));
+        const changed = patch ? pickChanged(record.settings, patch.data) : {};
+        if (Object.keys(changed).length > 0) {
+          const saved = tryWrite('message', () => saveUserSettings(record, changed, []));
           if (!saved.ok) return saved;
         }
       }
@@ -624,22 +797,34 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       const settings = { ...base.settings, ...patch.data };
       if (creating) {
         // A first Generate makes the conversation, holding what was on screen.
-        const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), settings, prompt: prompt.data as string }));
+        const created = tryWrite('change', () =>
+          deps.store.createConversation({ id, createdAt: isoNow(), settings, prompt: prompt.data as string, pinned: pinChangedFrom(DEFAULT_SETTINGS, settings) }),
+        );
         if (!created.ok) return created;
         record = created.value;
       }
-      const controller = new AbortController();
-      signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
-      const untrack = trackImage(id, controller);
+      // The image records the version it was made from: the pane's, unless the prompt was overridden.
+      const promptVersion = record && prompt.data === record.prompt ? record.promptVersion : null;
       let finish!: () => void;
       const finished = new Promise<void>((resolve) => (finish = resolve));
       openImageStreams.add(finished);
       async function* stream(): AsyncGenerator<TurnEvent> {
+        let activity: ImageActivity | undefined;
+        // Generate's image belongs to its request: the client hanging up, or reading no further, cancels it.
+        const onAbort = () => activity?.cancel(new Error('the client hung up'));
+        signal.addEventListener('abort', onAbort, { once: true });
         try {
-          yield* deps.images.generate({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, signal: controller.signal });
+          const begun = await activities.start({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, promptVersion });
+          if (!begun.ok) yield begun.event;
+          else {
+            activity = begun.activity;
+            if (signal.aborted) onAbort();
+            yield* activity.follow();
+          }
           yield { type: 'done', attempts: 0, repairs: [], level: 'clean', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
         } finally {
-          untrack();
+          signal.removeEventListener('abort', onAbort);
+          if (activity && !activity.finished) activity.cancel(new Error('the image is no longer awaited'));
           openImageStreams.delete(finished);
           finish();
         }
@@ -649,28 +834,42 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     },
 
     stop(id) {
-      const controllers = new Set([running.get(id)?.controller, ...(generating.get(id) ?? [])].filter((c): c is AbortController => c !== undefined));
-      for (const controller of controllers) controller.abort(new Error('stopped by the user'));
-      return controllers.size > 0;
+      const reply = service.stopReply(id);
+      const images = activities.cancel(id, new Error('stopped by the user'));
+      return reply || images;
     },
 
-    cancelImages(id) {
-      const controllers = generating.get(id);
-      if (!controllers) return false;
-      for (const controller of controllers) controller.abort(new Error('image cancelled by the user'));
+    stopReply(id) {
+      const task = running.get(id);
+      // A reply that is over (its image may still run) has nothing left to stop.
+      if (!task || task.replied) return false;
+      task.controller.abort(new Error('stopped by the user'));
       return true;
     },
 
+    cancelImages(id) {
+      return activities.cancel(id, new Error('image cancelled by the user'));
+    },
+
+    followImage(id, imageId) {
+      if (!findRecord(id)) return notFound(id);
+      const activity = activities.find(id, imageId);
+      if (!activity) return { ok: false, error: { code: 'not_found', message: 'No such image is being made in this conversation (it may have ended a while ago: GET the conversation to see its images).' } };
+      return { ok: true, value: activity.follow() };
+    },
+
     isBusy(id) {
-      return running.has(id);
+      const task = running.get(id);
+      return task !== undefined && !task.replied;
     },
 
     async shutdown() {
       const turns = [...running.values()];
-      const images = [...generating.values()].flatMap((set) => [...set]);
-      for (const controller of [...turns.map((turn) => turn.controller), ...images]) controller.abort(new Error('Easel is shutting down'));
+      const reason = new Error('Easel is shutting down');
+      for (const turn of turns) turn.controller.abort(reason);
+      activities.cancelAll(reason);
       // Every turn's task stores its outcome; the image queue settles once each backend job (and interrupt) has.
-      const settled = Promise.all([...turns.map((turn) => turn.settled), ...openImageStreams, deps.images.settled()]);
+      const settled = Promise.all([...turns.map((turn) => turn.settled), ...openImageStreams, activities.settled(), deps.images.settled()]);
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)));
       await Promise.race([settled, deadline]);
@@ -688,19 +887,35 @@ function sameSettings(a: Settings, b: Settings): boolean {
   return (Object.keys(a) as Array<keyof Settings>).every((key) => a[key] === b[key]);
 }
 
-function shouldAutoGenerate(metadata: Metadata, settings: Settings): boolean {
-  return metadata.generate_image && metadata.prompt.trim() !== '' && settings.autoGenerate;
+function paneStateOf(record: ConversationRecord): PaneState {
+  return {
+    prompt: record.prompt,
+    promptVersion: record.promptVersion,
+    suggestion: record.suggestion,
+    settings: record.settings,
+    pinned: record.pinned,
+    settingSuggestions: record.settingSuggestions,
+  };
 }
 
-/** The model's suggested values become the conversation's settings; other settings stay as the user set them. */
-function applyMetadata(settings: Settings, metadata: Metadata): Settings {
-  return {
-    ...settings,
-    steps: metadata.steps,
-    cfg: metadata.cfg,
-    seed: metadata.seed,
-    ...(metadata.negative_prompt ? { negativePrompt: metadata.negative_prompt } : {}),
-  };
+/** The fields of a patch whose value differs from the stored one. */
+function pickChanged(settings: Settings, patch: SettingsPatch): SettingsPatch {
+  return Object.fromEntries(Object.entries(patch).filter(([key, value]) => settings[key as keyof Settings] !== value)) as SettingsPatch;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `unpin`: a list of the settings the model may set again. */
+function readUnpin(patch: unknown): Result<PinnableField[]> {
+  const unpin = isRecord(patch) ? patch['unpin'] : undefined;
+  if (unpin === undefined) return { ok: true, value: [] };
+  if (!Array.isArray(unpin) || !unpin.every(isPinnableField)) {
+    const message = `unpin must be a list of ${PINNABLE_FIELDS.join(', ')}.`;
+    return { ok: false, error: { code: 'invalid', message, fields: { unpin: message } } };
+  }
+  return { ok: true, value: unpin };
 }
 
 function invalid(error: z.ZodError, field?: string): { ok: false; error: ServiceError } {

@@ -1,5 +1,5 @@
-import { Hono } from 'hono';
-import type { ConversationSummary, EaselService, ImageRecord, Logger, TurnEvent } from '../core/index.ts';
+import { Hono, type Context } from 'hono';
+import type { ConversationSummary, EaselService, ImageRecord, Logger, PaneView, Result, TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, readMediaType, respondError } from './errors.ts';
 import { streamEvents, withRequestSignal } from './stream-events.ts';
 
@@ -54,9 +54,10 @@ export function createApiRoutes(deps: ApiDeps): Hono {
       title: conversation.title,
       createdAt: conversation.createdAt,
       updatedAt: conversation.updatedAt,
-      prompt: conversation.prompt,
-      settings: conversation.settings,
       busy: deps.service.isBusy(conversation.id),
+      // prompt and settings first, as before; then the rest of the pane.
+      ...toPaneJson(conversation.pane),
+      promptVersions: deps.service.listPromptVersions(conversation.id) ?? [],
       turns: conversation.turns.map((turn) => ({
         id: turn.id,
         role: turn.role,
@@ -64,11 +65,14 @@ export function createApiRoutes(deps: ApiDeps): Hono {
         status: turn.status,
         ...(turn.metadata ? { metadata: turn.metadata } : {}),
         ...(turn.error ? { error: turn.error } : {}),
+        ...(turn.notices ? { notices: turn.notices } : {}),
+        ...(turn.imageNote ? { imageNotMade: turn.imageNote } : {}),
         ...(turn.images.length > 0 ? { images: turn.images.map(toImageJson) } : {}),
         createdAt: turn.createdAt,
       })),
       // Every image, also those of the Generate button (they belong to no turn), oldest first.
       images: conversation.images.map(toImageJson),
+      imagesInProgress: conversation.generating,
     });
   });
 
@@ -111,7 +115,19 @@ export function createApiRoutes(deps: ApiDeps): Hono {
       return c.json({ error: 'Send {"prompt": "…"}.', fields: { prompt: 'prompt is required.' } }, 422);
     }
     const result = deps.service.setPrompt(c.req.param('id'), body.value.prompt);
-    return result.ok ? c.json({ prompt: result.value }) : respondError(c, result.error);
+    return result.ok ? c.json({ prompt: result.value.prompt, promptVersion: result.value.promptVersion }) : respondError(c, result.error);
+  });
+
+  // Undo and redo move through the prompt's versions; the answer is the pane as it now stands.
+  api.post('/conversations/:id/prompt/undo', (c) => answerPane(c, deps.service.undoPrompt(c.req.param('id'))));
+  api.post('/conversations/:id/prompt/redo', (c) => answerPane(c, deps.service.redoPrompt(c.req.param('id'))));
+
+  // "Use suggestion" ({"accept": true}) or "Keep mine" ({"accept": false}).
+  api.post('/conversations/:id/suggestion', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    const accept = isPlainObject(body.value) ? body.value.accept : undefined;
+    return answerPane(c, deps.service.answerSuggestion(c.req.param('id'), accept));
   });
 
   api.put('/conversations/:id/settings', async (c) => {
@@ -145,6 +161,21 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
   });
 
+  // Follows an image being made (an automatic one keeps going after its reply's stream is closed).
+  api.get('/conversations/:id/generations/:imageId/events', (c) => {
+    const result = deps.service.followImage(c.req.param('id'), c.req.param('imageId'));
+    if (!result.ok) return respondError(c, result.error);
+    // Following never cancels: hanging up only stops the reading.
+    return streamEvents(c, { events: result.value, hangup: new AbortController(), logger: deps.logger, render: renderEventJson, ...keepAlive });
+  });
+
+  // Cancels the images being made; a reply being written goes on.
+  api.post('/conversations/:id/images/cancel', (c) => {
+    const id = c.req.param('id');
+    if (!deps.service.getConversation(id)) return c.json({ error: 'There is no such conversation.' }, 404);
+    return c.json({ cancelled: deps.service.cancelImages(id) });
+  });
+
   api.post('/conversations/:id/stop', (c) => {
     const id = c.req.param('id');
     if (!deps.service.getConversation(id)) return c.json({ error: 'There is no such conversation.' }, 404);
@@ -154,6 +185,16 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   return api;
 }
 
+function answerPane(c: Context, result: Result<PaneView>): Response {
+  return result.ok ? c.json(toPaneJson(result.value)) : respondError(c, result.error);
+}
+
+/** The prompt pane and settings as stored: the same fields as the `pane` event. */
+function toPaneJson(pane: PaneView) {
+  const { prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions } = pane;
+  return { prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions };
+}
+
 function toSummaryJson(summary: ConversationSummary) {
   const { id, title, createdAt, updatedAt, preview } = summary;
   return { id, title, createdAt, updatedAt, preview };
@@ -161,6 +202,6 @@ function toSummaryJson(summary: ConversationSummary) {
 
 /** null: the backend ignored that setting and did not say what it used, so Easel claims nothing. */
 function toImageJson(image: ImageRecord) {
-  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, createdAt } = image;
-  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, createdAt };
+  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, promptVersion, createdAt } = image;
+  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, promptVersion, createdAt };
 }

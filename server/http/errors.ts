@@ -7,6 +7,8 @@ export const STATUS: Record<ServiceError['code'], ServiceErrorStatus> = {
   not_found: 404,
   unavailable: 503,
   busy: 409,
+  // Nothing to undo or redo, no suggestion to answer: the pane changed meanwhile.
+  conflict: 409,
   invalid: 422,
   // The store could not write (a full or read-only disk): the message says what to do.
   storage: 503,

@@ -48,6 +48,8 @@ export interface StreamEventsOptions {
   onEvent?(event: TurnEvent): void;
   /** Quiet time before a keep-alive comment. Default SSE_KEEP_ALIVE_MS. */
   keepAliveMs?: number;
+  /** True after an event the stream ends with (it stops reading: what comes next goes on unread). */
+  endAfter?(event: TurnEvent): boolean;
 }
 
 /**
@@ -88,6 +90,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         for await (const event of events) {
           await send(event);
           if (event.type === 'done') ended = true;
+          if (options.endAfter?.(event)) break;
         }
       } catch (error) {
         // A bug must not leak its internal text as a raw `event: error` (hono's default): the client

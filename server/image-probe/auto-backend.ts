@@ -70,7 +70,8 @@ export function createAutoImageBackend(options: AutoImageBackendOptions): ImageB
     return {
       ...health,
       server: health.server ?? found.server,
-      detail: `Found ${found.server} at ${found.url} (${found.evidence}), so Easel uses --image-backend ${backend.name}. ${health.detail}`,
+      // Apart from the detail: the page's status line says what answers, /api/health says how it was found too.
+      found: `Found ${found.server} at ${found.url} (${found.evidence}), so Easel uses --image-backend ${backend.name}.`,
     };
   }
 

@@ -8,18 +8,22 @@ import type {
   ConversationListing,
   ConversationRecord,
   ConversationStore,
+  FinishPane,
+  ImageNote,
   ImageRecord,
   NewTurn,
   PendingNotes,
   TranscriptTurn,
   TurnStatus,
 } from '../core/conversation.ts';
+import { isPinnableField, type PinnableField, type PromptSource, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from '../core/pane.ts';
 import { StorageError, type StorageErrorCode } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
 import type { ContextEntry } from '../protocol/index.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+const CONVERSATION_COLUMNS = 'id, title, created_at, updated_at, prompt, settings, pending, prompt_version_id, suggestion, pinned, setting_suggestions';
 const NO_PENDING: PendingNotes = { promptEdited: false, settingsChanged: false };
 /** Conversations whose parsed working context stays in memory (the ones being talked to). */
 const CONTEXT_CACHE_SIZE = 32;
@@ -36,6 +40,10 @@ interface ConversationRow {
   prompt: string;
   settings: string;
   pending: string;
+  prompt_version_id: number | null;
+  suggestion: string | null;
+  pinned: string;
+  setting_suggestions: string;
 }
 
 interface ListingRow extends ConversationRow {
@@ -50,6 +58,17 @@ interface TurnRow {
   metadata: string | null;
   status: TurnStatus;
   error: string | null;
+  notices: string | null;
+  image_note: string | null;
+  created_at: string;
+}
+
+interface PromptVersionRow {
+  id: number;
+  parent_id: number | null;
+  prompt: string;
+  source: PromptSource;
+  turn_id: number | null;
   created_at: string;
 }
 
@@ -67,6 +86,7 @@ interface ImageRow {
   width: number;
   height: number;
   model: string | null;
+  prompt_version_id: number | null;
   created_at: string;
 }
 
@@ -110,10 +130,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
 
   const statements = {
     insertConversation: db.prepare(
-      'INSERT INTO conversations (id, title, created_at, updated_at, prompt, settings) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO conversations (id, title, created_at, updated_at, prompt, settings, pinned) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     getConversation: db.prepare<[string], ConversationRow>(
-      'SELECT id, title, created_at, updated_at, prompt, settings, pending FROM conversations WHERE id = ?',
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`,
     ),
     listTurns: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE conversation_id = ? ORDER BY id'),
     listLastExchange: db.prepare<[string, string], TurnRow>(
@@ -124,21 +144,29 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
     listImageFiles: db.prepare<[string], { file: string }>('SELECT file FROM images WHERE conversation_id = ?'),
     insertTurn: db.prepare(
-      'INSERT INTO turns (conversation_id, role, text, metadata, status, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO turns (conversation_id, role, text, metadata, status, error, notices, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     getTurn: db.prepare<[number], TurnRow>('SELECT * FROM turns WHERE id = ?'),
-    finishTurn: db.prepare('UPDATE turns SET text = ?, metadata = ?, status = ?, error = ? WHERE id = ? AND conversation_id = ?'),
+    finishTurn: db.prepare('UPDATE turns SET text = ?, metadata = ?, status = ?, error = ?, notices = ?, image_note = ? WHERE id = ? AND conversation_id = ?'),
+    setImageNote: db.prepare('UPDATE turns SET image_note = ? WHERE id = ?'),
     saveReplyText: db.prepare("UPDATE turns SET text = ? WHERE id = ? AND status = 'running'"),
     replaceTurn: db.prepare("UPDATE turns SET status = 'replaced' WHERE id = ? AND conversation_id = ?"),
     setPending: db.prepare('UPDATE conversations SET pending = ? WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
-    setPrompt: db.prepare('UPDATE conversations SET prompt = ? WHERE id = ?'),
-    setSettings: db.prepare('UPDATE conversations SET settings = ? WHERE id = ?'),
+    setPrompt: db.prepare('UPDATE conversations SET prompt = ?, prompt_version_id = ? WHERE id = ?'),
+    setSettings: db.prepare('UPDATE conversations SET settings = ?, pinned = ?, setting_suggestions = ? WHERE id = ?'),
+    setSuggestion: db.prepare('UPDATE conversations SET suggestion = ? WHERE id = ?'),
+    insertVersion: db.prepare(
+      'INSERT INTO prompt_versions (conversation_id, parent_id, prompt, source, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    getVersion: db.prepare<[number, string], PromptVersionRow>('SELECT * FROM prompt_versions WHERE id = ? AND conversation_id = ?'),
+    listVersionChildren: db.prepare<[number, string], PromptVersionRow>('SELECT * FROM prompt_versions WHERE parent_id = ? AND conversation_id = ? ORDER BY id'),
+    listVersions: db.prepare<[string], PromptVersionRow>('SELECT * FROM prompt_versions WHERE conversation_id = ? ORDER BY id'),
     setTitle: db.prepare('UPDATE conversations SET title = ? WHERE id = ?'),
     deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
     insertImage: db.prepare(
-      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, sampler, width, height, model, created_at)
-       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @sampler, @width, @height, @model, @created_at)`,
+      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, sampler, width, height, model, prompt_version_id, created_at)
+       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @sampler, @width, @height, @model, @prompt_version_id, @created_at)`,
     ),
     readContext: db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM context_entries WHERE conversation_id = ? ORDER BY seq'),
     contextBounds: db.prepare<[string], { low: number | null; high: number | null }>(
@@ -154,7 +182,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     insertContext: db.prepare('INSERT INTO context_entries (conversation_id, seq, entry) VALUES (?, ?, ?)'),
   };
 
-  const LISTING_COLUMNS = `c.id, c.title, c.created_at, c.updated_at, c.prompt, c.settings, c.pending,
+  const LISTING_COLUMNS = `${CONVERSATION_COLUMNS.split(', ').map((column) => `c.${column}`).join(', ')},
     (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.role = 'user' AND t.status != 'replaced' ORDER BY t.id LIMIT 1) AS first_message,
     (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.status != 'replaced' AND t.text != '' ORDER BY t.id DESC LIMIT 1) AS last_message`;
   const listAll = db.prepare<[number], ListingRow>(`SELECT ${LISTING_COLUMNS} FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?`);
@@ -251,6 +279,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       turn.metadata ? JSON.stringify(turn.metadata) : null,
       turn.status ?? 'ok',
       turn.error ? JSON.stringify(turn.error) : null,
+      encodeNotices(turn.notices),
       at,
     );
     return Number(result.lastInsertRowid);
@@ -262,7 +291,11 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     return conversation;
   }
 
-  function insertConversation(input: { id: string; title?: string | null; createdAt: string; updatedAt?: string; settings: Settings; prompt?: string }): void {
+  /** Inside a transaction: the conversation, and its prompt as the first version. */
+  function insertConversation(
+    input: { id: string; title?: string | null; createdAt: string; updatedAt?: string; settings: Settings; prompt?: string; pinned?: PinnableField[] },
+    source: PromptSource = 'user',
+  ): void {
     statements.insertConversation.run(
       input.id,
       input.title ?? null,
@@ -270,7 +303,22 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       input.updatedAt ?? input.createdAt,
       input.prompt ?? '',
       JSON.stringify(input.settings),
+      JSON.stringify(input.pinned ?? []),
     );
+    if ((input.prompt ?? '') !== '') insertVersion(input.id, { prompt: input.prompt ?? '', source, turnId: null }, input.createdAt);
+  }
+
+  /** Inside a transaction: a new version whose parent is the current one, made current. */
+  function insertVersion(conversationId: string, version: { prompt: string; source: PromptSource; turnId: number | null }, at: string): number {
+    const parent = statements.getConversation.get(conversationId)?.prompt_version_id ?? null;
+    const id = Number(statements.insertVersion.run(conversationId, parent, version.prompt, version.source, version.turnId, at).lastInsertRowid);
+    statements.setPrompt.run(version.prompt, id, conversationId);
+    return id;
+  }
+
+  function setPending(conversationId: string, change: Partial<PendingNotes>): void {
+    const current = requireConversation(conversationId);
+    statements.setPending.run(JSON.stringify({ ...current.pending, ...change }), conversationId);
   }
 
   const beginTurn = db.transaction((conversationId: string, input: BeginTurnInput, at: string) => {
@@ -282,40 +330,60 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     const turnId = insertTurn(conversationId, { role: 'assistant', text: '', status: 'running' }, at);
     statements.setPending.run(JSON.stringify(NO_PENDING), conversationId);
     statements.touch.run(at, conversationId);
-    return { userTurnId, turnId };
+    const promptVersion = statements.getConversation.get(conversationId)?.prompt_version_id ?? null;
+    return { userTurnId, turnId, promptVersion };
   });
 
   const finishTurn = db.transaction(
-    (conversationId: string, outcome: Parameters<ConversationStore['finishTurn']>[1], at: string) => {
+    (conversationId: string, outcome: { turnId: number; turn: NewTurn; context: ContextChange; pane?: FinishPane; imageNote?: ImageNote }, at: string) => {
       const current = requireConversation(conversationId);
-      const { turn } = outcome;
+      const { turn, pane } = outcome;
       statements.finishTurn.run(
         turn.text,
         turn.metadata ? JSON.stringify(turn.metadata) : null,
         turn.status ?? 'ok',
         turn.error ? JSON.stringify(turn.error) : null,
+        encodeNotices(turn.notices),
+        outcome.imageNote ? JSON.stringify(outcome.imageNote) : null,
         outcome.turnId,
         conversationId,
       );
       writeContextChange(conversationId, outcome.context);
-      if (outcome.prompt !== undefined && !current.pending.promptEdited) statements.setPrompt.run(outcome.prompt, conversationId);
-      if (outcome.settings !== undefined && !current.pending.settingsChanged) {
-        statements.setSettings.run(JSON.stringify(outcome.settings), conversationId);
+      if (pane) {
+        if (pane.version) insertVersion(conversationId, { prompt: pane.version.prompt, source: 'model', turnId: outcome.turnId }, at);
+        if (pane.suggestion !== undefined) statements.setSuggestion.run(pane.suggestion ? JSON.stringify(pane.suggestion) : null, conversationId);
+        statements.setSettings.run(JSON.stringify(pane.settings), JSON.stringify(current.pinned), JSON.stringify(pane.settingSuggestions), conversationId);
       }
       statements.touch.run(at, conversationId);
     },
   );
 
-  const setPrompt = db.transaction((conversationId: string, prompt: string) => {
-    const current = requireConversation(conversationId);
-    statements.setPrompt.run(prompt, conversationId);
-    statements.setPending.run(JSON.stringify({ ...current.pending, promptEdited: true }), conversationId);
+  const addPromptVersion = db.transaction(
+    (
+      conversationId: string,
+      version: { prompt: string; source: PromptSource; turnId: number | null },
+      at: string,
+      options: { tellModel: boolean; clearSuggestion: boolean },
+    ) => {
+      requireConversation(conversationId);
+      const id = insertVersion(conversationId, version, at);
+      setPending(conversationId, { promptEdited: options.tellModel });
+      if (options.clearSuggestion) statements.setSuggestion.run(null, conversationId);
+      return id;
+    },
+  );
+
+  const selectPromptVersion = db.transaction((conversationId: string, versionId: number) => {
+    const version = statements.getVersion.get(versionId, conversationId);
+    if (!version) throw new StoreError(`No prompt version ${versionId} in conversation ${conversationId}.`);
+    statements.setPrompt.run(version.prompt, version.id, conversationId);
+    setPending(conversationId, { promptEdited: true });
   });
 
-  const setSettings = db.transaction((conversationId: string, settings: Settings) => {
-    const current = requireConversation(conversationId);
-    statements.setSettings.run(JSON.stringify(settings), conversationId);
-    statements.setPending.run(JSON.stringify({ ...current.pending, settingsChanged: true }), conversationId);
+  const setSettings = db.transaction((conversationId: string, change: Parameters<ConversationStore['setSettings']>[1], tellModel: boolean) => {
+    requireConversation(conversationId);
+    statements.setSettings.run(JSON.stringify(change.settings), JSON.stringify(change.pinned), JSON.stringify(change.settingSuggestions), conversationId);
+    if (tellModel) setPending(conversationId, { settingsChanged: true });
   });
 
   const addImage = db.transaction((image: ImageRecord) => {
@@ -332,13 +400,29 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
   });
 
   const importConversation = db.transaction((input: ConversationImport) => {
-    insertConversation(input);
+    const { pane } = input;
+    // With its versions the prompt's history is inserted below; an older export's prompt becomes the first version.
+    insertConversation(pane ? { ...input, prompt: '' } : input, 'earlier');
     const turnIds = input.turns.map((turn) => insertTurn(input.id, turn, turn.createdAt));
+    const turnAt = (index: number | null) => (index === null ? null : (turnIds[index] ?? null));
+    input.turns.forEach((turn, index) => {
+      if (turn.imageNote) statements.setImageNote.run(JSON.stringify(turn.imageNote), turnIds[index]);
+    });
     writeContextChange(input.id, { kind: 'replace', entries: input.context });
+    const versionIds: number[] = [];
+    if (pane) {
+      for (const version of pane.versions) {
+        const parent = version.parent === null ? null : (versionIds[version.parent] ?? null);
+        versionIds.push(Number(statements.insertVersion.run(input.id, parent, version.prompt, version.source, turnAt(version.turn), version.createdAt).lastInsertRowid));
+      }
+      statements.setPrompt.run(input.prompt, pane.current === null ? null : (versionIds[pane.current] ?? null), input.id);
+      const suggestion = pane.suggestion ? { prompt: pane.suggestion.prompt, turnId: turnAt(pane.suggestion.turn) } : null;
+      statements.setSuggestion.run(suggestion && suggestion.turnId !== null ? JSON.stringify(suggestion) : null, input.id);
+      statements.setSettings.run(JSON.stringify(input.settings), JSON.stringify(pane.pinned), JSON.stringify(pane.settingSuggestions), input.id);
+    }
     for (const image of input.images) {
-      statements.insertImage.run(
-        toImageRow({ ...image, conversationId: input.id, turnId: image.turn === null ? null : (turnIds[image.turn] ?? null), url: '' }),
-      );
+      const promptVersion = image.promptVersion === null ? null : (versionIds[image.promptVersion] ?? null);
+      statements.insertImage.run(toImageRow({ ...image, conversationId: input.id, turnId: turnAt(image.turn), url: '', promptVersion }));
     }
   });
 
@@ -376,7 +460,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
 
   return {
     createConversation(input) {
-      write(() => insertConversation(input));
+      write(() => db.transaction(() => insertConversation(input))());
       return requireConversation(input.id);
     },
     getConversation: readConversation,
@@ -414,11 +498,27 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       cacheContextChange(conversationId, outcome.context);
       return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, []);
     },
-    setPrompt(conversationId, prompt) {
-      write(() => setPrompt(conversationId, prompt));
+    addPromptVersion(conversationId, version, at, options) {
+      return write(() => addPromptVersion(conversationId, version, at, options));
     },
-    setSettings(conversationId, settings) {
-      write(() => setSettings(conversationId, settings));
+    selectPromptVersion(conversationId, versionId) {
+      write(() => selectPromptVersion(conversationId, versionId));
+    },
+    getPromptVersion(conversationId, versionId) {
+      const row = statements.getVersion.get(versionId, conversationId);
+      return row ? toPromptVersion(row) : undefined;
+    },
+    listPromptVersionChildren(conversationId, versionId) {
+      return statements.listVersionChildren.all(versionId, conversationId).map(toPromptVersion);
+    },
+    listPromptVersions(conversationId) {
+      return statements.listVersions.all(conversationId).map(toPromptVersion);
+    },
+    setSuggestion(conversationId, suggestion) {
+      write(() => statements.setSuggestion.run(suggestion ? JSON.stringify(suggestion) : null, conversationId));
+    },
+    setSettings(conversationId, change, options) {
+      write(() => setSettings(conversationId, change, options.tellModel));
     },
     addImage(image) {
       write(() => addImage(image));
@@ -442,9 +542,22 @@ function toConversation(row: ConversationRow): ConversationRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     prompt: row.prompt,
+    promptVersion: row.prompt_version_id,
+    suggestion: row.suggestion ? (JSON.parse(row.suggestion) as PromptSuggestion) : null,
     settings: JSON.parse(row.settings) as Settings,
+    pinned: (JSON.parse(row.pinned) as unknown[]).filter(isPinnableField),
+    settingSuggestions: JSON.parse(row.setting_suggestions) as SettingSuggestions,
     pending: { ...NO_PENDING, ...(JSON.parse(row.pending) as Partial<PendingNotes>) },
   };
+}
+
+/** NULL when there are none: most turns. */
+function encodeNotices(notices: readonly string[] | undefined): string | null {
+  return notices && notices.length > 0 ? JSON.stringify(notices) : null;
+}
+
+function toPromptVersion(row: PromptVersionRow): PromptVersion {
+  return { id: row.id, parentId: row.parent_id, prompt: row.prompt, source: row.source, turnId: row.turn_id, createdAt: row.created_at };
 }
 
 function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
@@ -455,7 +568,9 @@ function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
     ...(row.metadata ? { metadata: JSON.parse(row.metadata) } : {}),
     status: row.status,
     ...(row.error ? { error: JSON.parse(row.error) } : {}),
+    ...(row.notices ? { notices: JSON.parse(row.notices) as string[] } : {}),
     images: images.filter((image) => image.turnId === row.id),
+    ...(row.image_note ? { imageNote: JSON.parse(row.image_note) as ImageNote } : {}),
     createdAt: row.created_at,
   };
 }
@@ -475,6 +590,7 @@ function toImageRow(image: ImageRecord): ImageRow {
     width: image.width,
     height: image.height,
     model: image.model,
+    prompt_version_id: image.promptVersion,
     created_at: image.createdAt,
   };
 }
@@ -495,6 +611,7 @@ function toImage(row: ImageRow): ImageRecord {
     width: row.width,
     height: row.height,
     model: row.model,
+    promptVersion: row.prompt_version_id,
     createdAt: row.created_at,
   };
 }

@@ -38,13 +38,13 @@ describeInBrowser('the chat pane', () => {
 
   async function send(text: string): Promise<void> {
     await message().fill(text);
-    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
   }
 
   /** The reply has finished once its typing dots are gone and Send is usable again. */
   async function waitForReply(): Promise<void> {
     await poll(() => page.locator('#log .typing').count()).toBe(0);
-    await poll(() => page.getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Send', exact: true }).isEnabled()).toBe(true);
   }
 
   /** Records the last reply bubble's text after every DOM change, to see every state it went through. */
@@ -158,15 +158,23 @@ describeInBrowser('the chat pane', () => {
     expect(last.endsWith('and at night?')).toBe(true);
   });
 
-  it('a suggestion never overwrites an edit: it is offered beside it, and "Use suggestion" takes it', async () => {
-    stage.fake.enqueue(scriptReply('An owl.', meta('an owl')), scriptReply('Moonlit then.', meta('an owl, moonlit, cinematic')));
+  it('a suggestion never overwrites an edit made during the reply: it is offered beside it, and "Use suggestion" takes it', async () => {
+    let release!: () => void;
+    stage.fake.enqueue(
+      scriptReply('An owl.', meta('an owl')),
+      { ...scriptReply('Moonlit then.', meta('an owl, moonlit, cinematic')), gate: new Promise<void>((resolve) => (release = resolve)) },
+    );
     await send('an owl');
     await waitForReply();
     await poll(() => promptBox().inputValue()).toBe('an owl');
 
+    // The edit comes while the reply is being written: the model never saw it, so it wins.
+    const asked = stage.fake.chatRequests().length;
+    await send('make it moonlit');
+    await stage.fake.waitForRequests(asked + 1, '/api/chat');
     await promptBox().fill('my own owl words');
     await poll(() => page.locator('#prompt-saved').textContent()).toBe('Saved.');
-    await send('make it moonlit');
+    release();
     await waitForReply();
 
     await poll(() => promptBox().inputValue()).toBe('my own owl words');
@@ -191,6 +199,16 @@ describeInBrowser('the chat pane', () => {
 
     await page.reload();
     await poll(() => page.getByRole('separator', { name: 'Fresh start' }).isVisible()).toBe(true);
+
+    // "Send again" sends the user's message once more, into the fresh context, and goes once it starts.
+    stage.fake.enqueue(scriptReply('A cat, at last.', meta('a cat')));
+    await page.getByRole('button', { name: 'Send again' }).click();
+    await waitForReply();
+    await poll(() => lastReply().locator('.text').textContent()).toBe('A cat, at last.');
+    const resent = stage.fake.chatRequests().at(-1)?.messages ?? [];
+    expect(resent.at(-1)?.content).toContain('a cat');
+    expect(resent.filter((message) => message.role === 'assistant').map((message) => message.content)).not.toContain('prose 1');
+    await poll(() => page.getByRole('button', { name: 'Send again' }).isVisible()).toBe(false);
   });
 
   it('Stop aborts the reply: Ollama sees the hang-up and the bubble says it stopped', async () => {
@@ -199,7 +217,7 @@ describeInBrowser('the chat pane', () => {
     const hangupsBefore = stage.fake.hangups;
     await send('a long story');
     await poll(() => lastReply().locator('.text').textContent()).toContain('word2');
-    await poll(() => page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
+    await poll(() => page.getByRole('button', { name: 'Send', exact: true }).isDisabled()).toBe(true);
 
     await page.getByRole('button', { name: 'Stop' }).click();
     await stage.fake.waitForHangup(hangupsBefore + 1);

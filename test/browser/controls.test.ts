@@ -221,7 +221,7 @@ describeInBrowser('controls, settings and status', () => {
     const first = await post();
     expect(first.headers.get('content-type')).toContain('text/event-stream');
     const stream = await first.text();
-    expect(stream).toContain('<span>Onc</span>');
+    expect(stream).toMatch(/-live" hx-swap="beforeend">Onc<\/hx-partial>/);
     expect(stream).toContain('only once');
     const second = await post();
     expect(second.status).toBe(409);

@@ -68,7 +68,8 @@ describeInBrowser('the image area', () => {
     open.requests.length = 0;
     await page.goto(`${stage.easel.url}/c/${encodeURIComponent(id)}`);
     await poll(() => page.locator('#status').textContent()).toContain('AUTOMATIC1111 answers');
-    await poll(() => page.getByRole('button', { name: 'Generate', exact: true }).isEnabled()).toBe(true);
+    // Generate also waits for a prompt; the backend being up is what the page knows at this point.
+    await poll(() => page.locator('#generate').getAttribute('data-backend-ready')).toBe('yes');
     return id;
   }
 
@@ -118,6 +119,14 @@ describeInBrowser('the image area', () => {
     const reply = page.locator('#log .msg.assistant').last();
     await poll(() => reply.locator('.thumbs img').count()).toBe(1);
     expect(await reply.locator('.thumbs img').getAttribute('alt')).toBe('Image: a paper boat on a pond');
+    // Every picture can be saved under a readable name, and shows its prompt on hover.
+    const src = await imageInFrame().getAttribute('src');
+    for (const link of [page.locator('#image-frame a.download'), reply.locator('.thumbs a.download')]) {
+      expect(await link.getAttribute('download')).toBe('easel-42-a-paper-boat-on-a-pond.png');
+      expect(await link.getAttribute('href')).toBe(src);
+    }
+    expect(await reply.locator('.thumbs .thumb').getAttribute('title')).toBe('a paper boat on a pond');
+    expect(await page.locator('#image-frame .current').getAttribute('title')).toBe('a paper boat on a pond');
     // The bar was shown (the backend's first poll comes only after a while) and is gone again.
     expect((await progress()).length).toBeGreaterThan(0);
     await poll(() => page.getByRole('progressbar').count()).toBe(0);
@@ -206,7 +215,9 @@ describeInBrowser('the image area', () => {
     await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
-    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    // A Cancel the user pressed is a quiet note (a status), not an alert.
+    await poll(() => page.locator('#image-error [role="status"].image-note').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    expect(await page.locator('#image-error [role="alert"]').count()).toBe(0);
     await poll(() => page.getByRole('progressbar').count()).toBe(0);
     expect(await promptBox().inputValue()).toBe('a slow sunrise');
     expect(await imageInFrame().count()).toBe(0);
@@ -221,7 +232,7 @@ describeInBrowser('the image area', () => {
     await page.getByRole('progressbar', { name: 'Image progress' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).click();
     await poll(() => a1111.interrupts).toBeGreaterThan(interrupts);
-    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
+    await poll(() => page.locator('#image-error [role="status"]').textContent()).toMatch(/cancelled.*The prompt is kept/);
     await waitForReply();
     expect(await page.locator('#log .msg.assistant .text').last().textContent()).toBe('Painting it now.');
     expect(await imageInFrame().count()).toBe(0);
@@ -237,7 +248,7 @@ describeInBrowser('the image area', () => {
     await promptBox().fill('a quick sketch');
     await page.getByRole('button', { name: 'Generate', exact: true }).click();
     await page.getByRole('button', { name: 'Cancel' }).click();
-    await poll(() => page.locator('#image-error [role="alert"]').textContent()).toContain('cancelled');
+    await poll(() => page.locator('#image-error [role="status"]').textContent()).toContain('cancelled');
     await waitForReply();
     expect(await page.locator('#log .msg.assistant .text').last().textContent()).toContain('word29');
     expect(await page.locator('#log .msg.assistant .notes').last().textContent()).not.toContain('Stopped');

@@ -23,7 +23,7 @@ const EVENTS: TurnEvent[] = [
 
 describe('renderEventHtml', () => {
   it.each(EVENTS)('renders a $type event with every string escaped', (event) => {
-    const markup = String(renderEventHtml(event, view));
+    const markup = String(renderEventHtml(event, { ...view }));
     expect(markup.length).toBeGreaterThan(0);
     expect(markup).not.toContain('<script');
     expect(markup).not.toContain('<img src=x');
@@ -33,10 +33,23 @@ describe('renderEventHtml', () => {
     expect(markup).not.toContain('<hx-partial hx-target="#log">');
   });
 
-  it('wraps each token in a span appended to the bubble, keeping whitespace as it is', () => {
-    expect(String(renderEventHtml({ type: 'delta', text: '  two\n lines ' }, view))).toBe(
-      '<hx-partial hx-target="#reply-1-text" hx-swap="beforeend"><span>  two\n lines </span></hx-partial>',
+  it('appends each token as text (no element) to the block in progress, keeping whitespace as it is', () => {
+    expect(String(renderEventHtml({ type: 'delta', text: '  two\n lines <b>' }, { ...view }))).toBe(
+      '<hx-partial hx-target="#reply-1-live" hx-swap="beforeend">  two\n lines &lt;b&gt;</hx-partial>',
     );
+  });
+
+  it('renders each finished Markdown block once, then the rest of the reply when it is final', () => {
+    const stream = { ...view };
+    const render = (event: TurnEvent) => String(renderEventHtml(event, stream));
+    expect(render({ type: 'delta', text: 'A **bold** idea.\n\n' })).not.toContain('<strong>');
+    expect(render({ type: 'delta', text: 'Next' })).toBe(
+      '<hx-partial hx-target="#reply-1-live" hx-swap="outerHTML"><p>A <strong>bold</strong> idea.</p><div class="md-live" id="reply-1-live">Next</div></hx-partial>',
+    );
+    const end = render({ type: 'metadata', prompt: 'p', generate_image: false, steps: 20, cfg: 7, seed: -1, notices: [] });
+    expect(end).toContain('<hx-partial hx-target="#reply-1-live" hx-swap="outerHTML"><p>Next</p></hx-partial>');
+    // The text is final: the end of the turn renders nothing of it again.
+    expect(render(EVENTS.at(-1)!)).not.toContain('reply-1-live');
   });
 
   it('shows a status in the text\'s place, and whatever comes next removes it first', () => {
@@ -83,7 +96,7 @@ describe('renderEventHtml', () => {
 
   it("shows the backend's time left beside the step, without announcing it", () => {
     const markup = String(renderEventHtml({ type: 'progress', id: 'g1', fraction: 0.26, step: 3, steps: 12, etaSeconds: 8 }, view));
-    expect(markup).toContain('<span class="step">Step 3 of 12 · about 8 s left</span>');
+    expect(markup).toContain('<span class="step">26% · step 3 of 12 · about 8 s left</span>');
     expect(markup).toContain('aria-valuetext="26%, step 3 of 12"');
   });
 

@@ -59,7 +59,9 @@ describe('a clean reply', () => {
     const id = await easel.newConversation();
     const events = await send(id, 'a cat in a hat');
 
-    expect(events.map((e) => e.type)).toEqual(['started', 'delta', 'delta', 'delta', 'metadata', 'done']);
+    // Ready, but this Easel has no image backend: the reply says so (docs/API.md, image_not_made).
+    expect(events.map((e) => e.type)).toEqual(['started', 'delta', 'delta', 'delta', 'metadata', 'pane', 'image_not_made', 'done']);
+    expect(of(events, 'image_not_made')[0]).toMatchObject({ reason: 'no_backend' });
     expect(events[0]?.data).toEqual({ conversationId: id, turnId: 2, userTurnId: 1 });
     expect(shownText(events)).toBe('A cat in a hat! Generating now.');
     const deltas = of(events, 'delta').map((d) => d.text).join('');
@@ -260,7 +262,7 @@ describe('recovery that keeps what the user read', () => {
     expect(fake.chatRequests()).toHaveLength(2);
     // No retry, and nothing streamed after the step began: the bubble keeps exactly what the user read.
     const types = events.map((e) => e.type);
-    expect(types.filter((t) => t !== 'delta')).toEqual(['started', 'metadata_retry', 'metadata', 'done']);
+    expect(types.filter((t) => t !== 'delta')).toEqual(['started', 'metadata_retry', 'metadata', 'pane', 'done']);
     expect(types.lastIndexOf('delta')).toBeLessThan(types.indexOf('metadata_retry'));
     const deltas = of(events, 'delta').map((d) => d.text).join('');
     expect(deltas).toBe(TEXT);

@@ -42,13 +42,13 @@ async function chat(easel: TestEasel, id: string, text: string) {
 }
 
 describe('automatic generation after a ready reply', () => {
-  it('makes the image in the same stream, resolves seed −1 and saves the settings in the PNG', async () => {
+  it('makes the image after the reply\'s done, on the same stream; resolves seed −1 and saves the settings in the PNG', async () => {
     const { ollama, a1111, easel } = await setUp({ a1111: { stepDelayMs: 60 } });
     ollama.enqueue(scriptReply('Perfect! Generating your image now.', READY));
     const id = await easel.newConversation();
     const events = await chat(easel, id, 'a cat in a wizard hat');
 
-    expect(events.map((e) => e.type).filter((t) => t !== 'progress' && t !== 'delta')).toEqual(['started', 'metadata', 'generation', 'image', 'done']);
+    expect(events.map((e) => e.type).filter((t) => t !== 'progress' && t !== 'delta')).toEqual(['started', 'metadata', 'pane', 'done', 'generation', 'image']);
     const progress = of(events, 'progress');
     expect(progress.length).toBeGreaterThanOrEqual(2);
     expect(progress.at(-1)).toMatchObject({ steps: 12 });

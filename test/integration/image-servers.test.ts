@@ -190,7 +190,8 @@ describe('--image-backend auto (the default with --image-url alone)', () => {
     const easel = await easelWith(['--image-url', sd.url]);
     const health = (await (await easel.get('/api/health')).json()) as { images: Record<string, unknown> };
     expect(health.images).toMatchObject({ backend: 'a1111', url: sd.url, configured: true, reachable: true, auto: true, server: 'stable-diffusion.cpp sd-server' });
-    expect(String(health.images['detail'])).toContain(`Found stable-diffusion.cpp sd-server at ${sd.url} (GET /sdcpp/v1/capabilities), so Easel uses --image-backend a1111.`);
+    expect(health.images['found']).toBe(`Found stable-diffusion.cpp sd-server at ${sd.url} (GET /sdcpp/v1/capabilities), so Easel uses --image-backend a1111.`);
+    expect(String(health.images['detail'])).not.toContain('Found');
     await expect.poll(() => easel.logs.join('\n')).toContain(`--image-backend auto: stable-diffusion.cpp sd-server answers at ${sd.url} (GET /sdcpp/v1/capabilities); using the a1111 backend.`);
     const made = await makeImage(easel, { prompt: 'a red fox', settings: { steps: 3 } });
     expect(sd.requests.some((r) => r.path === '/sdapi/v1/txt2img')).toBe(true);

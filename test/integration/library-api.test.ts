@@ -63,7 +63,14 @@ interface Conversation {
   prompt: string;
   settings: Record<string, unknown>;
   turns: Array<{ id: number; role: string; text: string; status: string; images?: Array<{ url: string }> }>;
-  images: Array<{ id: string; url: string; seed: number; prompt: string; createdAt: string }>;
+  images: Array<{ id: string; url: string; seed: number | null; steps: number | null; cfg: number | null; sampler?: string | null; prompt: string; promptVersion: number | null; createdAt: string }>;
+  promptVersion: number | null;
+  canUndo: boolean;
+  canRedo: boolean;
+  suggestion: { prompt: string; turnId: number } | null;
+  pinned: string[];
+  settingSuggestions: Record<string, unknown>;
+  promptVersions: Array<{ id: number; parentId: number | null; prompt: string; source: string; turnId: number | null; createdAt: string }>;
 }
 
 async function conversation(id: string): Promise<Conversation> {
@@ -193,6 +200,12 @@ describe('export and import', () => {
     await send(id, 'golden hour');
     await generate(id, 'a red fox in the snow at golden hour');
     await patch(id, { title: 'Fox études' });
+    // The pane's history and pins come along: a hand-set value the model disagrees with, an edit undone.
+    expect((await easel.put(`/api/conversations/${id}/settings`, { steps: 40 })).status).toBe(200);
+    fake.enqueue(scriptReply('Woodblock, then.', { ...READY('a red fox in the snow at golden hour, woodblock print'), steps: 25 }));
+    await send(id, 'as a woodblock print');
+    expect((await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a red fox, ink wash' })).status).toBe(200);
+    expect((await easel.post(`/api/conversations/${id}/prompt/undo`)).status).toBe(200);
 
     const exported = await easel.get(`/api/conversations/${id}/export`);
     expect(exported.status).toBe(200);
@@ -202,8 +215,16 @@ describe('export and import', () => {
     const files = unzipSync(zip);
     expect(Object.keys(files)).toEqual(['conversation.json', 'images/01-a-red-fox-in-the-snow-at-golden-hour-seed-7.png']);
     const manifest = JSON.parse(new TextDecoder().decode(files['conversation.json'])) as Record<string, unknown>;
-    expect(manifest).toMatchObject({ format: 'easel-conversation', version: 1, title: 'Fox études', prompt: 'a red fox in the snow at golden hour' });
-    expect((manifest.context as unknown[]).length).toBe(4);
+    expect(manifest).toMatchObject({
+      format: 'easel-conversation',
+      version: 2,
+      title: 'Fox études',
+      prompt: 'a red fox in the snow at golden hour, woodblock print',
+      pinned: ['steps'],
+      settingSuggestions: { steps: 25 },
+      suggestion: null,
+    });
+    expect((manifest.context as unknown[]).length).toBe(6);
 
     const imported = await importZip(zip);
     expect(imported.status).toBe(201);
@@ -211,14 +232,24 @@ describe('export and import', () => {
     expect(copy).not.toBe(id);
 
     const [before, after] = [await conversation(id), await conversation(copy)];
-    const comparable = (c: Conversation) => ({
-      title: c.title,
-      createdAt: c.createdAt,
-      prompt: c.prompt,
-      settings: c.settings,
-      turns: c.turns.map(({ id: _id, images, ...turn }) => ({ ...turn, images: images?.length ?? 0 })),
-      images: c.images.map(({ id: _id, url: _url, ...image }) => image),
-    });
+    // Ids are renumbered by an import: versions and turns are compared by their position.
+    const comparable = (c: Conversation) => {
+      const versionAt = (versionId: number | null) => (versionId === null ? null : c.promptVersions.findIndex((v) => v.id === versionId));
+      const turnAt = (turnId: number | null) => (turnId === null ? null : c.turns.findIndex((t) => t.id === turnId));
+      return {
+        title: c.title,
+        createdAt: c.createdAt,
+        prompt: c.prompt,
+        settings: c.settings,
+        pane: { promptVersion: versionAt(c.promptVersion), canUndo: c.canUndo, canRedo: c.canRedo, pinned: c.pinned, settingSuggestions: c.settingSuggestions },
+        promptVersions: c.promptVersions.map(({ id: _id, parentId, turnId, ...version }) => ({ ...version, parent: versionAt(parentId), turn: turnAt(turnId) })),
+        turns: c.turns.map(({ id: _id, images, ...turn }) => ({ ...turn, images: images?.length ?? 0 })),
+        images: c.images.map(({ id: _id, url: _url, promptVersion, ...image }) => ({ ...image, promptVersion: versionAt(promptVersion) })),
+      };
+    };
+    expect(comparable(before).promptVersions.map((v) => v.source)).toEqual(['model', 'model', 'user']);
+    expect(comparable(before).pane).toMatchObject({ promptVersion: 1, canUndo: true, canRedo: true });
+    expect(comparable(before).images[0]?.promptVersion).toBe(0);
     expect(comparable(after)).toEqual(comparable(before));
     // New image names, the same bytes.
     expect(after.images[0]?.url).not.toBe(before.images[0]?.url);
@@ -252,12 +283,50 @@ describe('export and import', () => {
     expect(Object.keys(again)).toEqual(['conversation.json', 'images/01-a-red-fox.png']);
   });
 
+  it('an export of version 1 (before prompt versions) still imports: its prompt becomes the first version', async () => {
+    const id = await chat('a red fox', 'Here.', 'a red fox');
+    await generate(id, 'a red fox');
+    const good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
+    const { promptVersions: _v, promptVersion: _c, suggestion: _s, pinned: _p, settingSuggestions: _g, ...rest } = JSON.parse(
+      new TextDecoder().decode(good['conversation.json']),
+    ) as Record<string, unknown> & { transcript: Array<Record<string, unknown>>; images: Array<Record<string, unknown>> };
+    const older = {
+      ...rest,
+      version: 1,
+      transcript: rest.transcript.map(({ imageNote: _n, ...turn }) => turn),
+      images: rest.images.map(({ promptVersion: _i, ...image }) => image),
+    };
+    const image = Object.keys(good).find((name) => name.startsWith('images/'))!;
+    const imported = await importZip(zipSync({ 'conversation.json': strToU8(JSON.stringify(older)), [image]: good[image]! }));
+    expect(imported.status).toBe(201);
+    const copy = await conversation(((await imported.json()) as { id: string }).id);
+    expect(copy.promptVersions.map(({ prompt, source }) => ({ prompt, source }))).toEqual([{ prompt: 'a red fox', source: 'earlier' }]);
+    expect(copy).toMatchObject({ prompt: 'a red fox', promptVersion: copy.promptVersions[0]!.id, canUndo: false, pinned: [], suggestion: null });
+    expect(copy.images[0]?.promptVersion).toBeNull();
+  });
+
+  it('a suggestion waiting in the export waits in the copy, beside the turn that made it, and can be taken there', async () => {
+    const id = await chat('a red fox', 'Here.', 'a red fox');
+    const good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
+    const manifest = JSON.parse(new TextDecoder().decode(good['conversation.json'])) as Record<string, unknown>;
+    const edited = { ...manifest, suggestion: { prompt: 'a red fox at dawn', turn: 1 } };
+    const imported = await importZip(zipSync({ 'conversation.json': strToU8(JSON.stringify(edited)) }));
+    expect(imported.status).toBe(201);
+    const copyId = ((await imported.json()) as { id: string }).id;
+    const copy = await conversation(copyId);
+    expect(copy.suggestion).toEqual({ prompt: 'a red fox at dawn', turnId: copy.turns[1]!.id });
+    const taken = await easel.post(`/api/conversations/${copyId}/suggestion`, { accept: true });
+    expect(taken.status).toBe(200);
+    expect(await taken.json()).toMatchObject({ prompt: 'a red fox at dawn', suggestion: null, canUndo: true });
+  });
+
   it('refuses what is not an export, with a clear message, and stores nothing', async () => {
     const id = await chat('a red fox', 'Here.', 'a red fox');
     await generate(id, 'a red fox');
     const good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
     const manifest = JSON.parse(new TextDecoder().decode(good['conversation.json'])) as Record<string, unknown>;
     const image = Object.keys(good).find((name) => name.startsWith('images/'))!;
+    const firstVersion = (manifest.promptVersions as object[])[0]!;
     const withManifest = (changes: Record<string, unknown>, extra: Record<string, Uint8Array> = {}) =>
       zipSync({ 'conversation.json': strToU8(JSON.stringify({ ...manifest, ...changes })), [image]: good[image]!, ...extra });
     const imagesBefore = readdirSync(join(easel.dataDir, 'images')).length;
@@ -270,7 +339,14 @@ describe('export and import', () => {
       ['another file', zipSync({ 'conversation.json': good['conversation.json']!, [image]: good[image]!, 'notes.txt': strToU8('hi') }), 422, /"notes\.txt", which is not part of an Easel export/],
       ['no manifest', zipSync({ [image]: good[image]! }), 422, /holds no conversation\.json/],
       ['broken JSON', zipSync({ 'conversation.json': strToU8('{"format": ') }), 422, /not valid JSON/],
-      ['a newer version', withManifest({ version: 2 }), 422, /newer Easel \(format version 2/],
+      ['a newer version', withManifest({ version: 3 }), 422, /newer Easel \(format version 3/],
+      ['a version-1 manifest with version-2 fields', withManifest({ version: 1 }), 422, /conversation\.json does not describe a conversation Easel can import/],
+      ['a version whose parent comes after it', withManifest({ promptVersions: [{ ...firstVersion, parent: 0 }] }), 422, /promptVersions\.0\.parent must be the position of an earlier version/],
+      ['a current version that is not listed', withManifest({ promptVersion: 5 }), 422, /promptVersion is 5, but there are 1 prompt versions/],
+      ['a prompt unlike its current version', withManifest({ prompt: 'something else' }), 422, /the prompt differs from the text of its current version/],
+      ['a suggestion of a turn not there', withManifest({ suggestion: { prompt: 'x', turn: 99 } }), 422, /suggestion\.turn is 99, but the transcript has 2 turns/],
+      ['an image of a version not there', withManifest({ images: [{ ...(manifest.images as object[])[0], promptVersion: 3 }] }), 422, /images\.0\.promptVersion is 3/],
+      ['a pin of a field that cannot be pinned', withManifest({ pinned: ['width'] }), 422, /pinned\.0/],
       ['a bad setting', withManifest({ settings: { ...(manifest.settings as object), steps: 999 } }), 422, /settings\.steps/],
       ['a missing image', zipSync({ 'conversation.json': good['conversation.json']! }), 422, /missing from the file/],
       ['a broken PNG', zipSync({ 'conversation.json': good['conversation.json']!, [image]: BROKEN_PNGS.truncatedIdat() }), 422, /not an image Easel can use/],

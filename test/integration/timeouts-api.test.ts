@@ -170,7 +170,7 @@ describe('while the model has not started', () => {
     const events = await send(easel, id, 'a cat');
 
     expect(events[1]).toEqual({ type: 'status', data: { message: 'Loading mistral:7b…' } });
-    expect(events.map((e) => e.type)).toEqual(['started', 'status', 'delta', 'delta', 'delta', 'metadata', 'done']);
+    expect(events.map((e) => e.type)).toEqual(['started', 'status', 'delta', 'delta', 'delta', 'metadata', 'pane', 'done']);
     expect(shownText(events)).toBe('Ready now.');
   });
 
@@ -202,7 +202,7 @@ describe('while the model has not started', () => {
     const status = /<span class="status" id="(reply-[a-f0-9]+-status)">Loading mistral:7b…<\/span>/.exec(body);
     expect(status).not.toBeNull();
     const removal = body.indexOf(`<hx-partial hx-target="#${status![1]}" hx-swap="delete">`);
-    const firstWords = body.indexOf('<span>Rea');
+    const firstWords = body.search(/-live" hx-swap="beforeend">Rea/);
     expect(removal).toBeGreaterThan(status!.index);
     expect(firstWords).toBeGreaterThan(removal);
   });
@@ -221,7 +221,7 @@ describe('while the model has not started', () => {
     ).text();
     const comment = page.indexOf('\n\n: keep-alive\n\n');
     expect(comment).toBeGreaterThan(0);
-    expect(comment).toBeLessThan(page.indexOf('<span>Hi'));
+    expect(comment).toBeLessThan(page.search(/-live" hx-swap="beforeend">Hi/));
   });
 });
 

@@ -8,10 +8,8 @@ import { respondMessage } from '../errors.ts';
  * `Sec-Fetch-Site: cross-site` / `same-site` (another port of localhost is the same site). A request
  * with neither header (curl, scripts) passes; a browser always sends one of them on a write.
  *
- * One exception: `Origin: null` with `Sec-Fetch-Site: same-origin`. Under `Referrer-Policy:
- * no-referrer` a browser sends `Origin: null` for the page's own plain form posts (the "New
- * conversation" button), and a page cannot forge Sec-Fetch-Site; a sandboxed frame or a file sends
- * `null` with `cross-site`, and an old browser without Sec-Fetch-Site stays refused.
+ * The page has no plain form posts (under `Referrer-Policy: no-referrer` a browser would send them with
+ * `Origin: null`): every write goes through htmx's fetch, which sends the page's real origin.
  *
  * hono's `csrf` middleware checks only form-like content types and passes when either header is
  * acceptable; this rule refuses when either header is foreign, whatever the body.
@@ -22,7 +20,7 @@ export function refuseCrossSiteWrites(options: { logger: Logger }): MiddlewareHa
     const site = c.req.header('sec-fetch-site');
     const origin = c.req.header('origin');
     const foreignSite = site === 'cross-site' || site === 'same-site';
-    const ownOrigin = origin === undefined || isOwnOrigin(origin, c.req.header('host')) || (origin === 'null' && site === 'same-origin');
+    const ownOrigin = origin === undefined || isOwnOrigin(origin, c.req.header('host'));
     if (!foreignSite && ownOrigin) return next();
     options.logger.warn('refused a write from another site', { method: c.req.method, path: c.req.path, origin, secFetchSite: site });
     return respondMessage(

@@ -1,6 +1,7 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
-import type { ImageRecord } from '../../core/index.ts';
+import { nameImageDownload, type ImageRecord } from '../../core/index.ts';
+import { renderMarkdown } from './markdown.ts';
 import { EMPTY, html, renderMessage, type Html } from './markup.ts';
 
 export interface BubbleIds {
@@ -13,6 +14,8 @@ export interface BubbleIds {
   status: string;
   /** Copy, the time, Regenerate. */
   actions: string;
+  /** While a reply streams: the Markdown block in progress, shown as text after the finished blocks. */
+  live: string;
 }
 
 export function describeBubble(bubbleId: string): BubbleIds {
@@ -24,6 +27,7 @@ export function describeBubble(bubbleId: string): BubbleIds {
     images: `${bubbleId}-images`,
     status: `${bubbleId}-status`,
     actions: `${bubbleId}-actions`,
+    live: `${bubbleId}-live`,
   };
 }
 
@@ -101,14 +105,29 @@ export interface AssistantBubbleContent {
 
 export function renderAssistantBubble(bubbleId: string, content: AssistantBubbleContent = {}): Html {
   const ids = describeBubble(bubbleId);
-  return html`<article class="msg assistant${content.replaced ? ' replaced' : ''}" id="${ids.bubble}">
-<span class="visually-hidden">Easel: </span>${content.replaced ? renderReplacedLabel() : EMPTY}<div class="text" id="${ids.text}">${content.text ?? ''}</div>${
+  // Busy while it streams: a screen reader reads the finished reply once, not every token (web/easel.js
+  // clears it when the typing dots go).
+  return html`<article class="msg assistant${content.replaced ? ' replaced' : ''}" id="${ids.bubble}"${content.streaming ? html` aria-busy="true"` : EMPTY}>
+<span class="visually-hidden">Easel: </span>${content.replaced ? renderReplacedLabel() : EMPTY}${renderReplyText(ids, content.streaming ? undefined : (content.text ?? ''))}${
     content.streaming ? html`<span class="typing" id="${ids.cursor}" aria-hidden="true"><i></i><i></i><i></i></span>` : EMPTY
   }
 <div class="notes" id="${ids.notes}">${content.notes ?? EMPTY}</div>
 <div class="thumbs" id="${ids.images}">${(content.images ?? []).map(renderThumbnail)}</div>
 <div class="msg-actions" id="${ids.actions}">${content.createdAt ? renderTime(content.createdAt) : EMPTY}${content.streaming ? EMPTY : html`<button type="button" class="copy-message">Copy</button>`}${content.actions ?? EMPTY}</div>
 </article>`;
+}
+
+/**
+ * A reply's text as Markdown; `undefined` while it streams: then only an empty block in progress, which
+ * render-event.ts fills and turns into finished blocks.
+ */
+export function renderReplyText(ids: BubbleIds, text: string | undefined): Html {
+  return html`<div class="text md" id="${ids.text}">${text === undefined ? renderLiveBlock(ids, '') : renderMarkdown(text)}</div>`;
+}
+
+/** The Markdown block being written, shown as its source text until it is finished. */
+export function renderLiveBlock(ids: BubbleIds, text: string): Html {
+  return html`<div class="md-live" id="${ids.live}">${text}</div>`;
 }
 
 export function renderDivider(): Html {
@@ -119,17 +138,39 @@ export function renderNotice(text: string): Html {
   return html`<p class="notice">${text}</p>`;
 }
 
-/** An inline error; with the user's text it offers Retry, which sends exactly that text again. */
-export function renderErrorBox(conversationId: string, message: string, retryText: string | undefined): Html {
+/**
+ * A reply said its prompt was ready and no image was made: why, and (on the last reply, where it helps) a
+ * Generate button, which submits the prompt pane's Generate form: the image is made from what the pane shows.
+ */
+export function renderImageNote(note: { reason: string; message: string }, withGenerate: boolean): Html {
+  const generate =
+    withGenerate && note.reason !== 'no_backend'
+      ? html`<button type="submit" form="generate-form" class="note-generate last-only">Generate</button>`
+      : EMPTY;
+  return html`<div class="image-note" data-reason="${note.reason}"><p class="image-note-text">${renderMessage(note.message)}</p>${generate}</div>`;
+}
+
+/**
+ * An inline error. Retry (only on the last turn: a new turn removes it) asks the stored message again
+ * through the chat's #regenerate-form, so the failed reply is replaced, not repeated.
+ */
+export function renderErrorBox(message: string, options: { retry: boolean }): Html {
   return html`<div class="error-box" role="alert">
-<p class="error-text">${renderMessage(message)}</p>${retryText === undefined ? EMPTY : renderRetryForm(conversationId, retryText)}
+<p class="error-text">${renderMessage(message)}</p>${options.retry ? html`<button type="button" class="retry-button last-only">Retry</button>` : EMPTY}
 </div>`;
 }
 
-function renderRetryForm(conversationId: string, text: string): Html {
-  return html`<form class="retry" hx-post="${conversationPath(conversationId, '/messages')}" hx-swap="none" hx-disable="#send" hx-indicator="#composer" data-stream novalidate>
-<input type="hidden" name="text" value="${text}"><button type="submit" class="retry-button">Retry</button>
-</form>`;
+/**
+ * After a reset: sends the user's message again, into the fresh context, through the chat's one
+ * #resend-form (a stream's source must stay in the page while it streams; this button goes as it starts).
+ */
+export function renderSendAgain(text: string): Html {
+  return html`<div class="send-again last-only"><button type="button" class="send-again-button" data-text="${text}">Send again</button><span class="hint">sends your message again in the fresh start</span></div>`;
+}
+
+/** The stream source of "Send again": its text is set from the button just before it is submitted. */
+export function renderResendForm(conversationId: string): Html {
+  return html`<form id="resend-form" hx-post="${conversationPath(conversationId, '/messages')}" hx-swap="none" hx-disable="#send" hx-indicator="#composer" data-stream hidden novalidate><input type="hidden" id="resend-text" name="text" value=""></form>`;
 }
 
 /** Only our own /images/… URLs are shown: anything else in an event is dropped, not linked. */
@@ -151,20 +192,32 @@ function describeImage(image: ImageDetails): string {
 function renderImageData(image: ImageDetails): Html {
   const optional = (name: string, value: string | number | null | undefined) =>
     value === undefined || value === null ? EMPTY : html` data-${name}="${value}"`;
-  return html`data-image-view data-url="${image.url}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('model', image.model)}`;
+  return html`data-image-view data-url="${image.url}" data-download="${describeDownload(image)}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('model', image.model)}`;
 }
 
+/** `easel-<seed>-<first words>.png`: what the browser saves a downloaded image as. */
+function describeDownload(image: ImageDetails): string {
+  return nameImageDownload({ prompt: image.prompt, seed: image.seed ?? null });
+}
+
+/** Every picture can be saved under a readable name (the `download` attribute), not its random file name. */
+function renderDownloadLink(image: ImageDetails): Html {
+  return html`<a class="download" href="${image.url}" download="${describeDownload(image)}" title="Save as ${describeDownload(image)}">Download</a>`;
+}
+
+/** A small picture that opens the large view; its prompt shows on hover. */
 export function renderThumbnail(image: ImageDetails): Html {
   if (!isImageUrl(image.url)) return EMPTY;
-  return html`<button type="button" class="thumb" aria-haspopup="dialog" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>`;
+  return html`<span class="thumb-item"><button type="button" class="thumb" aria-haspopup="dialog" title="${image.prompt}" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>${renderDownloadLink(image)}</span>`;
 }
 
 /** The newest picture, filling the image area; clicking it opens the same large view as a thumbnail. */
 export function renderImage(image: ImageDetails): Html {
   if (!isImageUrl(image.url)) return renderNoImage();
+  const seed = image.seed === undefined || image.seed === null ? EMPTY : html`Seed ${image.seed} · `;
   const model = image.model ? html` · ${image.model}` : EMPTY;
-  return html`<button type="button" class="current" aria-haspopup="dialog" ${renderImageData(image)}><img class="current-image" src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}"></button>
-<p class="image-caption">Seed ${image.seed} · ${image.width} × ${image.height}${model}</p>`;
+  return html`<button type="button" class="current" aria-haspopup="dialog" title="${image.prompt}" ${renderImageData(image)}><img class="current-image" src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}"></button>
+<p class="image-caption">${seed}${image.width} × ${image.height}${model} · ${renderDownloadLink(image)}</p>`;
 }
 
 export function renderNoImage(): Html {
@@ -175,7 +228,8 @@ export function renderNoImage(): Html {
 export function renderGeneratedEntry(image: ImageDetails): Html {
   if (!isImageUrl(image.url)) return EMPTY;
   return html`<article class="msg generated">
-<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate from the prompt pane</p>
+<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate from the prompt pane:</p>
+<p class="generated-prompt">${image.prompt}</p>
 <div class="thumbs">${renderThumbnail(image)}</div>
 </article>`;
 }

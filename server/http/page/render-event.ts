@@ -1,7 +1,8 @@
 // The HTML renderer of a turn's events, the page's twin of the API's renderEventJson: each event
 // becomes one SSE message whose data is htmx 4 <hx-partial> fragments with their own targets.
 // It only renders: the protocol (withholding `---` and the JSON, the ladder) lives in the core.
-import type { TurnEvent } from '../../core/index.ts';
+import { raw } from 'hono/html';
+import type { ImageInProgress, TurnEvent } from '../../core/index.ts';
 import {
   conversationPath,
   describeBubble,
@@ -10,14 +11,21 @@ import {
   renderErrorBox,
   renderGeneratedEntry,
   renderImage,
+  renderLiveBlock,
+  renderImageNote,
   renderNotice,
   renderRegenerateButton,
+  renderReplyText,
+  renderSendAgain,
   renderThumbnail,
   renderUserBubble,
+  type BubbleIds,
   type ImageDetails,
 } from './bubbles.ts';
 import { renderCreated, type ChatHead } from './library.ts';
+import { createMarkdownStream, type MarkdownStream } from './markdown.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
+import { renderPaneUpdate } from './pane.ts';
 
 export interface StreamView {
   conversationId: string;
@@ -37,6 +45,14 @@ export interface StreamView {
   started?: boolean;
   /** This message creates the conversation (the empty page): its head, once it exists. */
   describeCreated?: () => ChatHead | undefined;
+  /** The message a reset's "Send again" sends, when `userText` is not it (Regenerate asks the last one again). */
+  findLastMessage?: () => string | undefined;
+  /** The renderer's own state: the reply's Markdown, split into finished blocks as it streams. */
+  markdown?: MarkdownStream;
+  /** The renderer's own state: the reply's text is final (its last block rendered, or replaced whole). */
+  replyEnded?: boolean;
+  /** Set by the caller once the reply's `done` passed: an image after it is followed on its own stream. */
+  replied?: boolean;
 }
 
 /** The user's bubble of a streamed turn, next to its reply's. */
@@ -71,32 +87,43 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       return head ? renderCreated(head) : EMPTY;
     }
     case 'delta':
-      // One span per token, appended: `white-space: pre-wrap` on the bubble keeps spaces and newlines.
-      return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span>${event.text}</span>`) : EMPTY;
+      return ids ? renderReplyDelta(view, ids, event.text) : EMPTY;
     case 'status':
       // Appended to the text (empty before a reply's first words) until the next event removes it: a
       // call asking for the metadata alone must not wipe the text the user is reading.
       return ids ? renderPartial(`#${ids.text}`, 'beforeend', html`<span class="status" id="${ids.status}">${event.message}</span>`) : EMPTY;
     case 'retry':
       // The new attempt replaces the old text silently.
-      return ids ? renderPartial(`#${ids.text}`, 'outerHTML', html`<div class="text" id="${ids.text}"></div>`) : EMPTY;
+      if (!ids) return EMPTY;
+      view.markdown = undefined;
+      view.replyEnded = false;
+      return renderPartial(`#${ids.text}`, 'outerHTML', renderReplyText(ids, undefined));
     case 'metadata_retry':
       // Only the metadata is asked for again: the text stays exactly as the user read it.
       return EMPTY;
     case 'metadata':
       return joinHtml([
-        renderPartial('#metadata-inbox', 'innerHTML', renderMetadataCarrier(event)),
+        ids ? renderReplyEnd(view, ids) : EMPTY,
         ids && event.notices.length > 0 ? renderPartial(`#${ids.notes}`, 'beforeend', joinHtml(event.notices.map(renderNotice))) : EMPTY,
       ]);
-    case 'reset':
-      return ids
-        ? joinHtml([
-            renderPartial(`#${ids.text}`, 'outerHTML', html`<div class="text" id="${ids.text}">${event.message}</div>`),
-            renderPartial(`#${ids.bubble}`, 'afterend', renderDivider()),
-          ])
-        : EMPTY;
+    case 'pane':
+      // The server decided what the pane holds after this reply; the page shows exactly that.
+      return renderPaneUpdate(view.conversationId, event);
+    case 'image_not_made':
+      return ids ? renderPartial(`#${ids.notes}`, 'beforeend', renderImageNote(event, true)) : EMPTY;
+    case 'reset': {
+      if (!ids) return EMPTY;
+      view.replyEnded = true;
+      const resend = view.started ? (view.userText ?? view.findLastMessage?.()) : undefined;
+      return joinHtml([
+        renderPartial(`#${ids.text}`, 'outerHTML', renderReplyText(ids, event.message)),
+        resend === undefined ? EMPTY : renderPartial(`#${ids.notes}`, 'beforeend', renderSendAgain(resend)),
+        renderPartial(`#${ids.bubble}`, 'afterend', renderDivider()),
+      ]);
+    }
     case 'generation':
-      return renderGenerationStart(event, view.conversationId);
+      // After the reply's `done` the chat is free: the image is followed by a stream of its own.
+      return renderGenerationStart(event, view.conversationId, view.replied && view.bubbleId ? { bubbleId: view.bubbleId } : undefined);
     case 'progress':
       return renderGenerationProgress(event);
     case 'image': {
@@ -112,12 +139,18 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       if (!ids || view.imageStarted) {
         return joinHtml([
           view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
-          renderPartial('#image-error', 'innerHTML', renderImageError(event.message)),
+          // A Cancel (or Stop) the user pressed is a quiet note, not an alert.
+          renderPartial('#image-error', 'innerHTML', event.code === 'image_cancelled' ? renderCancelNote(event.message) : renderImageError(event.message)),
         ]);
       }
+      // Not an error of the turn: the reply was cut by the length limit before a reset, said as a notice.
+      if (event.code === 'reply_truncated') return renderPartial(`#${ids.notes}`, 'beforeend', renderNotice(event.message));
       return joinHtml([
+        renderReplyEnd(view, ids),
         renderPartial(`#${ids.cursor}`, 'delete'),
-        renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(view.conversationId, event.message, view.userText)),
+        // Retry asks the stored message again (like Regenerate); a message that was not stored goes back
+        // into the composer instead.
+        renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(event.message, { retry: view.started === true })),
         // The message was not stored: its text goes back into the composer (web/easel.js puts it there).
         !view.started && view.userText !== undefined
           ? renderPartial('#composer-inbox', 'innerHTML', html`<div class="restore-text" data-text="${view.userText}"></div>`)
@@ -127,6 +160,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       // Whatever ended the image, its bar ends with the stream.
       if (!ids) return view.generationId ? renderGenerationEnd(view.generationId) : EMPTY;
       return joinHtml([
+        renderReplyEnd(view, ids),
         view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
         renderPartial(`#${ids.cursor}`, 'delete'),
         event.level === 'stopped' ? renderPartial(`#${ids.notes}`, 'beforeend', renderNotice('Stopped.')) : EMPTY,
@@ -134,13 +168,33 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         renderPartial(
           `#${ids.actions}`,
           'beforeend',
-          joinHtml([html`<button type="button" class="copy-message">Copy</button>`, view.started ? renderRegenerateButton() : EMPTY]),
+          // A failed or reset reply offers Retry or "Send again" instead.
+          joinHtml([html`<button type="button" class="copy-message">Copy</button>`, view.started && event.level !== 'error' && event.level !== 'reset' ? renderRegenerateButton() : EMPTY]),
         ),
         view.started && view.userText !== undefined
           ? renderPartial(`#${userBubbleId(view.bubbleId!)} .msg-actions`, 'beforeend', html`<button type="button" class="edit-message last-only">Edit</button>`)
           : EMPTY,
       ]);
   }
+}
+
+/**
+ * A piece of the reply: appended as text to the Markdown block in progress (one text node, not an element
+ * per token), or, when it finished blocks, those blocks rendered once before the new block in progress.
+ */
+function renderReplyDelta(view: StreamView, ids: BubbleIds, text: string): Html {
+  view.markdown ??= createMarkdownStream();
+  const step = view.markdown.push(text);
+  if (step.kind === 'append') return step.text === '' ? EMPTY : renderPartial(`#${ids.live}`, 'beforeend', html`${step.text}`);
+  return renderPartial(`#${ids.live}`, 'outerHTML', joinHtml([raw(step.html), renderLiveBlock(ids, step.text)]));
+}
+
+/** The reply's text is final: its last block is rendered in place of the block in progress (once). */
+function renderReplyEnd(view: StreamView, ids: BubbleIds): Html {
+  if (view.replyEnded) return EMPTY;
+  view.replyEnded = true;
+  const last = view.markdown?.flush() ?? '';
+  return last === '' ? renderPartial(`#${ids.live}`, 'delete') : renderPartial(`#${ids.live}`, 'outerHTML', raw(last));
 }
 
 const GENERATION_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -153,22 +207,42 @@ function describeGeneration(generationId: string): { block: string; state: strin
 }
 
 /** One block per running generation (an auto image and a Generate click can overlap): text, bar, Cancel. */
-function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>, conversationId: string): Html {
+function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>, conversationId: string, follow?: { bubbleId: string }): Html {
   const ids = describeGeneration(event.id);
   if (!ids) return EMPTY;
-  const state = event.queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…';
   return joinHtml([
     renderPartial('#image-error', 'innerHTML'),
-    renderPartial(
-      '#image-status',
-      'beforeend',
-      html`<div class="generation" id="${ids.block}">
-<p class="image-state" id="${ids.state}">${state}</p>
-<div class="progress-row">${renderProgressBar(ids.bar, {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>
-</div>`,
-    ),
-    renderPartial('#image-announce', 'textContent', html`${state}`),
+    renderPartial('#image-status', 'beforeend', renderGenerationBlock(conversationId, { id: event.id, queued: event.queued === true }, follow)),
+    renderPartial('#image-announce', 'textContent', html`${describeGenerationState(event.queued === true)}`),
   ]);
+}
+
+function describeGenerationState(queued: boolean): string {
+  return queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…';
+}
+
+const BUBBLE_ID = /^(turn-\d{1,15}|reply-[a-f0-9]{12})$/;
+
+/** A bubble id as the page makes them (a stored turn's, a streamed reply's): the only kind put in a selector. */
+export function isBubbleId(value: unknown): value is string {
+  return typeof value === 'string' && BUBBLE_ID.test(value);
+}
+
+/**
+ * The block of one image being made. `follow`: the image runs on its own (an automatic one, after its reply):
+ * the block opens a stream of its own that brings its progress and puts it into that reply's bubble.
+ */
+export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'progress'>, follow?: { bubbleId: string }): Html {
+  const ids = describeGeneration(image.id);
+  if (!ids) return EMPTY;
+  const state = image.queued ? describeGenerationState(true) : image.progress ? 'Making the image…' : describeGenerationState(false);
+  const followUrl = follow && isBubbleId(follow.bubbleId) ? `${conversationPath(conversationId, `/images/${image.id}/events`)}?bubble=${follow.bubbleId}` : undefined;
+  return html`<div class="generation" id="${ids.block}">
+<p class="image-state" id="${ids.state}">${state}</p>
+<div class="progress-row">${renderProgressBar(ids.bar, image.progress ?? {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>${
+    followUrl ? html`<div class="image-follower" hidden hx-get="${followUrl}" hx-trigger="load" hx-swap="none"></div>` : EMPTY
+  }
+</div>`;
 }
 
 function renderGenerationProgress(event: Extract<TurnEvent, { type: 'progress' }>): Html {
@@ -194,24 +268,36 @@ export function renderProgressBar(id: string, progress: { fraction?: number; ste
   const { step, steps, etaSeconds } = progress;
   const hasSteps = step !== undefined && steps !== undefined && steps > 0;
   const fraction = progress.fraction ?? (hasSteps ? step / steps : undefined);
-  // The time left is shown, not announced: it changes every second.
-  const left = etaSeconds === undefined || !Number.isFinite(etaSeconds) ? '' : ` · about ${Math.max(1, Math.round(etaSeconds))} s left`;
-  const label = hasSteps ? html`<span class="step">Step ${step} of ${steps}${left}</span>` : EMPTY;
-  if (fraction === undefined || !Number.isFinite(fraction)) {
+  const known = fraction !== undefined && Number.isFinite(fraction);
+  const percent = known ? Math.round(Math.min(1, Math.max(0, fraction)) * 100) : undefined;
+  // Shown beside the bar; the time left is not announced: it changes every second.
+  const parts = [
+    percent === undefined ? undefined : `${percent}%`,
+    hasSteps ? `step ${step} of ${steps}` : undefined,
+    etaSeconds === undefined || !Number.isFinite(etaSeconds) ? undefined : `about ${describeTimeLeft(etaSeconds)} left`,
+  ].filter((part) => part !== undefined);
+  const shown = parts.join(' · ');
+  const label = shown === '' ? EMPTY : html`<span class="step">${shown.charAt(0).toUpperCase()}${shown.slice(1)}</span>`;
+  if (percent === undefined) {
     return html`<div class="progress" id="${id}" role="progressbar" aria-label="Image progress" aria-valuemin="0" aria-valuemax="100" aria-valuetext="${hasSteps ? `Step ${step} of ${steps}` : 'Working'}"><progress max="100" aria-hidden="true"></progress>${label}</div>`;
   }
-  const percent = Math.round(Math.min(1, Math.max(0, fraction)) * 100);
   const text = hasSteps ? `${percent}%, step ${step} of ${steps}` : `${percent}%`;
   return html`<div class="progress" id="${id}" role="progressbar" aria-label="Image progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="${percent}" aria-valuetext="${text}"><progress max="100" value="${percent}" aria-hidden="true"></progress>${label}</div>`;
 }
 
-/** A cancelled or failed image, said in the image area; the prompt pane is left as it was. */
+/** `8 s`, `2 min`: the backend's estimate, rounded as an estimate. */
+function describeTimeLeft(seconds: number): string {
+  const rounded = Math.max(1, Math.round(seconds));
+  return rounded < 90 ? `${rounded} s` : `${Math.round(rounded / 60)} min`;
+}
+
+/** A cancelled image, said quietly in the image area. */
+export function renderCancelNote(message: string): Html {
+  return html`<p class="image-note" role="status">${renderMessage(message)}</p>`;
+}
+
+/** A failed image, said in the image area; the prompt pane is left as it was. */
 export function renderImageError(message: string): Html {
   return html`<p class="image-error" role="alert">${renderMessage(message)}</p>`;
 }
 
-/** Hands the model's suggestion to web/easel.js, which decides whether it may fill the fields. */
-function renderMetadataCarrier(event: Extract<TurnEvent, { type: 'metadata' }>): Html {
-  const negative = event.negative_prompt === undefined ? EMPTY : html` data-negative-prompt="${event.negative_prompt}"`;
-  return html`<div class="metadata" data-prompt="${event.prompt}" data-generate-image="${String(event.generate_image)}" data-steps="${event.steps}" data-cfg="${event.cfg}" data-seed="${event.seed}"${negative}></div>`;
-}

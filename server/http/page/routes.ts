@@ -3,23 +3,26 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
 import { streamEvents, withRequestSignal, type SseMessage } from '../stream-events.ts';
-import { DEFAULT_SETTINGS, UNTITLED, type ConversationView, type EaselService, type Logger, type TurnEvent } from '../../core/index.ts';
+import { DEFAULT_SETTINGS, UNTITLED, type ConversationView, type EaselService, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
-import { renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
+import { renderPaneUpdate } from './pane.ts';
+import { isBubbleId, renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { readSettingsForm } from './settings-form.ts';
 import {
   renderComposerStatus,
   renderConversationPage,
+  renderGenerateButton,
   renderConversationSwitch,
   renderMissingPage,
   renderMissingPart,
   renderPromptSaved,
   renderSettingsSaved,
   renderStatus,
+  SETTINGS_FIELDS,
   type ImageStatus,
   type PageModel,
 } from './views.ts';
@@ -89,6 +92,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
       settings: DEFAULT_SETTINGS,
       turns: [],
       images: [],
+      pane: { prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false },
+      generating: [],
     };
     return sendPage(c, pageModel(draft, true, c.req.query('q') ?? ''));
   });
@@ -201,7 +206,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(message)), 409);
     }
     const hangup = new AbortController();
-    // The prompt and settings on screen, even an edit whose save has not arrived yet.
+    // The prompt on screen is saved first (a version the image records); the settings on screen are used as
+    // they are, even a change whose save has not arrived yet. The image is made from exactly what is shown.
+    if (typeof form.prompt === 'string' && service.getSummary(id)) service.setPrompt(id, form.prompt);
     const hasSettings = 'steps' in form || 'negativePrompt' in form;
     const overrides = {
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
@@ -219,9 +226,31 @@ export function createPageRoutes(deps: PageDeps): Hono {
     return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
+  // The page's Stop is the reply's: an image being made has its own Cancel.
   page.post('/c/:id/stop', (c) => {
-    service.stop(c.req.param('id'));
+    service.stopReply(c.req.param('id'));
     return c.body(null, 204);
+  });
+
+  // An automatic image, followed by the block that shows its progress (after its reply, or after a reload).
+  page.get('/c/:id/images/:imageId/events', (c) => {
+    const id = c.req.param('id');
+    const imageId = c.req.param('imageId');
+    const bubble = c.req.query('bubble');
+    const result = service.followImage(id, imageId);
+    const view: StreamView = { conversationId: id, imageStarted: true, generationId: imageId, findImage: findImage(id), ...(isBubbleId(bubble) ? { bubbleId: bubble } : {}) };
+    // Gone already (ended a while ago): its block goes; a reload shows the image where it belongs.
+    const events: AsyncIterable<TurnEvent> = result.ok ? result.value : (async function* () {})();
+    return streamHtml(c, {
+      events,
+      view,
+      // Following never cancels the image: closing the page only stops the reading.
+      hangup: new AbortController(),
+      logger,
+      keepAliveMs: deps.keepAliveMs,
+      skip: (event) => event.type === 'generation',
+      ...(result.ok ? {} : { first: renderPartial(`#generation-${imageId.replace(/[^A-Za-z0-9_-]/g, '')}`, 'delete') }),
+    });
   });
 
   // Cancel stops only the images: a reply being written at the same time goes on.
@@ -232,25 +261,68 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   page.put('/c/:id/prompt', async (c) => {
     const id = c.req.param('id');
-    const conversation = service.getConversation(id);
-    if (!conversation) return sendHtml(c, renderPromptSaved('This conversation no longer exists. Start a new one.'), 404);
+    if (!service.getSummary(id)) return sendHtml(c, renderPromptSaved('This conversation no longer exists. Start a new one.'), 404);
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
-    const form = body.value;
-    // Saving what is already stored would tell the model about an edit nobody made.
-    if (form.prompt === conversation.prompt) return sendHtml(c, renderPromptSaved(undefined));
-    const result = service.setPrompt(id, form.prompt);
-    return result.ok ? sendHtml(c, renderPromptSaved(undefined)) : sendHtml(c, renderPromptSaved(result.error.message), STATUS[result.error.code]);
+    const result = service.setPrompt(id, body.value.prompt);
+    if (!result.ok) return sendHtml(c, renderPromptSaved(result.error.message), STATUS[result.error.code]);
+    return sendHtml(c, joinHtml([renderPromptSaved(undefined), renderPaneUpdate(id, result.value)]));
   });
 
   page.put('/c/:id/settings', async (c) => {
+    const id = c.req.param('id');
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
     const form = body.value;
-    const result = service.setSettings(c.req.param('id'), readSettingsForm(form));
-    if (result.ok) return sendHtml(c, renderSettingsSaved({}, 'Saved.'));
+    const patch = readSettingsForm(form);
+    // `changed` names the fields the user changed (web/easel.js): only those are set by hand, and pinned.
+    const changed = typeof form.changed === 'string' ? new Set(form.changed.split(',')) : undefined;
+    const picked = changed ? Object.fromEntries(Object.entries(patch).filter(([name]) => changed.has(name) && (SETTINGS_FIELDS as readonly string[]).includes(name))) : patch;
+    const result = service.setSettings(id, picked);
+    if (result.ok) {
+      const pane = service.getPane(id);
+      return sendHtml(c, joinHtml([renderSettingsSaved({}, 'Saved.'), pane ? renderPaneUpdate(id, pane) : EMPTY]));
+    }
     const summary = result.error.code === 'invalid' ? 'Not saved: fix the marked field.' : result.error.message;
     return sendHtml(c, renderSettingsSaved(result.error.fields ?? {}, summary), STATUS[result.error.code]);
+  });
+
+  // Undo and redo: what is on screen and not saved yet is saved first, so undo also undoes that typing.
+  for (const direction of ['undo', 'redo'] as const) {
+    page.post(`/c/:id/prompt/${direction}`, async (c) => {
+      const id = c.req.param('id');
+      const body = await readFormBody(c);
+      if (!body.ok) return body.response;
+      if (typeof body.value.prompt === 'string') service.setPrompt(id, body.value.prompt);
+      return sendPane(c, id, direction === 'undo' ? service.undoPrompt(id) : service.redoPrompt(id));
+    });
+  }
+
+  // "Use suggestion" (accept=1) or "Keep mine" (accept=0); typing not saved yet is kept as a version first.
+  page.post('/c/:id/suggestion', async (c) => {
+    const id = c.req.param('id');
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const accept = body.value.accept === '1';
+    if (accept && typeof body.value.prompt === 'string') service.setPrompt(id, body.value.prompt);
+    return sendPane(c, id, service.answerSuggestion(id, accept));
+  });
+
+  page.post('/c/:id/settings/unpin', async (c) => {
+    const id = c.req.param('id');
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const result = service.setSettings(id, { unpin: [body.value.field] });
+    const pane = service.getPane(id);
+    if (!result.ok || !pane) return sendPane(c, id, result.ok ? { ok: false, error: { code: 'not_found', message: 'This conversation no longer exists.' } } : result);
+    return sendPane(c, id, { ok: true, value: pane });
+  });
+
+  page.post('/c/:id/settings/suggestion', async (c) => {
+    const id = c.req.param('id');
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    return sendPane(c, id, service.takeSettingSuggestion(id, body.value.field));
   });
 
   page.get('/status', async (c) => {
@@ -272,16 +344,22 @@ export function createPageRoutes(deps: PageDeps): Hono {
   return page;
 }
 
-/** The Generate button follows the status line: enabled only when a backend is configured. */
+/**
+ * The pane as the user's action left it, replacing unsaved typing (they asked for it); a refusal (nothing to
+ * undo, no suggestion) is said beside the prompt.
+ */
+function sendPane(c: Context, id: string, result: Result<PaneView>): Response {
+  if (result.ok) return sendHtml(c, renderPaneUpdate(id, result.value, { force: true }));
+  return sendHtml(c, renderPartial('#prompt-saved', 'innerHTML', html`${result.error.message}`), STATUS[result.error.code]);
+}
+
+/**
+ * The Generate button follows the status line: enabled only when a backend is configured (web/easel.js
+ * then disables it again while the prompt is empty).
+ */
 function renderGenerateState(images: ImageStatus): Html {
   return joinHtml([
-    renderPartial(
-      '#generate',
-      'outerMorph',
-      images.configured
-        ? html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help">Generate</button>`
-        : html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help" disabled>Generate</button>`,
-    ),
+    renderPartial('#generate', 'outerMorph', renderGenerateButton(images.configured, false)),
     renderPartial(
       '#generate-help',
       'innerHTML',
@@ -317,26 +395,33 @@ interface HtmlStream {
   hangup: AbortController;
   logger: Logger;
   keepAliveMs: number | undefined;
+  /** Events this stream does not show (a follower's `generation`: its block is on the page already). */
+  skip?: (event: TurnEvent) => boolean;
 }
 
 /**
  * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
  * hangs up aborts the work at once, and writes after a disconnect are skipped.
  */
-function streamHtml(c: Context, { first, events, view, hangup, logger, keepAliveMs }: HtmlStream): Response {
+function streamHtml(c: Context, { first, events, view, hangup, logger, keepAliveMs, skip }: HtmlStream): Response {
   return streamEvents(c, {
     events,
     hangup,
     logger,
     ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
     ...(first ? { first: Array.isArray(first) ? first : { data: String(first) } } : {}),
+    // The reply is over and its image has its block (which follows it on a stream of its own): the page's
+    // request ends here, so the composer, the typing dots and Stop are free while the picture is made.
+    endAfter: (event) => event.type === 'generation' && view.replied === true,
     onEvent(event) {
       if (event.type === 'started') view.started = true;
+      if (event.type === 'done' && view.bubbleId) view.replied = true;
       if (event.type !== 'generation') return;
       view.imageStarted = true;
       view.generationId = event.id;
     },
     render(event) {
+      if (skip?.(event)) return [];
       const fragment = String(renderEventHtml(event, view));
       view.statusShown = event.type === 'status';
       const message = fragment === '' ? [] : [{ data: fragment }];

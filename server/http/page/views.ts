@@ -1,18 +1,23 @@
-import type { ConversationView, Health, ImageRecord, Settings, TranscriptTurn } from '../../core/index.ts';
-import { describeModelHealth, SETTING_LIMITS } from '../../core/index.ts';
+import type { ConversationView, Health, ImageRecord, PaneView, Settings, TranscriptTurn } from '../../core/index.ts';
+import { describeModelHealth, isPinnableField, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
   renderRegenerateButton,
   renderRegenerateForm,
+  renderResendForm,
+  renderSendAgain,
   renderDivider,
   renderErrorBox,
   renderGeneratedEntry,
   renderImage,
+  renderImageNote,
   renderNoImage,
   renderNotice,
   renderUserBubble,
 } from './bubbles.ts';
+import { renderFieldMeta, renderPromptHistory, renderSuggestion } from './pane.ts';
+import { renderGenerationBlock } from './render-event.ts';
 import { renderChatHead, renderConversationItems, renderCurrentMarker, renderLibrary, type LibraryState } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 
@@ -82,7 +87,6 @@ export function renderConversationPage(model: PageModel): Html {
 ${renderLibrary(model.library)}
 ${renderConversationPart(model)}
 </div>
-<div id="metadata-inbox" hidden></div>
 <div id="composer-inbox" hidden></div>
 ${renderImageDialog()}
 </body>`,
@@ -102,14 +106,14 @@ export function renderConversationPart(model: PageModel): Html {
   return html`<main id="conversation" class="layout" data-conversation-id="${id}">
 <section class="chat" aria-label="Chat">
 ${renderChatHead({ id, title: conversation.title, isNew, imageCount: conversation.images.length })}
-<div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation">
+<div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0">
 ${empty ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images, model.busy)}
 </div>
 <form id="composer" class="composer" hx-post="${conversationPath(id, '/messages')}" hx-swap="none" hx-disable="#send" data-stream novalidate>
 ${isNew ? html`<input type="hidden" id="start-new" name="startNew" value="1">` : EMPTY}
 <input type="hidden" id="replace-last" name="replaceLast" value="1" disabled>
 <label for="message" class="visually-hidden">Message</label>
-<textarea id="message" name="text" rows="3" maxlength="8000" placeholder="Describe the picture you want…  (Enter sends, Shift+Enter adds a line)" autofocus></textarea>
+<textarea id="message" name="text" rows="3" data-max-chars="${MAX_MESSAGE_CHARS}" placeholder="Describe the picture you want…  (Enter sends, Shift+Enter adds a line)" aria-describedby="composer-status"></textarea>
 <div class="composer-actions">
 <p id="composer-status" class="composer-status" aria-live="polite"></p>
 <button type="button" id="stop" class="stop" hx-post="${conversationPath(id, '/stop')}" hx-swap="none">Stop</button>
@@ -117,21 +121,35 @@ ${isNew ? html`<input type="hidden" id="start-new" name="startNew" value="1">` :
 </div>
 </form>
 ${renderRegenerateForm(id)}
+${renderResendForm(id)}
 </section>
 <div class="side">
 <div class="side-top">
 <section class="panel image-pane" aria-labelledby="image-heading">
 <h2 id="image-heading">Image</h2>
 <div id="image-frame" class="image-frame">${latestImage ? renderImage(latestImage) : renderNoImage()}</div>
-<div id="image-status" class="image-status"></div>
+<div id="image-status" class="image-status">${renderRunningImages(id, conversation)}</div>
 <div id="image-error" class="image-error-slot"></div>
 <p id="image-announce" class="visually-hidden" aria-live="polite"></p>
 </section>
-${renderPromptPane(id, conversation.prompt, model.imageStatus)}
+${renderPromptPane(id, conversation.prompt, model.imageStatus, conversation.pane)}
 </div>
-${renderSettingsPanel(id, conversation.settings)}
+${renderSettingsPanel(id, conversation.settings, conversation.pane)}
 </div>
+<div id="pane-inbox" hidden></div>
 </main>`;
+}
+
+/**
+ * The automatic images still being made (a reload, a switch back): their progress and Cancel, each following
+ * its image until it lands in its reply. Generate's images belong to their request, which a reload closed.
+ */
+function renderRunningImages(conversationId: string, conversation: ConversationView): Html {
+  return joinHtml(
+    conversation.generating
+      .filter((image) => image.turnId !== null)
+      .map((image) => renderGenerationBlock(conversationId, image, { bubbleId: `turn-${image.turnId}` })),
+  );
 }
 
 /** The answer to an htmx switch: the conversation's part, its title, and the list with it marked. */
@@ -144,35 +162,53 @@ export function renderConversationSwitch(model: PageModel): Html {
   ]);
 }
 
-function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus): Html {
+function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus, pane: PaneView): Html {
   const canGenerate = imageStatus.configured;
   return html`<section class="panel prompt-pane" aria-labelledby="prompt-heading">
 <h2 id="prompt-heading">Prompt</h2>
 <form id="prompt-form" novalidate>
 <label for="prompt" class="visually-hidden">Prompt</label>
-<textarea id="prompt" name="prompt" rows="5" maxlength="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error">${prompt}</textarea>
+<textarea id="prompt" name="prompt" rows="5" data-max-chars="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error prompt-count" data-version="${pane.promptVersion ?? ''}">${prompt}</textarea>
 <p id="prompt-error" class="field-error" aria-live="polite"></p>
+${renderPromptCount()}
 </form>
-<div id="suggestion" class="suggestion" hidden>
-<p class="suggestion-label">The assistant suggests:</p>
-<p id="suggestion-text" class="suggestion-text"></p>
-<div class="row"><button type="button" id="use-suggestion">Use suggestion</button><button type="button" id="dismiss-suggestion" class="quiet">Keep mine</button></div>
-</div>
+${renderSuggestion(id, pane)}
 <div class="row prompt-actions">
+${renderPromptHistory(id, pane)}
 <button type="button" id="copy-prompt">Copy</button>
 <form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate" data-one-shot novalidate>
-<button type="submit" id="generate" class="primary" aria-describedby="generate-help"${canGenerate ? EMPTY : html` disabled`}>Generate</button>
+${renderGenerateButton(canGenerate, prompt.trim() === '')}
 </form>
 <span id="prompt-saved" class="hint" aria-live="polite"></span>
 </div>
 <p id="generate-help" class="hint">${canGenerate ? 'Generate makes an image from this prompt and the settings below.' : renderMessage(imageStatus.detail)}</p>
+<p id="generate-empty" class="hint"${prompt.trim() === '' ? EMPTY : html` hidden`}>Generate needs a prompt: write one, or chat until the assistant suggests one.</p>
+<p id="prompt-announce" class="visually-hidden" aria-live="polite"></p>
 </section>`;
 }
 
-function renderSettingsPanel(id: string, settings: Settings): Html {
+/**
+ * The prompt's length and an estimate of its CLIP tokens, filled by web/easel.js as the prompt changes:
+ * image models read about 75 tokens, and the count turns amber past them.
+ */
+function renderPromptCount(): Html {
+  return html`<p id="prompt-count" class="hint prompt-count" data-token-limit="75"></p>`;
+}
+
+/**
+ * Generate is usable when a backend is configured (the status line refreshes that) and the prompt is not
+ * empty (web/easel.js follows the typing); \`data-backend-ready\` keeps the first apart from the second.
+ */
+export function renderGenerateButton(backendReady: boolean, promptEmpty: boolean): Html {
+  return html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help generate-empty" data-backend-ready="${backendReady ? 'yes' : 'no'}"${backendReady && !promptEmpty ? EMPTY : html` disabled`}>Generate</button>`;
+}
+
+function renderSettingsPanel(id: string, settings: Settings, pane: PaneView): Html {
   const preset = SIZE_PRESETS.find((p) => p.width === settings.width && p.height === settings.height);
+  // A setting the model proposes shows whether the user pinned it, and the model's different value.
+  const meta = (name: SettingsField) => (isPinnableField(name) ? renderFieldMeta(id, name, pane) : EMPTY);
   const field = (name: SettingsField, label: string, input: Html, extra: Html = EMPTY) =>
-    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div><p id="error-${name}" class="field-error"></p></div>`;
+    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div>${meta(name)}<p id="error-${name}" class="field-error"></p></div>`;
   const number = (name: SettingsField, value: number, attrs: Html) =>
     html`<input id="setting-${name}" name="${name}" type="number" value="${value}" ${attrs} aria-describedby="error-${name}">`;
   return html`<details class="panel settings" open>
@@ -195,7 +231,7 @@ ${field('height', 'Height', number('height', settings.height, html`min="${SETTIN
 ${field(
   'negativePrompt',
   'Negative prompt',
-  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" maxlength="${SETTING_LIMITS.promptMaxChars}" aria-describedby="error-negativePrompt">${settings.negativePrompt}</textarea>`,
+  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" aria-describedby="error-negativePrompt">${settings.negativePrompt}</textarea>`,
 )}
 <div class="field field-autoGenerate"><div class="control"><input id="setting-autoGenerate" name="autoGenerate" type="checkbox"${settings.autoGenerate ? html` checked` : EMPTY} aria-describedby="error-autoGenerate"><label for="setting-autoGenerate">Generate automatically when the assistant is ready</label></div><p id="error-autoGenerate" class="field-error"></p></div>
 <p id="settings-status" class="hint" aria-live="polite"></p>
@@ -227,6 +263,7 @@ ${row('model', 'Model')}
 <div class="row dialog-actions">
 <button type="button" id="use-settings" class="primary" aria-describedby="use-settings-help">Use these settings</button>
 <button type="button" id="reuse-seed">Reuse seed</button>
+<a id="image-dialog-download" class="button" download>Download</a>
 </div>
 <p id="use-settings-help" class="hint">“Use these settings” puts this prompt in the prompt pane and its steps, CFG, seed, size and negative prompt in the settings; “Reuse seed” takes only the seed. Both are saved, and the assistant hears of them with your next message.</p>
 </div>
@@ -265,35 +302,52 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   const bubbleId = `turn-${turn.id}`;
   const replaced = turn.status === 'replaced';
   if (turn.role === 'user') return renderUserBubble(turn.text, { id: bubbleId, createdAt: turn.createdAt, conversationId, last, replaced });
-  const previous = turns[index - 1];
-  const notes: Html[] = [];
+  const notes: Html[] = (turn.notices ?? []).map(renderNotice);
   if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
   if (turn.status === 'interrupted') notes.push(renderNotice('Interrupted: Easel stopped before this reply was finished. Regenerate asks again.'));
   if (turn.status === 'running') notes.push(renderNotice('Still being written…'));
-  if (turn.error && !replaced) {
-    // Retry is offered on the latest failed turn only: older ones were answered since.
-    const retryText = last && previous?.role === 'user' ? previous.text : undefined;
-    notes.push(renderErrorBox(conversationId, turn.error.message, retryText));
-  }
+  // Kept in a reply that Retry replaced, where the page hides it (as it does live): the error was fixed.
+  if (turn.error) notes.push(renderErrorBox(turn.error.message, { retry: last && !replaced }));
+  const message = turns.slice(0, index).findLast((earlier) => earlier.role === 'user' && earlier.status !== 'replaced');
+  if (turn.status === 'reset' && last && message) notes.push(renderSendAgain(message.text));
+  // A failed reply offers Retry and a reset one "Send again" instead of Regenerate.
+  const regenerate = last && turn.status !== 'running' && !turn.error && turn.status !== 'reset';
+  // Ready but not made: why, with Generate on the last reply only.
+  if (turn.imageNote && !replaced) notes.push(renderImageNote(turn.imageNote, last));
   const bubble = renderAssistantBubble(bubbleId, {
     text: turn.text,
     notes: joinHtml(notes),
     images: turn.images,
     createdAt: turn.createdAt,
     replaced,
-    ...(last && turn.status !== 'running' ? { actions: renderRegenerateButton() } : {}),
+    ...(regenerate ? { actions: renderRegenerateButton() } : {}),
   });
   return turn.status === 'reset' ? joinHtml([bubble, renderDivider()]) : bubble;
 }
 
-export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean }): Html {
-  const ollamaReady = health.reachable && health.modelAvailable;
-  const ollama = html`<span class="state ${ollamaReady ? 'ok' : 'warn'}">${renderMessage(describeModelHealth(health))}</span>`;
-  // The full how-to for a missing backend sits under the Generate button; the status line stays short.
+/**
+ * The status line stays short: a problem's whole explanation is said once, where it stopped a message or
+ * an image (and here in the title), not twice on the same screen. The command that fixes it stays.
+ */
+export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean; url?: string | null }): Html {
+  const ollama =
+    health.reachable && health.modelAvailable
+      ? html`<span class="state ok">${renderMessage(describeModelHealth(health))}</span>`
+      : html`<span class="state warn" title="${describeModelHealth(health)}">${renderMessage(describeOllamaProblem(health))}</span>`;
+  // The full how-to for a missing backend sits under the Generate button.
   const image = !images.configured
     ? html`<span class="state off">No image backend is configured: Easel crafts prompts only.</span>`
-    : html`<span class="state ${images.reachable === false ? 'warn' : 'ok'}">${renderMessage(images.detail)}</span>`;
+    : images.reachable === false
+      ? html`<span class="state warn" title="${images.detail}">The image backend${images.url ? ` at ${images.url}` : ''} is not answering.</span>`
+      : html`<span class="state ok">${renderMessage(images.detail)}</span>`;
   return html`${ollama} ${image}`;
+}
+
+function describeOllamaProblem(health: Health['ollama']): string {
+  const remedy = health.remedy ?? (health.reachable ? `ollama pull ${health.model}` : 'ollama serve');
+  if (!health.reachable) return `Ollama is not reachable: run \`${remedy}\`.`;
+  if (remedy === `ollama pull ${health.model}`) return `The model ${health.model} is not pulled: run \`${remedy}\`.`;
+  return `Ollama is not ready: run \`${remedy}\`.`;
 }
 
 export function renderMissingPage(): Html {

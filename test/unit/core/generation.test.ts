@@ -41,7 +41,7 @@ async function setUp(options: { a1111?: FakeA1111Options; io?: AtomicWriteFs } =
 }
 
 function input(signal = new AbortController().signal, steps = 4) {
-  return { conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, steps }, signal };
+  return { conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, steps }, promptVersion: null, signal };
 }
 
 async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {

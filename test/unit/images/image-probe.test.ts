@@ -75,7 +75,8 @@ describe('createAutoImageBackend', () => {
     target = localai.url;
     const health = await auto.checkHealth();
     expect(health).toMatchObject({ reachable: true, server: 'LocalAI' });
-    expect(health.detail).toContain(`Found LocalAI at ${localai.url} (GET /readyz), so Easel uses --image-backend localai.`);
+    expect(health.found).toBe(`Found LocalAI at ${localai.url} (GET /readyz), so Easel uses --image-backend localai.`);
+    expect(health.detail).not.toContain('Found');
     expect(auto).toMatchObject({ name: 'localai', url: localai.url, seedRange: { min: 1, max: 2_147_483_647 }, auto: true });
     expect(lines.join('\n')).toContain(`--image-backend auto: LocalAI answers at ${localai.url} (GET /readyz); using the localai backend.`);
     // Found once: later checks and images ask the adapter only.

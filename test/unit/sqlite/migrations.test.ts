@@ -91,6 +91,11 @@ describe.each([1, 2])('a database at schema version %i', (version) => {
     // Conversations made by a mere page visit (nothing in them) are gone; the others stay, newest first.
     expect(store.listConversations().map((c) => c.id)).toEqual(['odd-context', 'prompt-only', 'fox']);
     expect(store.getConversation('visit')).toBeUndefined();
+    // The prompt each conversation had is its first version; nothing is pinned or waiting.
+    expect(store.listPromptVersions('fox').map((v) => [v.prompt, v.source, v.parentId])).toEqual([['a red fox', 'earlier', null]]);
+    expect(store.getConversation('fox')).toMatchObject({ promptVersion: store.listPromptVersions('fox')[0]!.id, suggestion: null, pinned: [], settingSuggestions: {} });
+    expect(store.getConversation('odd-context')?.promptVersion).toEqual(expect.any(Number));
+    if (version >= 2) expect(store.listImages('fox').map((i) => i.promptVersion)).toEqual([null, null]);
     // Old messages and prompts are searchable.
     expect(store.listConversations({ query: 'snow' }).map((c) => c.id)).toEqual(['fox']);
     expect(store.listConversations({ query: 'lighthouse' }).map((c) => c.id)).toEqual(['prompt-only']);

@@ -37,7 +37,7 @@ function exchange(store: ConversationStore, id: string, message: string, answer:
 function image(conversationId: string, turnId: number | null, file: string): ImageRecord {
   return {
     id: file.slice(0, 8), conversationId, turnId, file, url: '', prompt: 'p', negativePrompt: '',
-    steps: 20, cfg: 7, seed: 5, sampler: null, width: 512, height: 512, model: null, createdAt: at,
+    steps: 20, cfg: 7, seed: 5, sampler: null, width: 512, height: 512, model: null, promptVersion: null, createdAt: at,
   };
 }
 
@@ -57,6 +57,18 @@ describe('the SQLite store', () => {
       ['user', 'ginger', 'ok'],
       ['assistant', 'reset', 'reset'],
     ]);
+  });
+
+  it('keeps the notices of a reply with its turn, and none for a turn without them', () => {
+    const store = createSqliteStore({ path: ':memory:' });
+    store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS });
+    exchange(store, 'c1', 'a cat', 'Which cat?');
+    const { turnId } = store.beginTurn('c1', { user: { text: 'more steps' }, replaces: [], context: append(user('more steps')) }, at);
+    const notices = ['steps 500 is out of range: 150 was used.', 'The reply was cut off.'];
+    store.finishTurn('c1', { turnId, turn: { role: 'assistant', text: 'Done.', metadata: META, notices }, context: append(reply('Done.')) }, at);
+
+    const turns = store.listTurns('c1');
+    expect(turns.map((turn) => turn.notices)).toEqual([undefined, undefined, undefined, notices]);
   });
 
   it('starts a turn in one transaction: the message in both records and the reply as running', () => {
@@ -123,8 +135,8 @@ describe('the SQLite store', () => {
       CREATE TRIGGER log_delete AFTER DELETE ON context_entries BEGIN INSERT INTO context_writes VALUES ('delete'); END;
       CREATE TRIGGER log_update AFTER UPDATE ON context_entries BEGIN INSERT INTO context_writes VALUES ('update'); END;`);
     const writes = () => db.prepare('SELECT what FROM context_writes').all();
-    store.setPrompt('c1', 'a new prompt', later);
-    store.setSettings('c1', { ...DEFAULT_SETTINGS, steps: 9 }, later);
+    store.addPromptVersion('c1', { prompt: 'a new prompt', source: 'user', turnId: null }, later, { tellModel: true, clearSuggestion: false });
+    store.setSettings('c1', { settings: { ...DEFAULT_SETTINGS, steps: 9 }, pinned: ['steps'], settingSuggestions: {} }, { tellModel: true });
     expect(writes()).toEqual([]);
     // The log does see the turn's own writes: one row per new entry, nothing rewritten.
     exchange(store, 'c1', 'two', 'Two.');
@@ -133,25 +145,68 @@ describe('the SQLite store', () => {
     store.close();
   });
 
-  it('a user edit made while a reply streams wins over the model suggestion', () => {
+  it('keeps every prompt version with its parent: a version, the model\'s, a branch; undo and redo move the current one', () => {
     const store = createSqliteStore({ path: ':memory:' });
-    store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS });
-    const { turnId } = store.beginTurn('c1', { user: { text: 'a cat' }, replaces: [], context: append(user('a cat')) }, at);
-    store.setPrompt('c1', 'my own prompt', at);
-    store.finishTurn('c1', { turnId, turn: { role: 'assistant', text: 'ok' }, context: append(), prompt: 'model prompt', settings: { ...DEFAULT_SETTINGS, steps: 5 } }, at);
+    store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS, prompt: 'a cat' });
+    const first = store.getConversation('c1')!.promptVersion!;
+    const { turnId, promptVersion: seen } = store.beginTurn('c1', { user: { text: 'a cat' }, replaces: [], context: append(user('a cat')) }, at);
+    expect(seen).toBe(first);
+    const mine = store.addPromptVersion('c1', { prompt: 'my own prompt', source: 'user', turnId: null }, at, { tellModel: true, clearSuggestion: false });
+    store.finishTurn(
+      'c1',
+      {
+        turnId,
+        turn: { role: 'assistant', text: 'ok' },
+        context: append(),
+        pane: { version: { prompt: 'model prompt' }, suggestion: null, settings: { ...DEFAULT_SETTINGS, steps: 5 }, settingSuggestions: { cfg: 9 } },
+        imageNote: { reason: 'auto_off', message: 'Not made.' },
+      },
+      at,
+    );
     const record = store.getConversation('c1')!;
-    expect(record.prompt).toBe('my own prompt');
-    expect(record.settings.steps).toBe(5);
-    // the edit is still pending, so the next user message tells the model about it
+    expect(record).toMatchObject({ prompt: 'model prompt', settings: { steps: 5 }, settingSuggestions: { cfg: 9 }, suggestion: null });
+    expect(store.listTurns('c1').at(-1)?.imageNote).toEqual({ reason: 'auto_off', message: 'Not made.' });
+    const versions = store.listPromptVersions('c1');
+    expect(versions.map((v) => [v.prompt, v.source, v.parentId, v.turnId])).toEqual([
+      ['a cat', 'user', null, null],
+      ['my own prompt', 'user', first, null],
+      ['model prompt', 'model', mine, turnId],
+    ]);
+    // the user's edit is pending, so the next user message tells the model about it
     expect(record.pending).toEqual({ promptEdited: true, settingsChanged: false });
+
+    store.selectPromptVersion('c1', mine);
+    expect(store.getConversation('c1')).toMatchObject({ prompt: 'my own prompt', promptVersion: mine });
+    const branch = store.addPromptVersion('c1', { prompt: 'a branch', source: 'user', turnId: null }, later, { tellModel: true, clearSuggestion: false });
+    expect(store.listPromptVersionChildren('c1', mine).map((v) => v.id)).toEqual([versions[2]!.id, branch]);
+    expect(() => store.selectPromptVersion('c1', 9999)).toThrow(/No prompt version/);
     store.beginTurn('c1', { user: { text: 'next' }, replaces: [], context: append(user('next')) }, at);
     expect(store.getConversation('c1')!.pending).toEqual({ promptEdited: false, settingsChanged: false });
   });
 
+  it('a suggestion, pins and setting suggestions are kept with the conversation', () => {
+    const path = tempPath();
+    const first = createSqliteStore({ path });
+    first.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS, pinned: ['seed'] });
+    first.setSuggestion('c1', { prompt: 'the model\'s', turnId: 3 });
+    first.setSettings('c1', { settings: { ...DEFAULT_SETTINGS, steps: 40 }, pinned: ['steps', 'seed'], settingSuggestions: { steps: 25 } }, { tellModel: false });
+    first.close();
+    const again = createSqliteStore({ path });
+    expect(again.getConversation('c1')).toMatchObject({
+      suggestion: { prompt: 'the model\'s', turnId: 3 },
+      pinned: ['steps', 'seed'],
+      settingSuggestions: { steps: 25 },
+      settings: { steps: 40 },
+      pending: { promptEdited: false, settingsChanged: false },
+    });
+    again.close();
+  });
+
   it('creates a conversation with its first message, in the same transaction', () => {
     const store = createSqliteStore({ path: ':memory:' });
-    store.beginTurn('new', { create: { createdAt: at, settings: DEFAULT_SETTINGS, prompt: 'a fox' }, user: { text: 'hi' }, replaces: [], context: append(user('hi')) }, at);
+    store.beginTurn('new', { create: { createdAt: at, settings: DEFAULT_SETTINGS, prompt: 'a fox', pinned: [] }, user: { text: 'hi' }, replaces: [], context: append(user('hi')) }, at);
     expect(store.getConversation('new')).toMatchObject({ prompt: 'a fox', title: null });
+    expect(store.listPromptVersions('new').map((v) => v.prompt)).toEqual(['a fox']);
     expect(store.listTurns('new').map((t) => t.status)).toEqual(['ok', 'running']);
   });
 
@@ -302,11 +357,11 @@ describe('the SQLite store', () => {
     const store = createSqliteStore({ path });
     store.addImage({
       id: 'i2', conversationId: 'c1', turnId: null, file: 'new.png', url: '', prompt: 'q', negativePrompt: '',
-      steps: null, cfg: null, seed: null, sampler: null, width: 64, height: 64, model: null, createdAt: at,
+      steps: null, cfg: null, seed: null, sampler: null, width: 64, height: 64, model: null, promptVersion: null, createdAt: at,
     });
     store.addImage({
       id: 'i3', conversationId: 'c1', turnId: null, file: 'euler.png', url: '', prompt: 'r', negativePrompt: '',
-      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', width: 64, height: 64, model: null, createdAt: at,
+      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', width: 64, height: 64, model: null, promptVersion: null, createdAt: at,
     });
     expect(store.listImages('c1').map(({ id, steps, cfg, seed, sampler, negativePrompt, model }) => ({ id, steps, cfg, seed, sampler, negativePrompt, model }))).toEqual([
       { id: 'i1', steps: 20, cfg: 7.5, seed: 42, sampler: null, negativePrompt: 'n', model: 'm' },

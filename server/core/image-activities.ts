@@ -1,0 +1,180 @@
+// An image is an activity of its own, not part of the reply that asked for it: it runs to its end whether or
+// not anyone watches, and any number of readers can follow it (the reply's stream, a reloaded page, the API).
+import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
+import type { ImageEvent, TurnEvent } from './events.ts';
+import type { GenerateInput, ImageGenerator } from './generation.ts';
+import type { Logger } from './logger.ts';
+
+type ProgressEvent = Extract<TurnEvent, { type: 'progress' }>;
+type GenerationEvent = Extract<TurnEvent, { type: 'generation' }>;
+/** How an image ends: the image, or an error (cancelled included). */
+type FinalEvent = ImageEvent | Extract<TurnEvent, { type: 'error' }>;
+
+/** An image being made, as a reader joining now sees it. */
+export interface ImageInProgress {
+  id: string;
+  /** The reply that asked for it; null for Generate. */
+  turnId: number | null;
+  prompt: string;
+  /** Still waiting for another image to finish first. */
+  queued: boolean;
+  progress?: Omit<ProgressEvent, 'type' | 'id'>;
+}
+
+export interface ImageActivity {
+  readonly id: string;
+  readonly conversationId: string;
+  readonly turnId: number | null;
+  /** The `generation` event and the latest `progress` first, then every event until `image` or `error`. */
+  follow(): AsyncIterable<TurnEvent>;
+  cancel(reason: Error): void;
+  /** Settles once the image ended (made, failed or cancelled); never rejects. */
+  readonly settled: Promise<void>;
+  readonly finished: boolean;
+  describe(): ImageInProgress;
+}
+
+export interface ImageActivities {
+  /**
+   * Starts an image and resolves once it is queued (its `generation` event is known). When the generator
+   * refuses at once (no backend), resolves with that error event instead.
+   */
+  start(input: Omit<GenerateInput, 'signal'>): Promise<{ ok: true; activity: ImageActivity } | { ok: false; event: TurnEvent }>;
+  /** The images still being made for a conversation, oldest first. */
+  listRunning(conversationId: string): ImageActivity[];
+  /** A running image, or one that ended less than `keepFinishedMs` ago (a reader may join just after the end). */
+  find(conversationId: string, id: string): ImageActivity | undefined;
+  /** Cancels every image of the conversation being made; false when none was. */
+  cancel(conversationId: string, reason: Error): boolean;
+  /** Cancels every image being made. */
+  cancelAll(reason: Error): void;
+  /** Settles once every image started so far has ended. */
+  settled(): Promise<void>;
+}
+
+export interface ImageActivitiesDeps {
+  images: ImageGenerator;
+  logger: Logger;
+  /** How long an ended image can still be followed. Default 60 s. */
+  keepFinishedMs?: number;
+}
+
+export function createImageActivities(deps: ImageActivitiesDeps): ImageActivities {
+  const keepFinishedMs = deps.keepFinishedMs ?? 60_000;
+  // Per conversation, by image id: the running ones and, for a while, the ended ones.
+  const byConversation = new Map<string, Map<string, ImageActivity>>();
+
+  function remember(activity: ImageActivity): void {
+    const entries = byConversation.get(activity.conversationId) ?? new Map<string, ImageActivity>();
+    entries.set(activity.id, activity);
+    byConversation.set(activity.conversationId, entries);
+  }
+
+  function forget(activity: ImageActivity): void {
+    const entries = byConversation.get(activity.conversationId);
+    if (entries?.get(activity.id) !== activity) return;
+    entries.delete(activity.id);
+    if (entries.size === 0) byConversation.delete(activity.conversationId);
+  }
+
+  async function start(input: Omit<GenerateInput, 'signal'>): Promise<{ ok: true; activity: ImageActivity } | { ok: false; event: TurnEvent }> {
+    const controller = new AbortController();
+    const events = deps.images.generate({ ...input, signal: controller.signal });
+    const first = await events.next();
+    if (first.done || first.value.type !== 'generation') {
+      await events.return(undefined);
+      const event: TurnEvent = first.done ? { type: 'error', code: 'image_failed', message: 'The image could not be started.' } : first.value;
+      return { ok: false, event };
+    }
+    const generation: GenerationEvent = first.value;
+    let progress: ProgressEvent | undefined;
+    let final: FinalEvent | undefined;
+    const readers = new Set<EventBuffer<TurnEvent>>();
+
+    const activity: ImageActivity = {
+      id: generation.id,
+      conversationId: input.conversationId,
+      turnId: input.turnId,
+      follow() {
+        const reader: EventBuffer<TurnEvent> = createEventBuffer<TurnEvent>(() => readers.delete(reader));
+        reader.push(generation);
+        if (progress) reader.push(progress);
+        if (final) {
+          reader.push(final);
+          reader.close();
+        } else {
+          readers.add(reader);
+        }
+        return reader;
+      },
+      cancel(reason) {
+        controller.abort(reason);
+      },
+      settled: Promise.resolve(),
+      get finished() {
+        return final !== undefined;
+      },
+      describe() {
+        return {
+          id: generation.id,
+          turnId: input.turnId,
+          prompt: input.prompt,
+          queued: generation.queued === true && progress === undefined,
+          ...(progress ? { progress: withoutType(progress) } : {}),
+        };
+      },
+    };
+
+    const publish = (event: TurnEvent) => {
+      for (const reader of readers) reader.push(event);
+    };
+    // The generator runs to its end on its own: no reader holds it up, none is needed for it to finish.
+    (activity as { settled: Promise<void> }).settled = (async () => {
+      try {
+        for await (const event of { [Symbol.asyncIterator]: () => events }) {
+          if (event.type === 'progress') progress = event;
+          if (event.type === 'image' || event.type === 'error') final = event;
+          publish(event);
+        }
+      } catch (error) {
+        deps.logger.error('an image activity failed unexpectedly', { conversationId: input.conversationId, error });
+        final = { type: 'error', code: 'image_failed', message: 'The image could not be made; the details are in the server log. The prompt is kept: press Generate to try again.' };
+        publish(final);
+      } finally {
+        final ??= { type: 'error', code: 'image_failed', message: 'The image could not be made. The prompt is kept: press Generate to try again.' };
+        for (const reader of readers) reader.close();
+        readers.clear();
+        const timer = setTimeout(() => forget(activity), keepFinishedMs);
+        timer.unref?.();
+      }
+    })();
+    remember(activity);
+    return { ok: true, activity };
+  }
+
+  function listRunning(conversationId: string): ImageActivity[] {
+    return [...(byConversation.get(conversationId)?.values() ?? [])].filter((activity) => !activity.finished);
+  }
+
+  return {
+    start,
+    listRunning,
+    find: (conversationId, id) => byConversation.get(conversationId)?.get(id),
+    cancel(conversationId, reason) {
+      const running = listRunning(conversationId);
+      for (const activity of running) activity.cancel(reason);
+      return running.length > 0;
+    },
+    cancelAll(reason) {
+      for (const entries of byConversation.values()) for (const activity of entries.values()) activity.cancel(reason);
+    },
+    async settled() {
+      await Promise.all([...byConversation.values()].flatMap((entries) => [...entries.values()].map((activity) => activity.settled)));
+    },
+  };
+}
+
+function withoutType(event: ProgressEvent): Omit<ProgressEvent, 'type' | 'id'> {
+  const { type: _type, id: _id, ...rest } = event;
+  return rest;
+}

@@ -1,0 +1,194 @@
+// The model's replies as Markdown, rendered on the server so a streamed reply and a reloaded one are the
+// same HTML. markdown-it with `html: false` escapes every tag the model writes; links are only http(s) and
+// mailto, open in a new tab, and never load anything by themselves (images become links).
+import MarkdownIt, { type MarkdownIt as MarkdownItInstance } from 'markdown-it';
+import { raw } from 'hono/html';
+import type { Html } from './markup.ts';
+
+export type MarkdownRenderer = Pick<MarkdownItInstance, 'parse' | 'render' | 'renderer' | 'options'>;
+
+/** The one configuration of markdown-it the page uses, for whole replies and streamed blocks alike. */
+export function createMarkdownRenderer(): MarkdownRenderer {
+  const md = new MarkdownIt('default', { html: false, breaks: true, linkify: false });
+  // A reference definition later in a reply would change a link in an earlier block: blocks would no
+  // longer render on their own. Images would load from wherever the model points: shown as links instead.
+  md.disable(['reference', 'image']);
+  md.validateLink = (url) => /^(https?:\/\/|mailto:)/i.test(url.trim());
+  md.renderer.rules.link_open = (tokens, index, options, _env, self) => {
+    const token = tokens[index]!;
+    token.attrSet('target', '_blank');
+    token.attrSet('rel', 'noopener noreferrer');
+    return self.renderToken(tokens, index, options);
+  };
+  // Table alignment comes as a style attribute, which the page's CSP (style-src 'self') refuses: a class instead.
+  md.core.ruler.push('easel_align_class', (state) => {
+    for (const token of state.tokens) {
+      if (token.type !== 'th_open' && token.type !== 'td_open') continue;
+      const style = token.attrGet('style');
+      if (typeof style !== 'string') continue;
+      token.attrs = (token.attrs ?? []).filter(([name]) => name !== 'style');
+      token.attrJoin('class', `align-${style.replace('text-align:', '')}`);
+    }
+  });
+  return md;
+}
+
+/**
+ * markdown-it ends every block tag with a newline; inside the bubble those would only be stray text nodes
+ * (a reply's textContent would gain a newline per block). Any `<` in the output opens a real tag (text is
+ * escaped), so this drops exactly those newlines, keeping the ones after `<br>` and inside code.
+ */
+function trimBlockNewlines(rendered: string): string {
+  return rendered.replace(/(<\/?(?!br\b|code\b)[a-z][a-z0-9]*\b[^>]*>)\n/g, '$1');
+}
+
+const defaultRenderer = createMarkdownRenderer();
+
+/** A whole reply (a reload, a reset message) as HTML. */
+export function renderMarkdown(text: string, renderer: MarkdownRenderer = defaultRenderer): Html {
+  return raw(trimBlockNewlines(renderer.render(text)));
+}
+
+/** What a streamed piece of a reply changes in the bubble. */
+export type MarkdownStep =
+  /** No block was finished: `text` is appended to the block in progress (shown as text). */
+  | { kind: 'append'; text: string }
+  /** Blocks were finished: `html` goes before the block in progress, which now holds `text` (its whole source). */
+  | { kind: 'blocks'; html: string; text: string };
+
+export interface MarkdownStream {
+  push(chunk: string): MarkdownStep;
+  /** The end of the reply: the block in progress, rendered ('' when there is none). */
+  flush(): string;
+}
+
+// A line after which a new top-level block cannot belong to anything before it: not indented (a list
+// item's continuation or indented code would be) and not a list item (it would continue a list above).
+const LIST_ITEM = /^(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)/;
+// What a list item's first characters can be before they are complete (`-`, `12`, `3.`).
+const LIST_ITEM_PREFIX = /^(?:[-+*]|\d{1,9}[.)]?)$/;
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+// A plain line that must come out as a paragraph of its own if the text before it is complete.
+const PROBE = 'x';
+
+/**
+ * Splits a streamed reply into finished Markdown blocks, each rendered once, so the cost stays linear in
+ * the reply's length: a block is finished at a blank line followed by a line at the margin that is not a
+ * list item, outside a code fence. markdown-it confirms each split (the text before, with a plain line
+ * after it, must end in that line as a paragraph of its own: no fence or list left open), so a split can
+ * never change the HTML. The HTML of all blocks is exactly renderMarkdown of the whole reply.
+ */
+export function createMarkdownStream(renderer: MarkdownRenderer = defaultRenderer): MarkdownStream {
+  /** The source of the blocks not finished yet, line ends normalised as markdown-it does. */
+  let pending = '';
+  /** Up to here `pending` was read line by line. */
+  let scanned = 0;
+  let fence: { char: string; length: number } | undefined;
+  let afterBlank = false;
+  /** A carriage return at the end of a chunk: with a newline next, the two are one line end. */
+  let heldReturn = false;
+  /** After a refused split, the next check waits until `pending` doubled: refused checks cost O(n) in all. */
+  let checkFrom = 0;
+
+  function normalise(chunk: string): string {
+    let text = (heldReturn ? '\r' : '') + chunk;
+    heldReturn = text.endsWith('\r');
+    if (heldReturn) text = text.slice(0, -1);
+    return text.replace(/\r\n?/g, '\n');
+  }
+
+  /** The rendered blocks of `source` when they are complete on their own; undefined when they are not. */
+  function renderIfComplete(source: string): string | undefined {
+    const tokens = renderer.parse(`${source}${PROBE}`, {});
+    const probe = tokens.slice(-3);
+    const own =
+      probe.length === 3 &&
+      probe[0]!.type === 'paragraph_open' &&
+      probe[0]!.level === 0 &&
+      probe[1]!.type === 'inline' &&
+      probe[1]!.content === PROBE &&
+      probe[2]!.type === 'paragraph_close';
+    return own ? trimBlockNewlines(renderer.renderer.render(tokens.slice(0, -3), renderer.options, {})) : undefined;
+  }
+
+  function updateFence(line: string): void {
+    if (fence) {
+      const close = /^ {0,3}(`{3,}|~{3,})[ \t]*$/.exec(line);
+      if (close && close[1]![0] === fence.char && close[1]!.length >= fence.length) fence = undefined;
+      return;
+    }
+    const open = FENCE_OPEN.exec(line);
+    // A backtick fence's info string holds no backtick (CommonMark 4.5).
+    if (open && !(open[1]![0] === '`' && open[2]!.includes('`'))) fence = { char: open[1]![0]!, length: open[1]!.length };
+  }
+
+  /** Whether a new top-level block starts at `start`; the line may not be complete yet (undefined: too early to say). */
+  function startsBlock(line: string, complete: boolean): boolean | undefined {
+    if (!complete && (line === '' || LIST_ITEM_PREFIX.test(line))) return undefined;
+    return /^\S/.test(line) && !LIST_ITEM.test(line);
+  }
+
+  /** Renders the text before `start` as finished blocks when markdown-it agrees they are. */
+  function trySplit(start: number): string {
+    if (start < checkFrom) return '';
+    const rendered = renderIfComplete(pending.slice(0, start));
+    if (rendered === undefined) {
+      checkFrom = 2 * start;
+      return '';
+    }
+    pending = pending.slice(start);
+    scanned -= start;
+    checkFrom = 0;
+    return rendered;
+  }
+
+  return {
+    push(chunk) {
+      const text = normalise(chunk);
+      pending += text;
+      let html = '';
+      let end: number;
+      while ((end = pending.indexOf('\n', scanned)) !== -1) {
+        const line = pending.slice(scanned, end);
+        const start = scanned;
+        scanned = end + 1;
+        if (fence) {
+          updateFence(line);
+          continue;
+        }
+        if (line.trim() === '') {
+          afterBlank = true;
+          continue;
+        }
+        if (afterBlank && startsBlock(line, true)) {
+          const rendered = trySplit(start);
+          html += rendered;
+        }
+        afterBlank = false;
+        updateFence(line);
+      }
+      // The line in progress may already show that a new block begins: the one before renders at once.
+      if (afterBlank && !fence) {
+        const starts = startsBlock(pending.slice(scanned), false);
+        if (starts !== undefined) {
+          if (starts) html += trySplit(scanned);
+          // Decided: the line is read again when complete, for fences, but not split at again.
+          afterBlank = false;
+        }
+      }
+      return html === '' ? { kind: 'append', text } : { kind: 'blocks', html, text: pending };
+    },
+
+    flush() {
+      if (heldReturn) pending += '\n';
+      heldReturn = false;
+      const rest = pending;
+      pending = '';
+      scanned = 0;
+      fence = undefined;
+      afterBlank = false;
+      checkFrom = 0;
+      return rest === '' ? '' : String(renderMarkdown(rest, renderer));
+    },
+  };
+}
