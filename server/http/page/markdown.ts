@@ -83,6 +83,8 @@ export function createMarkdownStream(renderer: MarkdownRenderer = defaultRendere
   let pending = '';
   /** Up to here `pending` was read line by line. */
   let scanned = 0;
+  /** The line in progress: `pending` from `scanned` on. */
+  let partial = '';
   let fence: { char: string; length: number } | undefined;
   let afterBlank = false;
   /** A carriage return at the end of a chunk: with a newline next, the two are one line end. */
@@ -145,13 +147,19 @@ export function createMarkdownStream(renderer: MarkdownRenderer = defaultRendere
   return {
     push(chunk) {
       const text = normalise(chunk);
+      // Only the new text is searched for line ends, never `pending`: searching a string built by
+      // appending makes V8 flatten it, a copy of the whole block per chunk (quadratic in a long paragraph).
+      let textStart = pending.length;
       pending += text;
       let html = '';
+      let from = 0;
       let end: number;
-      while ((end = pending.indexOf('\n', scanned)) !== -1) {
-        const line = pending.slice(scanned, end);
+      while ((end = text.indexOf('\n', from)) !== -1) {
+        const line = partial + text.slice(from, end);
+        partial = '';
         const start = scanned;
-        scanned = end + 1;
+        scanned = textStart + end + 1;
+        from = end + 1;
         if (fence) {
           updateFence(line);
           continue;
@@ -161,15 +169,17 @@ export function createMarkdownStream(renderer: MarkdownRenderer = defaultRendere
           continue;
         }
         if (afterBlank && startsBlock(line, true)) {
-          const rendered = trySplit(start);
-          html += rendered;
+          const before = pending.length;
+          html += trySplit(start);
+          textStart -= before - pending.length;
         }
         afterBlank = false;
         updateFence(line);
       }
+      partial += text.slice(from);
       // The line in progress may already show that a new block begins: the one before renders at once.
       if (afterBlank && !fence) {
-        const starts = startsBlock(pending.slice(scanned), false);
+        const starts = startsBlock(partial, false);
         if (starts !== undefined) {
           if (starts) html += trySplit(scanned);
           // Decided: the line is read again when complete, for fences, but not split at again.
@@ -185,6 +195,7 @@ export function createMarkdownStream(renderer: MarkdownRenderer = defaultRendere
       const rest = pending;
       pending = '';
       scanned = 0;
+      partial = '';
       fence = undefined;
       afterBlank = false;
       checkFrom = 0;

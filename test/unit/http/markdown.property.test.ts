@@ -181,6 +181,12 @@ describe('the streamed Markdown of a reply', () => {
     expect(stream(['a\n\n1', '2', 'x']).states.map((state) => state.html)).toEqual(['', '', '<p>a</p>']);
   });
 
+  it('finishes every block a single chunk completes, not only the first', () => {
+    const { states } = stream(['A longer first paragraph.\n\nb\n\nc\n\nd', ' end']);
+    expect(states[0]!.html).toBe('<p>A longer first paragraph.</p><p>b</p><p>c</p>');
+    expect(states[0]!.live).toBe('d');
+  });
+
   it('waits while a code fence is open, whatever blank lines and lines at the margin it holds', () => {
     const { states, html } = stream(['```\n', 'a\n', '\n', 'b\n', '\n', 'c\n', '```\n', '\n', 'after\n']);
     expect(states.slice(0, 8).every((state) => state.html === '')).toBe(true);
