@@ -35,6 +35,14 @@ export interface FakeOllamaReply {
   loadMs?: number;
   /** Send this many chunks, then nothing more until the client hangs up: a runner that hung mid-reply. */
   stallAfter?: number;
+  /**
+   * A benchmark's token flood: the same body as a plain reply (every chunk a line, then the done line), sent
+   * as fast as the socket takes it, many lines per write (about 64 kB) with backpressure. Pacing and failure
+   * options do not combine with it (a script error).
+   */
+  flood?: boolean;
+  /** Called as content line `line` (0-based) is handed to the socket: a benchmark's send time. */
+  onLineWritten?: (line: number) => void;
 }
 
 export interface FakeChatMessage {
@@ -395,6 +403,11 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     if (reply.loadMs && !(await waitUnlessHungUp(sleep(reply.loadMs), exchange))) return;
     if (request.stream === false) {
       await sendWholeReply(request.model, reply, stats, exchange);
+    } else if (reply.flood) {
+      if (reply.delayMs || reply.gate || reply.errorAfter || reply.dropAfter !== undefined || reply.stallAfter !== undefined || reply.loadMs) {
+        throw recordScriptError('fake-ollama: a flood reply takes no pacing or failure options');
+      }
+      await floodReply(request.model, reply, stats, exchange);
     } else {
       await streamReply(request.model, reply, stats, exchange);
     }
@@ -553,6 +566,7 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
         message: { role: 'assistant', content: reply.chunks[line] ?? '' },
         done: false,
       });
+      reply.onLineWritten?.(line);
     } else if (terminal === 'error') {
       const error = { error: reply.errorAfter?.message ?? 'fake-ollama: scripted error' };
       // v0.12.6 server/routes.go:1664-1666: `if !c.Writer.Written() { c.JSON(status, gin.H{"error": e}) }`,
@@ -581,6 +595,41 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
       res.end();
     }
   }
+}
+
+/** Bytes gathered before one write of a flood. */
+const FLOOD_WRITE_BYTES = 64 * 1024;
+
+/**
+ * The body streamReply would send, byte for byte, in fewer writes. Real Ollama writes and flushes one line
+ * per step (v0.12.6 server/routes.go:1683-1686 inside gin's c.Stream, which flushes after each step), so
+ * only the HTTP chunk boundaries differ, and no NDJSON reader may depend on them. Lines are built as they
+ * are written, so the fake's own cost stays small and spread over the reply.
+ */
+async function floodReply(model: string, reply: FakeOllamaReply, stats: ReplyStats, exchange: Exchange): Promise<void> {
+  const { res } = exchange;
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'application/x-ndjson');
+  const createdAt = new Date().toISOString();
+  const head = `{"model":${JSON.stringify(model)},"created_at":${JSON.stringify(createdAt)},"message":{"role":"assistant","content":`;
+  let batch = '';
+  let batchStart = 0;
+  const written = (end: number) => {
+    for (let line = batchStart; line < end; line++) reply.onLineWritten?.(line);
+    batchStart = end;
+  };
+  for (let line = 0; line < reply.chunks.length; line++) {
+    batch += `${head}${JSON.stringify(reply.chunks[line] ?? '')}},"done":false}\n`;
+    if (batch.length < FLOOD_WRITE_BYTES) continue;
+    const more = res.write(batch);
+    batch = '';
+    written(line + 1);
+    if (!more && !(await waitUnlessHungUp(new Promise((resolve) => res.once('drain', resolve)), exchange))) return;
+    if (exchange.hungUp) return;
+  }
+  const done = { model, created_at: createdAt, message: { role: 'assistant', content: '' }, done: true, ...describeStats(stats) };
+  res.end(`${batch}${JSON.stringify(done)}\n`);
+  written(reply.chunks.length);
 }
 
 async function sendWholeReply(

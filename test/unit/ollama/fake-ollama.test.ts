@@ -1,5 +1,6 @@
 // The fake's own rules, checked over raw HTTP: if these drift from Ollama's real API, every
 // test built on the fake would lie.
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeOllama, scriptReply, splitIntoChunks } from '../../fakes/fake-ollama.ts';
 import type { FakeOllama } from '../../fakes/fake-ollama.ts';
@@ -30,6 +31,28 @@ async function expectError(response: Response, status: number, error: string | R
   const body = (await response.json()) as { error: unknown };
   if (typeof error === 'string') expect(body.error).toBe(error);
   else expect(body.error).toMatch(error);
+}
+
+/** A POST over a raw socket: the head, the de-chunked body, and how many HTTP chunks carried it. */
+async function postRaw(path: string, body: unknown): Promise<{ head: string; body: string; httpChunks: number }> {
+  const payload = JSON.stringify(body);
+  const socket = connect(fake.port, '127.0.0.1');
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`);
+  const parts: Buffer[] = [];
+  for await (const part of socket) parts.push(part as Buffer);
+  const raw = Buffer.concat(parts);
+  const headEnd = raw.indexOf('\r\n\r\n');
+  const decoded: Buffer[] = [];
+  let httpChunks = 0;
+  for (let at = headEnd + 4; ; ) {
+    const sizeEnd = raw.indexOf('\r\n', at);
+    const size = Number.parseInt(raw.subarray(at, sizeEnd).toString('latin1'), 16);
+    if (size === 0) break;
+    decoded.push(raw.subarray(sizeEnd + 2, sizeEnd + 2 + size));
+    httpChunks++;
+    at = sizeEnd + 2 + size + 2;
+  }
+  return { head: raw.subarray(0, headEnd).toString('latin1'), body: Buffer.concat(decoded).toString('utf8'), httpChunks };
 }
 
 async function readLines(response: Response): Promise<Array<Record<string, unknown>>> {
@@ -283,6 +306,37 @@ describe('fake Ollama: /api/chat replies', () => {
       await expectError(await tryReply('{"seed": 1}', overflowing), 500, 'fake-ollama: the format schema has a bound llama.cpp would misread');
       expect(fake.scriptErrors).toEqual([expect.stringContaining('$.properties.seed.maximum is 4294967295, which llama.cpp\'s get<int>() reads as -1')]);
     });
+  });
+
+  it('floods the body a paced reply sends, line for line, in far fewer HTTP chunks, telling each line as it leaves', async () => {
+    const chunks = Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? '\n"é' : ` w${i}`));
+    const written: number[] = [];
+    fake.enqueue({ chunks, promptEvalCount: 3 }, { chunks, promptEvalCount: 3, flood: true, onLineWritten: (line) => written.push(line) });
+    const paced = await postRaw('/api/chat', { model: 'mistral:7b', messages: HI });
+    const flood = await postRaw('/api/chat', { model: 'mistral:7b', messages: HI });
+
+    const parse = (body: string) => body.split('\n').filter((line) => line !== '').map((line) => ({ ...(JSON.parse(line) as object), created_at: 'time' }));
+    expect(flood.head).toContain('Content-Type: application/x-ndjson');
+    expect(parse(flood.body)).toEqual(parse(paced.body));
+    expect(parse(flood.body)).toHaveLength(5001);
+    expect(paced.httpChunks).toBe(5001);
+    expect(flood.httpChunks).toBeLessThan(20);
+    expect(written).toEqual(chunks.map((_, i) => i));
+  });
+
+  it('refuses a flood with pacing or failure options', async () => {
+    fake.enqueue({ chunks: ['a'], flood: true, delayMs: 5 });
+    const response = await post('/api/chat', { model: 'mistral:7b', messages: HI });
+    await expectError(response, 500, /flood reply takes no pacing/);
+    expect(fake.scriptErrors).toEqual(['fake-ollama: a flood reply takes no pacing or failure options']);
+  });
+
+  it('tells each paced line as it is handed to the socket', async () => {
+    const written: number[] = [];
+    fake.enqueue({ chunks: ['a', 'b', 'c'], onLineWritten: (line) => written.push(line) });
+    const lines = await readLines(await post('/api/chat', { model: 'mistral:7b', messages: HI }));
+    expect(lines).toHaveLength(4);
+    expect(written).toEqual([0, 1, 2]);
   });
 
   it('counts a client hang-up and stops sending', async () => {

@@ -1,0 +1,116 @@
+// The bench's own arithmetic: if these lie, every figure of `npm run bench` does.
+import { describe, expect, it } from 'vitest';
+import { createArrivalTracker } from '../../bench/clients.ts';
+import { describeModule, summariseProfile, type CpuProfile } from '../../bench/cpu-profile.ts';
+import { readCpuNs, readRssMb } from '../../bench/processes.ts';
+import { floodChunks, floodText, METADATA_TAIL, pacedToken } from '../../bench/replies.ts';
+import { judge, median, quantile } from '../../bench/stats.ts';
+import { MAX_REPLY_CHARS } from '../../../server/protocol/index.ts';
+
+describe('stats', () => {
+  it('interpolates quantiles and takes the median of the rounds', () => {
+    expect(quantile([10, 0, 30, 20], 0.5)).toBe(15);
+    expect(quantile([1, 2, 3, 4, 5], 0.25)).toBe(2);
+    expect(quantile([7], 0.99)).toBe(7);
+    expect(median([])).toBeNaN();
+  });
+
+  it('judges the median against the target, and a figure without one as information', () => {
+    expect(judge({ name: 'a', rounds: [1, 5, 2], unit: 'ms', target: { kind: 'max', limit: 2 } })).toMatchObject({ value: 2, status: 'ok' });
+    expect(judge({ name: 'b', rounds: [1, 5, 3], unit: 'ms', target: { kind: 'max', limit: 2 } }).status).toBe('MISSED');
+    expect(judge({ name: 'c', rounds: [0.85], unit: '×', target: { kind: 'min', limit: 0.9 } }).status).toBe('MISSED');
+    expect(judge({ name: 'd', rounds: [11.5], unit: '×', target: { kind: 'range', limit: 9, upper: 11 } }).status).toBe('MISSED');
+    expect(judge({ name: 'e', rounds: [10], unit: '×', target: { kind: 'range', limit: 9, upper: 11 } }).status).toBe('ok');
+    expect(judge({ name: 'f', rounds: [Number.NaN], unit: 'ms', target: { kind: 'max', limit: 2 } }).status).toBe('MISSED');
+    expect(judge({ name: 'g', rounds: [3], unit: 'ms' }).status).toBe('info');
+  });
+});
+
+describe('replies', () => {
+  it('floods short tokens that stay under the reply cap, then the metadata', () => {
+    const chunks = floodChunks(100_000);
+    expect(chunks).toHaveLength(100_000 + METADATA_TAIL.length);
+    expect(chunks.slice(0, 100_000).every((chunk) => chunk.length >= 1 && chunk.length <= 2)).toBe(true);
+    expect(chunks.join('').length).toBeLessThan(MAX_REPLY_CHARS);
+    expect(floodText(100)).not.toMatch(/[-{`*_=]|\s$/);
+  });
+});
+
+describe('arrival tracker', () => {
+  it('finds each paced token in order, in any framing, a token split across reads included', () => {
+    const tracker = createArrivalTracker(12, pacedToken);
+    tracker.onData('event: delta\ndata: {"text":" w0q w1', 100);
+    tracker.onData('q"}\n\n<span> w2q w3q w4q w5q w6q w7q w8q w9q w10', 200);
+    tracker.onData('q</span> w11q', 300);
+    expect(tracker.found).toBe(12);
+    expect(tracker.arrivals).toEqual([100, 200, 200, 200, 200, 200, 200, 200, 200, 200, 300, 300]);
+  });
+
+  it('never takes a later token for an earlier one', () => {
+    const tracker = createArrivalTracker(2, pacedToken);
+    tracker.onData(' w11q w10q', 5);
+    expect(tracker.found).toBe(0);
+  });
+});
+
+describe('cpu profile', () => {
+  const frame = (functionName: string, url = '', lineNumber = 0) => ({ functionName, url, lineNumber, columnNumber: 0 });
+  const profile: CpuProfile = {
+    nodes: [
+      { id: 1, callFrame: frame('(root)'), children: [2, 3, 4, 5] },
+      { id: 2, callFrame: frame('(idle)') },
+      { id: 3, callFrame: frame('writeSSE', 'file:///repo/node_modules/hono/dist/helper/streaming/sse.js', 8) },
+      { id: 4, callFrame: frame('push', 'file:///repo/server/protocol/withhold.ts') },
+      { id: 5, callFrame: frame('(garbage collector)') },
+    ],
+    startTime: 1_000,
+    endTime: 1_000 + 10_000,
+    // Each sample lasts until the next: 3 → 4000 µs, 4 → 1000, 2 → 2000, 3 → 1000, 5 → 2000 (to endTime).
+    samples: [3, 4, 2, 3, 5],
+    timeDeltas: [0, 4_000, 1_000, 2_000, 1_000],
+  };
+
+  it('sums self time per function and per module, as a share of the busy (not idle) time', () => {
+    const summary = summariseProfile(profile, '/repo/');
+    expect(summary.totalMs).toBe(10);
+    expect(summary.busyMs).toBe(8);
+    expect(summary.functions.map((f) => [f.name, f.where, f.selfMs, f.share])).toEqual([
+      ['writeSSE', 'hono/dist/helper/streaming/sse.js:9', 5, 5 / 8],
+      ['(garbage collector)', '', 2, 2 / 8],
+      ['push', 'server/protocol/withhold.ts', 1, 1 / 8],
+    ]);
+    expect(summary.modules.map((m) => [m.name, m.selfMs])).toEqual([
+      ['hono', 5],
+      ['(garbage collector)', 2],
+      ['server/protocol', 1],
+    ]);
+  });
+
+  it('names packages, Node folders and frames without a script', () => {
+    expect(describeModule(frame('x', 'file:///a/node_modules/@hono/node-server/dist/index.mjs'), '/a/')).toBe('@hono/node-server');
+    expect(describeModule(frame('x', 'node:internal/webstreams/transformstream'), '/a/')).toBe('node:internal/webstreams');
+    expect(describeModule(frame('x', 'node:_http_outgoing'), '/a/')).toBe('node:_http_outgoing');
+    expect(describeModule(frame('JSON.parse'), '/a/')).toBe('(native)');
+  });
+});
+
+describe('/proc readings', () => {
+  it('reads a process\'s CPU time as the kernel counts it, all threads included', () => {
+    const before = { proc: readCpuNs(process.pid), usage: process.cpuUsage() };
+    let spin = 0;
+    while (process.cpuUsage(before.usage).user < 30_000) spin++;
+    const usageNs = (() => {
+      const used = process.cpuUsage(before.usage);
+      return (used.user + used.system) * 1000;
+    })();
+    const procNs = readCpuNs(process.pid) - before.proc;
+    expect(spin).toBeGreaterThan(0);
+    expect(procNs / usageNs).toBeGreaterThan(0.7);
+    expect(procNs / usageNs).toBeLessThan(1.3);
+  });
+
+  it('reads the resident memory in MB', () => {
+    const rss = process.memoryUsage().rss / 1024 / 1024;
+    expect(Math.abs(readRssMb(process.pid) - rss)).toBeLessThan(rss * 0.1);
+  });
+});
