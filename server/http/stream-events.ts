@@ -30,6 +30,19 @@ const INTERNAL_ERROR_MESSAGE =
 /** Quiet time after which an SSE comment is sent, so proxies and clients see a live connection. */
 export const SSE_KEEP_ALIVE_MS = 15_000;
 
+/** Gathered frames written at once when they reach this size, before the event loop's turn ends. */
+const MAX_BUFFERED_CHARS = 64 * 1024;
+
+/**
+ * One SSE frame, as hono's writeSSE writes it (hono/dist/helper/streaming/sse.js): `event:`, then each
+ * line of the data as its own `data:` line, then a blank line.
+ */
+export function formatSseMessage(message: SseMessage): string {
+  if (message.event !== undefined && /[\r\n]/.test(message.event)) throw new Error('an SSE event name must not contain a line break');
+  const data = `data: ${String(message.data).split(/\r\n|\r|\n/).join('\ndata: ')}`;
+  return message.event ? `event: ${message.event}\n${data}\n\n` : `${data}\n\n`;
+}
+
 export interface SseMessage {
   event?: string;
   data: string;
@@ -73,12 +86,36 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         keepAlivePending = true;
         void stream.write(': keep-alive\n\n').finally(() => (keepAlivePending = false));
       }, options.keepAliveMs ?? SSE_KEEP_ALIVE_MS);
+      // Frames are gathered and written once per event-loop turn: a network read of Ollama's stream can
+      // yield dozens of deltas, and one chunked write (and one encode) per token was most of the cost.
+      let buffered = '';
+      let flushing: Promise<void> | undefined;
+      const flush = (): Promise<void> => {
+        flushing ??= (async () => {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          while (buffered !== '') {
+            const chunk = buffered;
+            buffered = '';
+            // After a hang-up nothing is written, and nothing fails.
+            if (stream.aborted) return;
+            await stream.write(chunk);
+            keepAlive.refresh();
+          }
+        })().finally(() => {
+          flushing = undefined;
+          // Frames added between the loop's end and here go out on the next turn.
+          if (buffered !== '') void flush();
+        });
+        return flushing;
+      };
       const write = async (messages: SseMessage | readonly SseMessage[] | undefined) => {
         for (const message of messages === undefined ? [] : Array.isArray(messages) ? messages : [messages as SseMessage]) {
-          if (stream.aborted) return;
-          await stream.writeSSE(message);
-          keepAlive.refresh();
+          buffered += formatSseMessage(message);
         }
+        if (buffered === '') return;
+        const flushed = flush();
+        // Backpressure: a slow reader holds the producer once a large batch waits.
+        if (buffered.length >= MAX_BUFFERED_CHARS) await flushed;
       };
       const send = async (event: TurnEvent) => {
         options.onEvent?.(event);
@@ -101,6 +138,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
           await send({ type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
         }
       } finally {
+        while (buffered !== '' || flushing) await flush();
         clearTimeout(keepAlive);
         release();
       }
