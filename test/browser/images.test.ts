@@ -142,6 +142,25 @@ describeInBrowser('the image area', () => {
     expect(await page.locator('#log .msg.assistant .thumbs img').count()).toBe(1);
   });
 
+  it('a finished image in a background tab puts "Image ready" in the title until the tab is seen', async () => {
+    await openConversation({ autoGenerate: true });
+    const title = await page.title();
+    // The tab goes to the background (what switching tabs does to the page's visibility).
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    stage.fake.enqueue(scriptReply('Coming up.', meta('a kite over dunes', { generate_image: true, steps: 4 })));
+    await send('a kite');
+    await poll(() => imageInFrame().count()).toBe(1);
+    await poll(() => page.title()).toBe(`Image ready · ${title}`);
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    expect(await page.title()).toBe(title);
+  });
+
   it('makes no image when "Generate automatically" is off: no request reaches the backend', async () => {
     await openConversation();
     const auto = page.getByRole('checkbox', { name: /Generate automatically/ });
