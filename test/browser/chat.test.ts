@@ -243,6 +243,29 @@ describeInBrowser('the chat pane', () => {
     expect(stage.fake.chatRequests().at(-1)?.messages?.at(-1)?.content).toBe('a red balloon over Paris');
     await poll(() => page.getByRole('button', { name: 'Retry' }).count()).toBe(0);
     await poll(() => page.locator('#status').textContent()).not.toContain('ollama pull');
+    // The error Retry fixed is gone, live and after a reload.
+    const visibleAlerts = () => page.locator('#log [role="alert"]:visible').count();
+    expect(await visibleAlerts()).toBe(0);
+    await page.reload();
+    await poll(() => lastReply().locator('.text').textContent()).toBe('A red balloon drifting over Paris rooftops.');
+    expect(await visibleAlerts()).toBe(0);
+
+    // Retry is offered on the last turn only: a failed reply answered by a later message offers none.
+    const visibleRetries = () => page.locator('#log button:has-text("Retry"):visible').count();
+    stage.fake.setModels([]);
+    await send('now over Rome');
+    await waitForReply();
+    await poll(visibleRetries).toBe(1);
+    stage.fake.setModels(['mistral:7b']);
+    stage.fake.enqueue(scriptReply('Over Rome, then.', meta('a red balloon over Rome')));
+    await send('over Rome, please');
+    await waitForReply();
+    await poll(() => lastReply().locator('.text').textContent()).toBe('Over Rome, then.');
+    await poll(visibleRetries).toBe(0);
+    await page.reload();
+    await poll(() => lastReply().locator('.text').textContent()).toBe('Over Rome, then.');
+    expect(await visibleRetries()).toBe(0);
+    expect(await page.locator('#log [role="alert"]:visible').count()).toBe(1);
   });
 
   it('a reply holding <script> and hx-get is shown as text and runs nothing', async () => {
