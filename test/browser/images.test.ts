@@ -206,6 +206,8 @@ describeInBrowser('the image area', () => {
     await page.reload();
     await poll(order).toEqual(expected);
     expect(await page.locator('#log .msg.generated img').getAttribute('alt')).toBe('Image: a lantern in the fog');
+    // The entry says what it was made from.
+    expect(await page.locator('#log .msg.generated .generated-prompt').textContent()).toBe('a lantern in the fog');
   });
 
   it('shows the progress the backend reports: an indeterminate bar, then a growing aria-valuenow', async () => {

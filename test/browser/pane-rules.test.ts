@@ -135,6 +135,8 @@ describeInBrowser('the prompt pane follows one rule', () => {
     await page.locator('#log').click();
     await page.keyboard.press('Control+Shift+Z');
     await poll(() => promptBox().inputValue()).toBe('a cat, oil');
+    // The redo's answer has replaced Undo with an enabled one (a loaded machine may still be swapping it).
+    await poll(() => undo.isEnabled()).toBe(true);
     await page.keyboard.press('Control+Z');
     await poll(() => promptBox().inputValue()).toBe('a cat');
     // Inside the text box Ctrl+Z is the box's own undo, not the versions'.

@@ -65,10 +65,12 @@ function renderPaneValues(pane: PaneView, force: boolean): Html {
 
 /** Every part of the pane the server decides, as htmx partials: after a reply, an edit, undo, redo. */
 export function renderPaneUpdate(conversationId: string, pane: PaneView, options: { force?: boolean } = {}): Html {
+  // The values go last: when web/easel.js copies them into the fields, Undo/Redo and the suggestion are
+  // already those of the same pane (a fast second Ctrl+Z must not meet the previous, disabled Undo).
   return joinHtml([
-    renderPartial('#pane-inbox', 'innerHTML', renderPaneValues(pane, options.force === true)),
     renderPartial('#prompt-history', 'outerHTML', renderPromptHistory(conversationId, pane)),
     renderPartial('#suggestion', 'outerHTML', renderSuggestion(conversationId, pane)),
     ...PINNABLE_FIELDS.map((field) => renderPartial(`#meta-${field}`, 'outerHTML', renderFieldMeta(conversationId, field, pane))),
+    renderPartial('#pane-inbox', 'innerHTML', renderPaneValues(pane, options.force === true)),
   ]);
 }
