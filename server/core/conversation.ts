@@ -1,5 +1,5 @@
 import type { ContextEntry, Metadata } from '../protocol/index.ts';
-import type { ImageSkipReason, PinnableField, PromptSource, PromptSuggestion, PromptVersion, SettingsChange, SettingSuggestions } from './pane.ts';
+import type { ImageSkipReason, PaneState, PinnableField, PromptSource, PromptSuggestion, PromptVersion, SettingsChange, SettingSuggestions } from './pane.ts';
 import type { Settings } from './settings.ts';
 
 // Two separate records: the transcript (what the user saw) and the working context (what the
@@ -67,23 +67,14 @@ export interface PendingNotes {
   settingsChanged: boolean;
 }
 
-export interface ConversationRecord {
+/** A conversation as stored: its pane (prompt, version, suggestion, settings, pins) and what else it keeps. */
+export interface ConversationRecord extends PaneState {
   id: string;
   /** The title the user gave it; null means "from the first message". */
   title: string | null;
   createdAt: string;
   /** The time of the last message or image (not of prompt or settings edits). */
   updatedAt: string;
-  prompt: string;
-  /** The current prompt version (null while the prompt was never set). */
-  promptVersion: number | null;
-  /** The model's prompt waiting beside an edit the user made while its reply was written. */
-  suggestion: PromptSuggestion | null;
-  settings: Settings;
-  /** Settings set by hand: the model's values never overwrite them. */
-  pinned: PinnableField[];
-  /** The model's different values for pinned settings. */
-  settingSuggestions: SettingSuggestions;
   pending: PendingNotes;
 }
 
