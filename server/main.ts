@@ -59,6 +59,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     model: config.model,
     numCtx: config.numCtx,
     ...(config.llmSeed !== undefined ? { seed: config.llmSeed } : {}),
+    warn: (message) => logger.warn(message),
   });
   const imagesDir = join(config.dataDir, 'images');
   mkdirSync(imagesDir, { recursive: true });
@@ -221,7 +222,7 @@ class StartupError extends Error {
   override readonly name = 'StartupError';
 }
 
-async function main(): Promise<void> {
+export async function main(): Promise<void> {
   const parsed = parseConfig(process.argv.slice(2), process.env);
   if (!parsed.ok) {
     process.stderr.write(`easel: ${parsed.error.message}\n`);

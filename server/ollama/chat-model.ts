@@ -1,5 +1,5 @@
 import { Ollama } from 'ollama';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import type { ChatResponse, Options } from 'ollama';
 import { ChatModelError } from '../core/errors.ts';
 import type { ChatChunk, ChatModel, ChatOptions, ChatRequest, ModelHealth } from '../core/ports.ts';
@@ -25,6 +25,8 @@ export interface OllamaChatModelOptions {
   fetch?: typeof fetch;
   /** How long checkHealth and isLoaded wait for Ollama before giving up. Default 3000 ms. */
   healthTimeoutMs?: number;
+  /** Where a reply line that is not JSON is reported (it is skipped). Default: console.warn, as the client does. */
+  warn?: (message: string) => void;
 }
 
 const DEFAULT_HEALTH_TIMEOUT_MS = 3000;
@@ -34,6 +36,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   const model = options.model;
   const baseFetch = options.fetch ?? globalThis.fetch;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
+  const warn = options.warn ?? ((message: string) => console.warn(message));
   assertValidHost(host);
   // Ollama sends no HTTP headers until the model is loaded and has read the prompt (server/routes.go:
   // ChatHandler blocks in scheduleRunner at :2634, then streamResponse at :2097 writes the headers with
@@ -41,12 +44,16 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   // default 300 s headersTimeout would fire on a slow load and look like "not reachable". Both undici
   // timeouts are off here: the core's watchdog (--first-token-timeout, --stall-timeout) aborts the
   // request instead and says truthfully what happened. Connecting still fails fast when nothing listens.
-  const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  // Only chats need it (the other calls give up after healthTimeoutMs), so undici is loaded at the first
+  // chat, not at start (issue 12: ~0.1 s and several MB less before the first page).
+  let chatDispatcher: Promise<Agent> | undefined;
+  const loadChatDispatcher = () =>
+    (chatDispatcher ??= import('undici').then(({ Agent }) => new Agent({ headersTimeout: 0, bodyTimeout: 0 })));
 
   // One client per call: the client's abort() and its list of ongoing streams are per
   // instance, so a shared client would let one cancelled chat cancel the others.
   function createClient(signal: AbortSignal): Ollama {
-    return new Ollama({ host, fetch: createScopedFetch(baseFetch, signal, dispatcher) });
+    return new Ollama({ host, fetch: createScopedFetch(baseFetch, signal) });
   }
 
   function mergeOptions(requested: ChatOptions | undefined): Partial<Options> | undefined {
@@ -68,12 +75,20 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     // the client never cancels the response body by itself.
     const hangUp = new AbortController();
     const signal = request.signal ? AbortSignal.any([request.signal, hangUp.signal]) : hangUp.signal;
-    const client = createClient(signal);
+    // The client builds the request and maps HTTP errors; the body is read here, a network read at a time.
+    let body: ReadableStream<Uint8Array> | null = null;
+    const dispatcher = await loadChatDispatcher();
+    const client = new Ollama({
+      host,
+      fetch: createScopedFetch(baseFetch, signal, dispatcher, (taken) => {
+        body = taken;
+      }),
+    });
     const chatOptions = mergeOptions(request.options);
     let phase: 'request' | 'stream' = 'request';
     let completed = false;
     try {
-      const stream = await client.chat({
+      await client.chat({
         model,
         messages: request.messages.map(({ role, content }) => ({ role, content })),
         stream: true,
@@ -82,25 +97,12 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
         ...(options.keepAlive !== undefined && { keep_alive: options.keepAlive }),
       });
       phase = 'stream';
-      let last: ChatResponse | undefined;
-      for await (const part of stream) {
-        const text = part.message?.content;
-        if (text) yield { type: 'text', text };
-        else if (!part.done) yield { type: 'alive' };
-        if (part.done) last = part;
+      if (body === null) throw new Error('Ollama answered the chat request without a body.');
+      for await (const chunk of readChatStream(body, warn)) {
+        if (chunk.type === 'end') completed = true;
+        yield chunk;
       }
-      if (last === undefined) {
-        // The client throws when the stream ends without `done`; this guards a future change.
-        throw new Error(STREAM_ENDED_EARLY);
-      }
-      completed = true;
-      yield {
-        type: 'end',
-        doneReason: last.done_reason || 'stop',
-        evalCount: last.eval_count ?? 0,
-        evalDurationNs: last.eval_duration ?? 0,
-        promptEvalCount: last.prompt_eval_count ?? 0,
-      };
+      if (!completed) throw new Error(STREAM_ENDED_EARLY);
     } catch (error) {
       throw toChatModelError(error, { ...errorContext, phase });
     } finally {
@@ -178,14 +180,118 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   return { model, chat, checkHealth, isLoaded, unload };
 }
 
-/** Adds our signal (and dispatcher) to every fetch the client makes, including the GETs it never signals. */
-function createScopedFetch(baseFetch: typeof fetch, signal: AbortSignal, dispatcher: Agent): typeof fetch {
+/**
+ * Adds our signal (and dispatcher) to every fetch the client makes, including the GETs it never signals.
+ * With `takeBody`, a successful answer's body is handed over and the client gets an empty one: it still
+ * builds the request and turns an HTTP error into its ResponseError, but never reads the stream.
+ */
+function createScopedFetch(
+  baseFetch: typeof fetch,
+  signal: AbortSignal,
+  dispatcher?: Agent,
+  takeBody?: (body: ReadableStream<Uint8Array> | null) => void,
+): typeof fetch {
   return async (input, init) => {
     const combined = init?.signal ? AbortSignal.any([init.signal, signal]) : signal;
     // `dispatcher` is undici's extension of RequestInit; Node's fetch is undici 6, the version installed.
-    const response = await baseFetch(input, { ...init, signal: combined, dispatcher } as RequestInit);
-    return response.ok ? response : asJsonError(response);
+    const scoped = dispatcher === undefined ? { ...init, signal: combined } : { ...init, signal: combined, dispatcher };
+    const response = await baseFetch(input, scoped as RequestInit);
+    if (!response.ok) return asJsonError(response);
+    if (takeBody === undefined) return response;
+    takeBody(response.body);
+    const empty = new ReadableStream<Uint8Array>({ start: (controller) => controller.close() });
+    return new Response(empty, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
+}
+
+/**
+ * Ollama's NDJSON chat stream, one chunk per network read rather than per line: the text of every complete
+ * line a read brought, joined. Keeps the client's rules (ollama-js 0.6 src/utils.ts:299-340 parseJSON, :45-59
+ * AbortableAsyncIterator): a line that is not JSON is skipped with a warning, an `{"error"}` line is an error
+ * (after the text before it), and the stream ends at the `done` line; the caller treats an end without one
+ * as an error.
+ */
+async function* readChatStream(
+  body: ReadableStream<Uint8Array>,
+  warn: (message: string) => void,
+): AsyncGenerator<ChatChunk> {
+  const decoder = new TextDecoder('utf-8');
+  const reader = body.getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      // The final flush: bytes of an unfinished character, and a last line without its newline.
+      buffer += done ? `${decoder.decode()}\n` : decoder.decode(value, { stream: true });
+      const lastNewline = buffer.lastIndexOf('\n');
+      if (lastNewline !== -1) {
+        const lines = buffer.slice(0, lastNewline);
+        buffer = buffer.slice(lastNewline + 1);
+        const batch = readLines(lines, warn);
+        if (batch.text !== '') yield { type: 'text', text: batch.text };
+        else if (batch.alive) yield { type: 'alive' };
+        if (batch.error !== undefined) throw new Error(batch.error);
+        if (batch.end !== undefined) {
+          yield batch.end;
+          return;
+        }
+      }
+      if (done) return;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+interface LineBatch {
+  text: string;
+  /** A line without text arrived: the model is working (a thinking model's thoughts). */
+  alive: boolean;
+  /** Ollama's words from an `{"error"}` line; the lines after it are not read. */
+  error?: string;
+  end?: Extract<ChatChunk, { type: 'end' }>;
+}
+
+function readLines(lines: string, warn: (message: string) => void): LineBatch {
+  const batch: LineBatch = { text: '', alive: false };
+  let start = 0;
+  while (start <= lines.length) {
+    const newline = lines.indexOf('\n', start);
+    const end = newline === -1 ? lines.length : newline;
+    const line = lines.slice(start, end);
+    start = end + 1;
+    if (line.trim() === '') continue;
+    let part: ChatResponse | { error?: unknown };
+    try {
+      part = JSON.parse(line) as ChatResponse | { error?: unknown };
+    } catch {
+      warn(`Ollama sent a reply line that is not JSON; it was skipped: ${line.slice(0, 200)}`);
+      continue;
+    }
+    if (part === null || typeof part !== 'object') {
+      warn(`Ollama sent a reply line that is not a JSON object; it was skipped: ${line.slice(0, 200)}`);
+      continue;
+    }
+    if ('error' in part) {
+      batch.error = String(part.error);
+      return batch;
+    }
+    const response = part as ChatResponse;
+    const text = response.message?.content;
+    if (typeof text === 'string' && text !== '') batch.text += text;
+    else if (!response.done) batch.alive = true;
+    if (response.done) {
+      batch.end = {
+        type: 'end',
+        doneReason: response.done_reason || 'stop',
+        evalCount: response.eval_count ?? 0,
+        evalDurationNs: response.eval_duration ?? 0,
+        promptEvalCount: response.prompt_eval_count ?? 0,
+      };
+      return batch;
+    }
+  }
+  return batch;
 }
 
 /** The client console.logs while reading a non-JSON error body; hand it JSON so logs stay clean. */

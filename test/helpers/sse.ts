@@ -41,3 +41,11 @@ export function shownText(events: SseEvent[]): string {
   }
   return text;
 }
+
+/**
+ * The events' types with each run of `delta`s as one: a delta carries whatever text one read from Ollama
+ * brought (docs/API.md), so how many there are depends on the network; their content and order do not.
+ */
+export function eventTypes(events: SseEvent[]): string[] {
+  return events.map((event) => event.type).filter((type, index, types) => type !== 'delta' || types[index - 1] !== 'delta');
+}
