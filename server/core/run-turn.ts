@@ -11,13 +11,14 @@ import {
   METADATA_OPTIONS,
   NEUTRAL_FALLBACK_TEXT,
   parseMetadataReply,
-  parseReply,
+  parseWithheld,
   planRecovery,
   renderContext,
   RESET_MESSAGE,
   type ContextEntry,
   type FailedReply,
   type Metadata,
+  type WithheldReply,
 } from '../protocol/index.ts';
 import type { NewTurn } from './conversation.ts';
 import { isChatModelError, type ChatModelError } from './errors.ts';
@@ -62,6 +63,8 @@ export interface TurnDeps {
 interface AttemptResult {
   raw: string;
   shown: string;
+  /** The withholder's split of a streamed reply (null for a metadata-only call): parsed as it is. */
+  split: WithheldReply | null;
   doneReason: string;
   /** True when the reply ran past MAX_REPLY_CHARS and was stopped there. */
   capped: boolean;
@@ -166,13 +169,13 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
       input.signal.removeEventListener('abort', onUserAbort);
       watchdog.signal.removeEventListener('abort', onTimeout);
     }
-    if (silent) return { raw: silentRaw, shown: '', doneReason: capped ? 'length' : doneReason, capped };
+    if (silent) return { raw: silentRaw, shown: '', split: null, doneReason: capped ? 'length' : doneReason, capped };
     const finished = withholder.finish();
     if (finished.flushed) {
       shownSoFar += finished.flushed;
       yield { type: 'delta', text: finished.flushed };
     }
-    return { raw: finished.raw, shown: finished.shown, doneReason: capped ? 'length' : doneReason, capped };
+    return { raw: finished.raw, shown: finished.shown, split: finished, doneReason: capped ? 'length' : doneReason, capped };
   }
 
   let request: ChatRequest = { messages: baseMessages, signal: input.signal };
@@ -211,9 +214,9 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
       const parsed =
         attempt === null
           ? null
-          : mode === 'metadata'
+          : attempt.split === null
             ? parseMetadataReply(attempt.raw, { doneReason: attempt.doneReason })
-            : parseReply(attempt.raw, { doneReason: attempt.doneReason });
+            : parseWithheld(attempt.split, { doneReason: attempt.doneReason });
       if (attempt !== null && parsed?.ok) {
         const compacted = level === 'compaction';
         // The metadata-only step keeps, byte for byte, the text the user already read.

@@ -14,7 +14,7 @@ export {
   REQUIRED_METADATA_FIELDS,
 } from './metadata.ts';
 export type { Metadata, MetadataField } from './metadata.ts';
-export { parseMetadataReply, parseReply, REPAIR_CODES } from './parse-reply.ts';
+export { parseMetadataReply, parseReply, parseWithheld, REPAIR_CODES } from './parse-reply.ts';
 export type { ParseError, ParseErrorCode, ParsedReply, ParseReplyOptions, ParseResult, RepairCode } from './parse-reply.ts';
 export {
   buildCompactionMessage,

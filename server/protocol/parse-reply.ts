@@ -8,7 +8,7 @@ import { LIMITS, RANDOM_SEED } from './limits.ts';
 import { metadataSchema, REQUIRED_METADATA_FIELDS } from './metadata.ts';
 import type { Metadata, MetadataField } from './metadata.ts';
 import { createWithholder } from './withhold.ts';
-import type { MarkerKind } from './withhold.ts';
+import type { MarkerKind, WithheldReply } from './withhold.ts';
 
 /**
  * Stable codes of the lossless repairs, reported with an accepted reply in this order (the order
@@ -73,7 +73,15 @@ type CopyResult =
   | { ok: false; error: ParseError; rest: string };
 
 export function parseReply(raw: string, options: ParseReplyOptions = {}): ParseResult {
-  const { shown: text, tail, marker } = splitReply(raw);
+  return parseWithheld(splitReply(raw), options);
+}
+
+/**
+ * parseReply for a reply the withholder already split while it streamed (what `finish()` returned):
+ * the same rule, without running it over the text a second time.
+ */
+export function parseWithheld(split: WithheldReply, options: ParseReplyOptions = {}): ParseResult {
+  const { shown: text, tail, marker } = split;
   const fail = (error: ParseError): ParseResult => ({
     ok: false,
     error: options.doneReason === 'length' ? { ...error, message: `${error.message} ${LENGTH_NOTE}` } : error,

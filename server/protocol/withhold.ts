@@ -164,9 +164,24 @@ export function createWithholder(): Withholder {
     held = '';
   }
 
+  /** Shows `chunk[start, end)` (no `{`, no newline) after the held whitespace, and holds its trailing whitespace. */
+  function releaseRun(chunk: string, start: number, end: number): void {
+    let visibleEnd = end;
+    while (visibleEnd > start && isWhitespaceCode(chunk.charCodeAt(visibleEnd - 1))) visibleEnd -= 1;
+    if (visibleEnd === start) {
+      held += chunk.slice(start, end);
+      return;
+    }
+    emit(held + chunk.slice(start, visibleEnd));
+    held = chunk.slice(visibleEnd, end);
+  }
+
   function push(chunk: string): string {
     if (finished !== null) throw new Error('push() was called after finish(); create a new withholder per reply.');
     rawParts.push(chunk);
+    // Where the next `{` and `\n` are, found once per chunk and again only when passed (linear).
+    let brace = -1;
+    let newline = -1;
     let index = 0;
     while (index < chunk.length) {
       if (tail !== null) {
@@ -174,11 +189,14 @@ export function createWithholder(): Withholder {
         tail += chunk.slice(index);
         break;
       }
-      if (candidate === null && held === '' && !lineStart) {
-        // Fast path, same decision as step(): mid-line, only whitespace or `{` can start anything.
-        const end = findPlainRunEnd(chunk, index);
+      if (candidate === null && !lineStart) {
+        // Fast path, the same decisions as step(): mid-line with no candidate, only `{` can start one and
+        // a newline can make the next character a line start; whitespace before them is only held.
+        if (brace < index) brace = indexOrEnd(chunk, '{', index);
+        if (newline < index) newline = indexOrEnd(chunk, '\n', index);
+        const end = Math.min(brace, newline);
         if (end > index) {
-          emit(chunk.slice(index, end));
+          releaseRun(chunk, index, end);
           index = end;
           continue;
         }
@@ -207,16 +225,14 @@ export function createWithholder(): Withholder {
   return { push, finish };
 }
 
-/** The end of the run from `start` of characters that are neither whitespace nor `{`. */
-function findPlainRunEnd(chunk: string, start: number): number {
-  let end = start;
-  while (end < chunk.length) {
-    const code = chunk.charCodeAt(end);
-    // `{`, space, \t, \n, \v, \f, \r: the characters isWhitespace and startCandidate look at mid-line.
-    if (code === 0x7b || code === 0x20 || (code >= 0x09 && code <= 0x0d)) break;
-    end += 1;
-  }
-  return end;
+function indexOrEnd(chunk: string, search: string, from: number): number {
+  const found = chunk.indexOf(search, from);
+  return found === -1 ? chunk.length : found;
+}
+
+/** isWhitespace by character code: space, \t, \n, \v, \f, \r. */
+function isWhitespaceCode(code: number): boolean {
+  return code === 0x20 || (code >= 0x09 && code <= 0x0d);
 }
 
 /** A `{` may open metadata anywhere; rules and fences only at the start of a line. */

@@ -2,7 +2,7 @@
 // contains the delimiter line or any part of the JSON (seed 002: withhold before you display).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createWithholder, formatCanonicalReply, parseReply } from '../../../server/protocol/index.ts';
+import { createWithholder, formatCanonicalReply, parseReply, parseWithheld } from '../../../server/protocol/index.ts';
 import { MAX_HELD_CHARS, MAX_KEY_CHARS, MAX_RULE_CHARS } from '../../../server/protocol/delimiter.ts';
 import type { Metadata, ParseResult, WithheldReply } from '../../../server/protocol/index.ts';
 
@@ -301,6 +301,8 @@ describe('withholder property: arbitrary replies', () => {
           expect(raw.endsWith(reference.tail ?? '')).toBe(true);
           expect(reference.shown).toBe(trimSpace(beforeMarker));
           expect(textOf(parseReply(raw))).toBe(reference.shown);
+          // The server parses the split it streamed: the same result as parsing the whole text again.
+          expect(parseWithheld(result)).toEqual(parseReply(raw));
         },
       ),
       { numRuns: 2000 },
