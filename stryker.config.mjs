@@ -40,7 +40,7 @@ export default {
   dryRunTimeoutMinutes: 15,
   incremental: true,
   incrementalFile: 'reports/stryker-incremental.json',
-  ignorePatterns: ['data', 'reports', 'test-results', '.scratch', 'docs/screenshot.png'],
+  ignorePatterns: ['data', 'dist', 'reports', 'test-results', '.scratch', 'docs/screenshot.png'],
   tempDirName: '.stryker-tmp',
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },

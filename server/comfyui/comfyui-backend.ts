@@ -2,7 +2,7 @@
 // saved image from /history and /view. Line numbers cite ComfyUI 0.3.64 (a125cd84).
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
@@ -164,7 +164,9 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  const WebSocketImpl = options.WebSocket ?? WebSocket;
+  // ws is loaded with the first generation, not at start (issue 12): only ComfyUI needs it.
+  let webSocketClass: Promise<typeof WebSocket> | undefined;
+  const loadWebSocket = () => (webSocketClass ??= options.WebSocket ? Promise.resolve(options.WebSocket) : import('ws').then((ws) => ws.default));
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
 
@@ -266,7 +268,9 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     ]);
   }
 
-  function openSocket(clientId: string, signal: AbortSignal): Promise<WebSocket> {
+  async function openSocket(clientId: string, signal: AbortSignal): Promise<WebSocket> {
+    const WebSocketImpl = await loadWebSocket();
+    signal.throwIfAborted();
     return new Promise((resolve, reject) => {
       // Previews are small; the cap keeps one hostile frame from costing ws's default 100 MB.
       const socket = new WebSocketImpl(toWebSocketUrl(url, clientId), { maxPayload: MAX_IMAGE_BYTES });
