@@ -173,6 +173,20 @@ describe('the library on the page', () => {
     expect(await gone.text()).toContain('does not exist any more');
   });
 
+  it('a switch after the status is known shows Generate ready, not "Checking the image backend…"', async () => {
+    fake.enqueue(scriptReply('Which cat?', ASKING));
+    const id = await easel.newConversation();
+    await (await postForm(`/c/${id}/messages`, { text: 'a cat', sendKey: newSendKey() })).text();
+    const before = await (await fetch(`${easel.url}/c/${id}`, { headers: { 'hx-request': 'true' } })).text();
+    expect(before).toContain('Checking the image backend…');
+
+    expect(await (await easel.get('/status')).text()).toContain('AUTOMATIC1111 answers');
+    const part = await (await fetch(`${easel.url}/c/${id}`, { headers: { 'hx-request': 'true' } })).text();
+
+    expect(part).not.toContain('Checking the image backend…');
+    expect(part).toContain('Generate makes an image from this prompt');
+  });
+
   it('imports a zip sent as a form (multipart); a zip sent as the body belongs to the API', async () => {
     fake.enqueue(scriptReply('Which cat?', ASKING));
     const id = await easel.newConversation();

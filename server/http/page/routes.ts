@@ -55,6 +55,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
   });
 
   const PENDING_IMAGES: ImageStatus = { configured: false, detail: 'Checking the image backend…' };
+  // What /status last found: a page or a conversation switch shows it at once (its own /status refreshes it),
+  // rather than "Checking…" under Generate while the status line already says the backend answers.
+  let knownImages: ImageStatus = PENDING_IMAGES;
 
   function pageModel(conversation: ConversationView, isNew: boolean, query: string): PageModel {
     return {
@@ -62,7 +65,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
       isNew,
       busy: !isNew && service.isBusy(conversation.id),
       library: { conversations: service.listConversations(query), currentId: isNew ? '' : conversation.id, query },
-      imageStatus: PENDING_IMAGES,
+      imageStatus: knownImages,
     };
   }
 
@@ -328,6 +331,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
   page.get('/status', async (c) => {
     const health = await withRequestSignal(c, (signal) => service.checkHealth(signal));
     const images = deps.imageStatus ? await deps.imageStatus() : health.images;
+    knownImages = images;
     return sendHtml(c, joinHtml([renderStatus(health.ollama, images), renderGenerateState(images)]));
   });
 
