@@ -203,7 +203,7 @@ async function measureFloods(fake: FakeProcess, server: NpmServer): Promise<void
     const small: PathRun[] = [];
     const tiny: PathRun[] = [];
     for (let i = 0; i < 2; i++) large.push(await floodThroughServer(fake, server, sendApiMessage, FLOOD_TOKENS));
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 8; i++) {
       small.push(await floodThroughServer(fake, server, sendApiMessage, SMALL_FLOOD_TOKENS));
       tiny.push(await floodThroughServer(fake, server, sendApiMessage, TINY_FLOOD_TOKENS));
     }

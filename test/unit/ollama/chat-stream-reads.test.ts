@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import fc from 'fast-check';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -106,6 +107,39 @@ describe('the chat stream, a network read at a time', () => {
     expect(textOf(received).join('')).toBe('a lighthouse at dusk');
     expect(error.code).toBe('stream_failed');
     expect(error.message).toContain('ended the reply before saying it was done');
+  });
+
+  it('reads any content the way JSON.parse would, ordinary lines and others alike (property)', async () => {
+    // Lines as Ollama's encoder writes them (api/types.go field order), with the fields that make a line
+    // leave the common shape: thinking, a cloud model's remote_model, tool calls.
+    const lineArb = fc.record({
+      content: fc.string({ unit: 'grapheme', maxLength: 12 }),
+      extra: fc.constantFrom('none', 'thinking', 'remote', 'tools'),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(lineArb, { minLength: 1, maxLength: 8 }), async (lines) => {
+        const body = lines.map(({ content, extra }) => {
+          const message: Record<string, unknown> = { role: 'assistant', content };
+          if (extra === 'thinking') message.thinking = 'hmm';
+          if (extra === 'tools') message.tool_calls = [{ function: { name: 'f', arguments: {} } }];
+          const head = extra === 'remote' ? { model: 'm', remote_model: 'r' } : { model: 'mistral:7b' };
+          return `${JSON.stringify({ ...head, created_at: '2026-11-24T06:20:45.78Z', message, done: false })}\n`;
+        });
+        body.push(line('', { done: true, done_reason: 'stop' }));
+        const url = await serveRawBody([body.join('')]);
+        try {
+          const model = createOllamaChatModel({ host: url, model: 'mistral:7b', warn: () => undefined });
+          const chunks = await collectChunks(model.chat({ messages: USER_HI }));
+          expect(textOf(chunks).join('')).toBe(lines.map((entry) => entry.content).join(''));
+          expect(chunks.at(-1)).toMatchObject({ type: 'end' });
+        } finally {
+          raw?.closeAllConnections();
+          await new Promise((resolve) => raw?.close(resolve));
+          raw = undefined;
+        }
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('reports a line without text (a thinking model) as alive when its read has no text', async () => {
