@@ -132,7 +132,15 @@ async function measureStartup(fake: FakeProcess): Promise<void> {
     idleMb.push(readRssMb(server.pid));
     await server.stop();
   }
+  // This machine's floor at the moment: how long Node itself takes to start and exit (it varies by half here).
+  const bareNodeMs: number[] = [];
+  for (let round = 0; round < ROUNDS.startup; round++) {
+    const started = performance.now();
+    await new Promise((resolve) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }).once('exit', resolve));
+    bareNodeMs.push(performance.now() - started);
+  }
   figures.push(
+    { name: '`node -e 0`, start to exit (the machine\'s floor now)', rounds: bareNodeMs, unit: 'ms' },
     { name: '`npm start` to first GET /api/health', rounds: startupMs, unit: 'ms', target: { kind: 'max', limit: 600 } },
     { name: 'idle RSS of the server process', rounds: idleMb, unit: 'MB', target: { kind: 'max', limit: 80 } },
   );
