@@ -66,6 +66,8 @@ export interface RecordedRequest {
 export interface FakeA1111 {
   url: string;
   requests: RecordedRequest[];
+  /** Every /sdapi/v1/progress answer's progress and eta_relative, in order. */
+  progressAnswers: Array<{ progress: number; eta_relative: number }>;
   /** How many times /sdapi/v1/interrupt was called. */
   readonly interrupts: number;
   /** The most txt2img requests that were ever in flight at once (arrived, not yet answered or dropped). */
@@ -203,6 +205,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
   const stepDelayMs = options.stepDelayMs ?? 20;
   const modelName = options.modelName ?? 'v1-5-pruned-emaonly';
   const requests: RecordedRequest[] = [];
+  const progressAnswers: Array<{ progress: number; eta_relative: number }> = [];
   // shared.state, exactly the keys of State.dict() (modules/shared_state.py:95-108), plus time_start.
   const state = {
     skipped: false,
@@ -376,8 +379,11 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         return handleTxt2Img(text, response);
       }
       // ProgressResponse: progress, eta_relative, state, current_image, textinfo (modules/api/models.py:189-194).
-      case 'GET /sdapi/v1/progress':
-        return sendJson(response, 200, { ...readProgress(), state: { ...state }, current_image: null, textinfo: null });
+      case 'GET /sdapi/v1/progress': {
+        const progress = readProgress();
+        progressAnswers.push(progress);
+        return sendJson(response, 200, { ...progress, state: { ...state }, current_image: null, textinfo: null });
+      }
       // modules/api/api.py:243 routes it to Api.interruptapi: shared.state.interrupt(), then `return {}`.
       // The job stops at its next step and txt2img still answers 200 with the image so far.
       case 'POST /sdapi/v1/interrupt':
@@ -422,6 +428,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    progressAnswers,
     get interrupts() {
       return interrupts;
     },

@@ -60,11 +60,13 @@ describe('progress at the start and the end of our job', () => {
 
     const etas = events.map((event) => event.etaSeconds);
     expect(etas.length).toBeGreaterThanOrEqual(2);
+    // Each is an eta_relative A1111 answered (elapsed/progress − elapsed), in whole seconds up: never a guess
+    // of our own. (A bound in seconds would be a timing assumption a busy machine breaks.)
+    const served = new Set(fake.progressAnswers.filter((answer) => answer.progress > 0).map((answer) => Math.ceil(answer.eta_relative)));
     for (const eta of etas) {
       expect(eta).toEqual(expect.any(Number));
-      // elapsed/progress − elapsed for a job of 6 × 60 ms: never more than a second or two.
       expect(eta).toBeGreaterThanOrEqual(0);
-      expect(eta).toBeLessThanOrEqual(2);
+      expect(served).toContain(eta);
     }
   });
 });
