@@ -24,7 +24,7 @@ import { openInspector } from './inspector.ts';
 import { measureProtocol } from './micro.ts';
 import { describeLoad, readCpuNs, readRssMb, sleep, startFakeProcess, startNpmServer, type FakeProcess, type NpmServer } from './processes.ts';
 import { floodChunks, floodText, pacedToken } from './replies.ts';
-import { formatMarkdown, formatTable, judge, quantile, type Figure } from './stats.ts';
+import { formatMarkdown, formatTable, judge, median, quantile, type Figure } from './stats.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak'] as const;
@@ -211,7 +211,7 @@ async function measureFloods(fake: FakeProcess, server: NpmServer): Promise<void
     const small: PathRun[] = [];
     const tiny: PathRun[] = [];
     for (let i = 0; i < 2; i++) large.push(await floodThroughServer(fake, server, sendApiMessage, FLOOD_TOKENS));
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 9; i++) {
       small.push(await floodThroughServer(fake, server, sendApiMessage, SMALL_FLOOD_TOKENS));
       tiny.push(await floodThroughServer(fake, server, sendApiMessage, TINY_FLOOD_TOKENS));
     }
@@ -223,12 +223,13 @@ async function measureFloods(fake: FakeProcess, server: NpmServer): Promise<void
     pageCpu.push(page.cpuNs / FLOOD_TOKENS / 1000);
     // Whole turns, less a tiny turn's fixed cost: the part that grows with the tokens. (From the first delta
     // on is no measure: one network read can bring thousands of tokens before the first delta.)
-    // The least of several runs of each size: a collection or another process only ever adds time.
-    const least = (runs: PathRun[], of: (run: PathRun) => number) => Math.min(...runs.map(of));
+    // The median of several runs of each size (3 × 100k, 9 × 10k, 9 × 100): a larger turn meets more
+    // collections, so the least of each would favour the small ones; the median keeps the proportions.
+    const middle = (runs: PathRun[], of: (run: PathRun) => number) => median(runs.map(of));
     const ms = (run: PathRun) => run.ms;
     const cpu = (run: PathRun) => run.cpuNs;
-    linear.push((least(large, ms) - least(tiny, ms)) / (least(small, ms) - least(tiny, ms)));
-    linearCpu.push((least(large, cpu) - least(tiny, cpu)) / (least(small, cpu) - least(tiny, cpu)));
+    linear.push((middle(large, ms) - middle(tiny, ms)) / (middle(small, ms) - middle(tiny, ms)));
+    linearCpu.push((middle(large, cpu) - middle(tiny, cpu)) / (middle(small, cpu) - middle(tiny, cpu)));
     const cpuMs = (runs: PathRun[]) => runs.map((run) => (run.cpuNs / 1e6).toFixed(1)).join(', ');
     log(`  round ${round + 1}: direct ${d.ms.toFixed(0)} ms, API ${api.ms.toFixed(0)} ms (CPU ${cpuMs(large)} ms; ${SMALL_FLOOD_TOKENS / 1000}k: ${cpuMs(small)}; ${TINY_FLOOD_TOKENS}: ${cpuMs(tiny)}), page ${page.ms.toFixed(0)} ms`);
   }
