@@ -59,7 +59,7 @@ async function build() {
     external: ['better-sqlite3', 'htmx.org', 'undici', 'ws'],
     // CommonJS packages in an ES module bundle still call require() for Node's own modules.
     banner: { js: "import { createRequire as __easelRequire } from 'node:module'; const require = __easelRequire(import.meta.url);" },
-    plugins: [keepModuleUrls()],
+    plugins: [keepModuleUrls(), withoutHttp2()],
   });
   const [output] = result.outputFiles;
   mkdirSync(DIST, { recursive: true });
@@ -69,6 +69,24 @@ async function build() {
   renameSync(temporary, BUNDLE);
   writeFileSync(`${STAMP}.${process.pid}.tmp`, JSON.stringify({ root: ROOT, sourcesMs }));
   renameSync(`${STAMP}.${process.pid}.tmp`, STAMP);
+}
+
+/**
+ * Easel serves HTTP/1.1 only (`serve()` on node:http). @hono/node-server imports node:http2 just to tell an
+ * HTTP/2 request apart (`instanceof Http2ServerRequest`, `constants` to close its stream); loading http2 and
+ * tls for that took ~17 ms of every start. A class nothing is an instance of keeps those checks false.
+ */
+function withoutHttp2() {
+  return {
+    name: 'without-http2',
+    setup(build) {
+      build.onResolve({ filter: /^(node:)?http2$/ }, () => ({ path: 'http2', namespace: 'without-http2' }));
+      build.onLoad({ filter: /.*/, namespace: 'without-http2' }, () => ({
+        contents: 'export class Http2ServerRequest {}\nexport const constants = {};\n',
+        loader: 'js',
+      }));
+    },
+  };
 }
 
 /**
