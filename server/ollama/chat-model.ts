@@ -77,17 +77,16 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     const signal = request.signal ? AbortSignal.any([request.signal, hangUp.signal]) : hangUp.signal;
     // The client builds the request and maps HTTP errors; the body is read here, a network read at a time.
     let body: ReadableStream<Uint8Array> | null = null;
-    const dispatcher = await loadChatDispatcher();
-    const client = new Ollama({
-      host,
-      fetch: createScopedFetch(baseFetch, signal, dispatcher, (taken) => {
-        body = taken;
-      }),
-    });
     const chatOptions = mergeOptions(request.options);
     let phase: 'request' | 'stream' = 'request';
     let completed = false;
     try {
+      const client = new Ollama({
+        host,
+        fetch: createScopedFetch(baseFetch, signal, await loadChatDispatcher(), (taken) => {
+          body = taken;
+        }),
+      });
       await client.chat({
         model,
         messages: request.messages.map(({ role, content }) => ({ role, content })),
