@@ -1,0 +1,90 @@
+// --image-backend auto at its edges: how it reads an address, the answers that look alike, and what it says
+// when nothing is found. A small server answers exactly the routes each case gives (every other path 404).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { probeImageServer } from '../../../server/image-probe/index.ts';
+import { findClosedUrl } from './helpers.ts';
+
+type Route = { status: number; body: unknown } | 'hang';
+
+const servers: Server[] = [];
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** A server answering these paths (JSON bodies); every other path gets a plain 404, like most servers. */
+async function serveRoutes(routes: Record<string, Route>): Promise<{ url: string; paths: string[] }> {
+  const paths: string[] = [];
+  const server = createServer((request, response) => {
+    paths.push(request.url ?? '');
+    const route = routes[request.url ?? ''];
+    if (route === 'hang') return;
+    if (route === undefined) {
+      response.writeHead(404, { 'content-type': 'text/plain' });
+      response.end('404 page not found');
+      return;
+    }
+    response.writeHead(route.status, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(route.body));
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths };
+}
+
+const MODELS = { status: 200, body: { object: 'list', data: [{ id: 'stablediffusion', object: 'model' }] } };
+
+describe('probeImageServer at its edges', () => {
+  it('reads an address given with /v1 and trailing slashes as the server itself', async () => {
+    const server = await serveRoutes({ '/v1/models': MODELS });
+
+    const result = await probeImageServer(`${server.url}/v1//`);
+
+    expect(result.found).toEqual({ backend: 'openai', server: 'an OpenAI-compatible image server', url: server.url, evidence: 'GET /v1/models' });
+    expect(server.paths).toContain('/v1/models');
+    expect(server.paths.every((path) => !path.startsWith('/v1/v1'))).toBe(true);
+  });
+
+  it('names ComfyUI with its version when it gives one, and without when it does not', async () => {
+    const withVersion = await serveRoutes({ '/system_stats': { status: 200, body: { system: { comfyui_version: '0.3.64' }, devices: [] } } });
+    const without = await serveRoutes({ '/system_stats': { status: 200, body: { system: {}, devices: [] } } });
+    const notComfy = await serveRoutes({ '/system_stats': { status: 200, body: { uptime: 3 } } });
+
+    expect((await probeImageServer(withVersion.url)).found?.server).toBe('ComfyUI 0.3.64');
+    expect((await probeImageServer(without.url)).found).toMatchObject({ backend: 'comfyui', server: 'ComfyUI' });
+    expect((await probeImageServer(notComfy.url)).found).toBeNull();
+  });
+
+  it('takes a LocalAI that is still loading its models (503 "starting") as LocalAI, but not a bare /readyz', async () => {
+    const starting = await serveRoutes({ '/readyz': { status: 503, body: { status: 'starting' } } });
+    const otherReady = await serveRoutes({ '/readyz': { status: 200, body: { ok: true } }, '/v1/models': { status: 200, body: { models: [] } } });
+    const down = await serveRoutes({ '/readyz': { status: 503, body: { status: 'down' } } });
+
+    expect((await probeImageServer(starting.url)).found).toMatchObject({ backend: 'localai', evidence: 'GET /readyz' });
+    const other = await probeImageServer(otherReady.url);
+    expect(other).toMatchObject({ found: null, reachable: true });
+    expect(other.found === null && other.detail).toContain(`A server answers at ${otherReady.url}, but not like any image server Easel knows`);
+    expect((await probeImageServer(down.url)).found).toBeNull();
+  });
+
+  it('an A1111 or sd-server route that answers with something else than an object is not taken for one', async () => {
+    const server = await serveRoutes({ '/sdcpp/v1/capabilities': { status: 200, body: ['x'] }, '/sdapi/v1/options': { status: 200, body: 'ok' } });
+
+    expect((await probeImageServer(server.url)).found).toBeNull();
+  });
+
+  it('says when the server did not answer in time, and when nothing listens', async () => {
+    const silent = await serveRoutes({ '/sdcpp/v1/capabilities': 'hang', '/sdapi/v1/options': 'hang', '/system_stats': 'hang', '/readyz': 'hang', '/v1/models': 'hang' });
+    const slow = await probeImageServer(silent.url, { timeoutMs: 100 });
+    expect(slow).toEqual({ found: null, reachable: false, detail: `The server at ${silent.url} did not answer within 100 ms.` });
+
+    const closed = await findClosedUrl();
+    const nothing = await probeImageServer(closed);
+    expect(nothing).toEqual({ found: null, reachable: false, detail: `Nothing answers at ${closed} (ECONNREFUSED).` });
+  });
+});
