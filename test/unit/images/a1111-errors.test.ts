@@ -1,14 +1,12 @@
 // What the A1111 adapter says when an image does not come, word for word where the words are the point, and
 // the answers it must still read. The gaps a look at the adapter's untested messages showed.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createA1111Backend } from '../../../server/a1111/index.ts';
 import { readPngSize } from '../../../server/png/index.ts';
 import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
 import type { FakeA1111, FakeA1111Options } from '../../fakes/fake-a1111.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, waitForFirstProgress } from './helpers.ts';
+import { REQUEST, expectBackendError, startCuttingServer, waitForFirstProgress } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -63,25 +61,9 @@ describe('the A1111 adapter when no image comes', () => {
   });
 
   it('a connection cut in the middle of the answer is a broken connection, not a server that is not running', async () => {
-    const server = createServer((request, response) => {
-      request.resume();
-      if (request.url?.startsWith('/sdapi/v1/txt2img')) {
-        response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-        response.write('{"images": ["iVBORw0');
-        setTimeout(() => response.socket?.destroy(), 20);
-        return;
-      }
-      response.writeHead(404).end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanups.push(
-      () =>
-        new Promise((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const server = await startCuttingServer('/sdapi/v1/txt2img', '{"images": ["iVBORw0');
+    cleanups.push(() => server.close());
+    const { url } = server;
 
     const error = await expectBackendError(createA1111Backend({ url, pollIntervalMs: 5 }).generate(REQUEST, run()), 'unreachable');
 

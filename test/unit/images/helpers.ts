@@ -37,6 +37,33 @@ export async function startStatusServer(status: number): Promise<{ url: string; 
   };
 }
 
+/**
+ * A server that crashes while answering `path`: headers, the start of a JSON body, then the socket closes.
+ * Every other path gets a bare 404.
+ */
+export async function startCuttingServer(path: string, bodyStart: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((request, response) => {
+    request.resume();
+    if (!request.url?.startsWith(path)) {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+    response.write(bodyStart);
+    setTimeout(() => response.socket?.destroy(), 20);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 /** Awaits a promise that must reject with ImageBackendError `code`, and returns that error. */
 export async function expectBackendError(promise: Promise<unknown>, code: ImageBackendErrorCode): Promise<ImageBackendError> {
   let caught: unknown;

@@ -1,12 +1,10 @@
 // What the OpenAI-compatible adapter says when the server answers something other than an image: each
 // message names what happened and what to do. These are the gaps a mutation run of the adapter showed.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAiImagesBackend, describeOpenAiError } from '../../../server/openai-images/index.ts';
 import { createFakeOpenAiImages } from '../../fakes/fake-openai-images.ts';
 import type { FakeOpenAiImages, FakeOpenAiImagesOptions } from '../../fakes/fake-openai-images.ts';
-import { REQUEST, expectBackendError } from './helpers.ts';
+import { REQUEST, expectBackendError, startCuttingServer } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -89,22 +87,9 @@ describe('answers that are not an image', () => {
   });
 
   it('a connection cut in the middle of the answer is said as a broken connection, not as a server that is not running', async () => {
-    const server = createServer((request, response) => {
-      request.resume();
-      // Headers, part of a body, then the socket closes: a crash while answering.
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-      response.write('{"created": 1, "data": [{"b64_json": "');
-      setTimeout(() => response.socket?.destroy(), 20);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanups.push(
-      () =>
-        new Promise((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const server = await startCuttingServer('/v1/images/generations', '{"created": 1, "data": [{"b64_json": "');
+    cleanups.push(() => server.close());
+    const { url } = server;
 
     const error = await expectBackendError(createOpenAiImagesBackend({ url }).generate(REQUEST, run()), 'unreachable');
 
