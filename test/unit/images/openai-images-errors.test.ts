@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAiImagesBackend, describeOpenAiError } from '../../../server/openai-images/index.ts';
 import { createFakeOpenAiImages } from '../../fakes/fake-openai-images.ts';
 import type { FakeOpenAiImages, FakeOpenAiImagesOptions } from '../../fakes/fake-openai-images.ts';
-import { REQUEST, expectBackendError, startCuttingServer } from './helpers.ts';
+import { REQUEST, expectBackendError, findClosedUrl, startCuttingServer, startStatusServer } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -18,7 +18,7 @@ async function startFake(options: FakeOpenAiImagesOptions = {}): Promise<FakeOpe
   return fake;
 }
 
-const run = () => ({ signal: new AbortController().signal, onProgress: () => {} });
+const run = (signal = new AbortController().signal) => ({ signal, onProgress: () => {} });
 
 // The first bytes of a JPEG (SOI, APP0 "JFIF"): what a server set to JPEG answers.
 const JPEG_BASE64 = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00]).toString('base64');
@@ -95,5 +95,81 @@ describe('answers that are not an image', () => {
 
     expect(error.message).toContain('broke before the image arrived');
     expect(error.message).not.toContain('is not answering');
+  });
+});
+
+describe('the words, by dialect, and the answers it reads', () => {
+  it('names LocalAI as LocalAI, and an OpenAI-style server as what it is, when nothing answers or an image is refused', async () => {
+    const closed = await findClosedUrl();
+    const localNothing = await expectBackendError(createOpenAiImagesBackend({ url: closed, dialect: 'localai' }).generate(REQUEST, run()), 'unreachable');
+    expect(localNothing.message).toBe(`LocalAI at ${closed} is not answering (ECONNREFUSED). Start LocalAI, or set --image-url to where it runs.`);
+    const openaiNothing = await expectBackendError(createOpenAiImagesBackend({ url: closed }).generate(REQUEST, run()), 'unreachable');
+    expect(openaiNothing.message).toBe(
+      `The OpenAI-compatible image server at ${closed} is not answering (ECONNREFUSED). Start the image server, or set --image-url to where it runs.`,
+    );
+
+    const refusing = await startFake({ failWith: { status: 500, body: { error: { message: 'no backend' } } } });
+    const local = await expectBackendError(createOpenAiImagesBackend({ url: refusing.url, dialect: 'localai' }).generate(REQUEST, run()), 'backend_error');
+    expect(local.message.startsWith(`LocalAI at ${refusing.url} refused the image (HTTP 500): no backend.`)).toBe(true);
+    const other = await expectBackendError(createOpenAiImagesBackend({ url: refusing.url }).generate(REQUEST, run()), 'backend_error');
+    expect(other.message.startsWith(`The image server at ${refusing.url} refused the image (HTTP 500): no backend.`)).toBe(true);
+  });
+
+  it('asks only an OpenAI-dialect server whether it is sd-server', async () => {
+    const fake = await startFake();
+
+    await createOpenAiImagesBackend({ url: fake.url, dialect: 'localai' }).generate(REQUEST, run());
+
+    expect(fake.requests.map((request) => request.path)).not.toContain('/sdcpp/v1/capabilities');
+  });
+
+  it('sends no Authorization header for an empty API key', async () => {
+    const fake = await startFake();
+
+    await createOpenAiImagesBackend({ url: fake.url, apiKey: '' }).generate(REQUEST, run());
+
+    expect(fake.requests.find((request) => request.path === '/v1/images/generations')?.authorization).toBeUndefined();
+  });
+
+  it('reads b64_json sent as a data: URL, takes an empty b64_json as no image, and quotes an answer without one', async () => {
+    const good = await startFake();
+    const png = (await createOpenAiImagesBackend({ url: good.url }).generate(REQUEST, run())).png;
+    const dataUrl = await startFake({
+      failWith: { status: 200, body: { created: 1, data: [{ b64_json: `data:image/png;base64,${Buffer.from(png).toString('base64')}` }] } },
+    });
+    expect((await createOpenAiImagesBackend({ url: dataUrl.url }).generate(REQUEST, run())).png).toEqual(png);
+
+    const empty = await startFake({ failWith: { status: 200, body: { created: 1, data: [{ b64_json: '', url: '' }] } } });
+    const error = await expectBackendError(createOpenAiImagesBackend({ url: empty.url }).generate(REQUEST, run()), 'bad_response');
+    expect(error.message).toBe(
+      `The image server at ${empty.url} answered without an image ({"created":1,"data":[{"b64_json":"","url":""}]}). Check that it serves an image model.`,
+    );
+  });
+
+  it('does not ask at all when the signal is already aborted', async () => {
+    const fake = await startFake();
+
+    await expectBackendError(createOpenAiImagesBackend({ url: fake.url }).generate(REQUEST, run(AbortSignal.abort())), 'cancelled');
+
+    expect(fake.requests.filter((request) => request.path === '/v1/images/generations')).toHaveLength(0);
+  });
+});
+
+describe('checkHealth', () => {
+  it('says when the key is refused, when /v1/models fails, and lists at most five models', async () => {
+    const locked = await startFake({ requireApiKey: 'sk-1' });
+    const refused = await createOpenAiImagesBackend({ url: locked.url }).checkHealth();
+    expect(refused.reachable).toBe(true);
+    expect(refused.detail).toContain(`The image server at ${locked.url} answers but refuses the API key (HTTP 401)`);
+
+    const broken = await startStatusServer(500);
+    cleanups.push(() => broken.close());
+    const failing = await createOpenAiImagesBackend({ url: broken.url }).checkHealth();
+    expect(failing).toMatchObject({ reachable: true, detail: `The server at ${broken.url} answers ${broken.url}/v1/models with HTTP 500.` });
+
+    const many = await startFake({ models: ['a', 'b', 'c', 'd', 'e', 'f'] });
+    expect((await createOpenAiImagesBackend({ url: many.url }).checkHealth()).detail).toContain('(models: a, b, c, d, e, …)');
+    const five = await startFake({ models: ['a', 'b', 'c', 'd', 'e'] });
+    expect((await createOpenAiImagesBackend({ url: five.url }).checkHealth()).detail).toContain('(models: a, b, c, d, e).');
   });
 });
