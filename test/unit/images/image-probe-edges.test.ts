@@ -3,7 +3,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { probeImageServer } from '../../../server/image-probe/index.ts';
+import { createAutoImageBackend, probeImageServer, type FoundImageServer, type ProbeResult } from '../../../server/image-probe/index.ts';
+import type { ImageBackend } from '../../../server/core/ports.ts';
 import { findClosedUrl } from './helpers.ts';
 
 type Route = { status: number; body: unknown } | 'hang';
@@ -86,5 +87,51 @@ describe('probeImageServer at its edges', () => {
     const closed = await findClosedUrl();
     const nothing = await probeImageServer(closed);
     expect(nothing).toEqual({ found: null, reachable: false, detail: `Nothing answers at ${closed} (ECONNREFUSED).` });
+  });
+});
+
+describe('createAutoImageBackend', () => {
+  const silent = { debug() {}, info() {}, warn() {}, error() {} };
+  /** An adapter standing for the one auto chose: what it answers is what the test sets. */
+  const adapterFor = (found: FoundImageServer, server?: string): ImageBackend => ({
+    name: found.backend,
+    url: found.url,
+    generate: () => Promise.reject(new Error('not in this test')),
+    checkHealth: () => Promise.resolve({ reachable: true, detail: 'answers', ...(server === undefined ? {} : { server }) }),
+  });
+
+  it('before it has looked, it is "auto" at the first address; after finding nothing, it says what each address said', async () => {
+    const answers: Record<string, ProbeResult> = {
+      'http://a': { found: null, reachable: true, detail: 'A server answers at http://a, but not like any image server Easel knows.' },
+      'http://b': { found: null, reachable: false, detail: 'Nothing answers at http://b.' },
+    };
+    const backend = createAutoImageBackend({ urls: ['http://a', 'http://b'], probe: async (url) => answers[url] as ProbeResult, create: (found) => adapterFor(found), logger: silent });
+    expect([backend.name, backend.url]).toEqual(['auto', 'http://a']);
+
+    const health = await backend.checkHealth();
+
+    // One address answered: the backend is reachable, just unknown.
+    expect(health.reachable).toBe(true);
+    expect(health.detail).toBe(
+      'No image server found: A server answers at http://a, but not like any image server Easel knows. Nothing answers at http://b. Start one (AUTOMATIC1111 or Forge with --api, ComfyUI, LocalAI, stable-diffusion.cpp\'s sd-server), or set --image-url to where it runs; Easel looks again before the next image.',
+    );
+    const none = createAutoImageBackend({ urls: ['http://b'], probe: async (url) => answers[url] as ProbeResult, create: (found) => adapterFor(found), logger: silent });
+    expect((await none.checkHealth()).reachable).toBe(false);
+  });
+
+  it('a probe that throws is reported, not thrown', async () => {
+    const backend = createAutoImageBackend({ urls: ['http://a'], probe: () => Promise.reject(new Error('boom')), create: (found) => adapterFor(found), logger: silent });
+
+    expect(await backend.checkHealth()).toEqual({ reachable: false, detail: 'Looking for the image server failed: Error: boom' });
+  });
+
+  it("names the server as the adapter does, or as the probe found it when the adapter says nothing", async () => {
+    const found: FoundImageServer = { backend: 'a1111', server: 'AUTOMATIC1111', url: 'http://a', evidence: 'GET /sdapi/v1/options' };
+    const named = createAutoImageBackend({ urls: ['http://a'], probe: async () => ({ found }), create: (f) => adapterFor(f, 'Forge'), logger: silent });
+    const unnamed = createAutoImageBackend({ urls: ['http://a'], probe: async () => ({ found }), create: (f) => adapterFor(f), logger: silent });
+
+    expect((await named.checkHealth()).server).toBe('Forge');
+    expect(await unnamed.checkHealth()).toMatchObject({ server: 'AUTOMATIC1111', found: 'Found AUTOMATIC1111 at http://a (GET /sdapi/v1/options), so Easel uses --image-backend a1111.' });
+    expect([unnamed.name, unnamed.url]).toEqual(['a1111', 'http://a']);
   });
 });
