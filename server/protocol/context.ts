@@ -59,19 +59,36 @@ export function renderContext(entries: ContextEntry[], options: RenderContextOpt
     else turns.push({ role: 'user', parts: [part] });
   }
   // A chat must open with a user turn; a leading assistant message (nothing to answer) is dropped.
-  while (turns[0]?.role === 'assistant') turns.shift();
-  const messages = turns.map(renderTurn);
+  let first = 0;
+  while (turns[first]?.role === 'assistant') first += 1;
+  const kept = turns.length - first;
 
   const system: ChatMessage = { role: 'system', content: SYSTEM_PROMPT };
   const budget = options.numCtx - (options.reserveTokens ?? DEFAULT_RESERVE_TOKENS);
-  let total = [system, ...messages].reduce((sum, message) => sum + estimateMessageTokens(message), 0);
   // The latest user message and what follows it are never dropped; older turns go first, a
-  // user+assistant pair at a time so the remaining history still alternates.
-  const latestUser = messages.map((message) => message.role).lastIndexOf('user');
+  // user+assistant pair at a time so the remaining history still alternates. Turns are rendered
+  // newest first and the walk stops at the first pair that does not fit, so a long history is
+  // trimmed before it is rendered, not after.
+  let latestUser = -1;
+  for (let index = kept - 1; index >= 0; index -= 1) {
+    if ((turns[first + index] as Turn).role === 'user') {
+      latestUser = index;
+      break;
+    }
+  }
+  // Pairs start at even positions; the pair holding the latest user message (or any after it) stays.
+  const lastDroppable = latestUser - 2;
+  const messages: ChatMessage[] = new Array<ChatMessage>(kept);
+  let total = estimateMessageTokens(system);
   let start = 0;
-  while (total > budget && start + 1 < latestUser) {
-    total -= estimateMessageTokens(messages[start] as ChatMessage) + estimateMessageTokens(messages[start + 1] as ChatMessage);
-    start += 2;
+  for (let index = kept - 1; index >= 0; index -= 1) {
+    const message = renderTurn(turns[first + index] as Turn);
+    messages[index] = message;
+    total += estimateMessageTokens(message);
+    if (index % 2 === 0 && index <= lastDroppable && total > budget) {
+      start = index + 2;
+      break;
+    }
   }
   return [system, ...messages.slice(start)];
 }
