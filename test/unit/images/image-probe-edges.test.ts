@@ -7,7 +7,8 @@ import { createAutoImageBackend, probeImageServer, type FoundImageServer, type P
 import type { ImageBackend } from '../../../server/core/ports.ts';
 import { findClosedUrl } from './helpers.ts';
 
-type Route = { status: number; body: unknown } | 'hang';
+/** 'hang' never answers; 'cut' closes the connection without an answer. */
+type Route = { status: number; body: unknown } | 'hang' | 'cut';
 
 const servers: Server[] = [];
 
@@ -25,6 +26,10 @@ async function serveRoutes(routes: Record<string, Route>): Promise<{ url: string
     paths.push(request.url ?? '');
     const route = routes[request.url ?? ''];
     if (route === 'hang') return;
+    if (route === 'cut') {
+      request.socket.destroy();
+      return;
+    }
     if (route === undefined) {
       response.writeHead(404, { 'content-type': 'text/plain' });
       response.end('404 page not found');
@@ -87,6 +92,45 @@ describe('probeImageServer at its edges', () => {
     const closed = await findClosedUrl();
     const nothing = await probeImageServer(closed);
     expect(nothing).toEqual({ found: null, reachable: false, detail: `Nothing answers at ${closed} (ECONNREFUSED).` });
+  });
+  it('keeps a /v1 inside the address: only a trailing /v1 is the OpenAI API root', async () => {
+    const server = await serveRoutes({ '/api/v1/sd/system_stats': { status: 200, body: { system: {} } } });
+
+    const result = await probeImageServer(`${server.url}/api/v1/sd/`);
+
+    expect(result.found).toMatchObject({ backend: 'comfyui', url: `${server.url}/api/v1/sd` });
+  });
+
+  it('a server that answers one of the routes and cuts the others is reachable, but not an image server', async () => {
+    const server = await serveRoutes({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': 'cut', '/system_stats': 'cut', '/readyz': 'cut' });
+
+    const result = await probeImageServer(server.url);
+
+    expect(result).toMatchObject({ found: null, reachable: true });
+    expect(result.found === null && result.detail).toContain(`A server answers at ${server.url}, but not like any image server`);
+  });
+
+  it('one route left unanswered is a timeout, whatever the others did', async () => {
+    const server = await serveRoutes({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': 'cut', '/system_stats': 'cut', '/readyz': 'hang', '/v1/models': 'cut' });
+
+    const result = await probeImageServer(server.url, { timeoutMs: 150 });
+
+    expect(result).toEqual({ found: null, reachable: false, detail: `The server at ${server.url} did not answer within 150 ms.` });
+  });
+
+  it('names the first error code there is, and none when no error has one', async () => {
+    // Stands for failures that carry no code (undici's "fetch failed" with a cause of its own, a redirect loop).
+    const uncoded = (): Promise<Response> => Promise.reject(new TypeError('fetch failed'));
+    const none = await probeImageServer('http://images.invalid:7860', { fetch: uncoded });
+    expect(none).toEqual({ found: null, reachable: false, detail: 'Nothing answers at http://images.invalid:7860.' });
+
+    let calls = 0;
+    const mixed = (): Promise<Response> => {
+      calls += 1;
+      return Promise.reject(calls === 1 ? new TypeError('fetch failed') : new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo'), { code: 'ENOTFOUND' }) }));
+    };
+    const named = await probeImageServer('http://images.invalid:7860', { fetch: mixed });
+    expect(named).toEqual({ found: null, reachable: false, detail: 'Nothing answers at http://images.invalid:7860 (ENOTFOUND).' });
   });
 });
 
