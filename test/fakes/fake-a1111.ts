@@ -345,7 +345,14 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     };
   }
 
-  async function handleTxt2Img(text: string, response: ServerResponse): Promise<void> {
+  async function handleTxt2Img(text: string, contentType: string | undefined, response: ServerResponse): Promise<void> {
+    // FastAPI reads the body as JSON only with no content type or application/json (or +json); any other
+    // type leaves it bytes, which the model refuses (fastapi/routing.py get_request_handler, 0.94 as A1111 pins).
+    const subtype = contentType?.split(';')[0]?.trim().toLowerCase();
+    const readsJson = contentType === undefined || contentType === '' || subtype === 'application/json' || (subtype?.startsWith('application/') === true && subtype.endsWith('+json'));
+    if (!readsJson && text !== '') {
+      return sendJson(response, 422, { detail: [{ loc: ['body'], msg: 'value is not a valid dict', type: 'type_error.dict' }] });
+    }
     const validated = validateTxt2Img(text);
     if (!validated.ok) return sendJson(response, 422, { detail: validated.detail });
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
@@ -376,7 +383,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         maxConcurrentTxt2Img = Math.max(maxConcurrentTxt2Img, inFlight);
         // An answer sent, or a client that hung up (A1111 itself would still finish the job), ends the request.
         response.once('close', () => inFlight--);
-        return handleTxt2Img(text, response);
+        return handleTxt2Img(text, request.headers['content-type'], response);
       }
       // ProgressResponse: progress, eta_relative, state, current_image, textinfo (modules/api/models.py:189-194).
       case 'GET /sdapi/v1/progress': {

@@ -199,10 +199,21 @@ describe('fake A1111 fidelity', () => {
     expect(await response.json()).toEqual({ detail: [{ loc: ['body'], msg: 'value is not a valid dict', type: 'type_error.dict' }] });
   });
 
+  it('reads the body as JSON only without a content type or with application/json, as FastAPI does', async () => {
+    const fake = await startFake();
+    const body = JSON.stringify({ prompt: 'x', steps: 1, width: 8, height: 8 });
+    const asText = await fetch(`${fake.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'text/plain;charset=UTF-8' }, body });
+    expect(asText.status).toBe(422);
+    expect(await asText.json()).toEqual({ detail: [{ loc: ['body'], msg: 'value is not a valid dict', type: 'type_error.dict' }] });
+    const asJson = await fetch(`${fake.url}/sdapi/v1/txt2img`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body });
+    expect(asJson.status).toBe(200);
+  });
+
   it('uses a random seed when -1 is sent and reports it in info', async () => {
     const fake = await startFake();
     const response = await fetch(`${fake.url}/sdapi/v1/txt2img`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ prompt: 'x', seed: -1, steps: 1, width: 8, height: 8 }),
     });
     const body = (await response.json()) as { info: string };

@@ -90,3 +90,57 @@ export function waitForFirstProgress(): { onProgress: (progress: ImageProgress) 
   const started = new Promise<void>((done) => (resolve = done));
   return { onProgress: () => resolve(), started };
 }
+
+/** What a route of `startRouteServer` answers: JSON or text with a status, after a delay; 'hang' never answers, 'cut' closes the connection. */
+export type RouteAnswer = { status?: number; json?: unknown; text?: string; delayMs?: number } | 'hang' | 'cut';
+export interface RouteRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+export type Route = RouteAnswer | ((request: RouteRequest) => RouteAnswer | Promise<RouteAnswer>);
+
+/**
+ * A real server answering exactly the given paths (query left out), for answers no fake gives on its own:
+ * odd shapes, partial failures, sequences. Every other path gets FastAPI's 404, `{"detail":"Not Found"}`.
+ */
+export async function startRouteServer(routes: Record<string, Route>): Promise<{ url: string; requests: RouteRequest[]; close(): Promise<void> }> {
+  const requests: RouteRequest[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const recorded: RouteRequest = {
+        method: request.method ?? 'GET',
+        path: new URL(request.url ?? '/', 'http://127.0.0.1').pathname,
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
+      requests.push(recorded);
+      const route = routes[recorded.path];
+      void Promise.resolve(typeof route === 'function' ? route(recorded) : (route ?? { status: 404, json: { detail: 'Not Found' } })).then((answer) => {
+        if (answer === 'hang') return;
+        if (answer === 'cut') {
+          request.socket.destroy();
+          return;
+        }
+        setTimeout(() => {
+          const text = answer.json === undefined ? (answer.text ?? '') : JSON.stringify(answer.json);
+          response.writeHead(answer.status ?? 200, { 'content-type': answer.json === undefined ? 'text/plain' : 'application/json' }).end(text);
+        }, answer.delayMs ?? 0);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
