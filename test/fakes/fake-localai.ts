@@ -74,7 +74,14 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
   const files = new Map<string, Uint8Array>();
   let baseUrl = '';
 
-  async function handleGeneration(text: string, response: ServerResponse): Promise<void> {
+  async function handleGeneration(text: string, contentType: string | undefined, response: ServerResponse): Promise<void> {
+    // Echo's BindBody (labstack/echo bind.go) decodes a body only as its media type says, exactly
+    // application/json here; anything else is ErrUnsupportedMediaType, which SetModelAndConfig
+    // (core/http/middleware/request.go) turns into a 400 "failed parsing request body".
+    const mediaType = (contentType ?? '').split(';')[0]?.trim();
+    if (text !== '' && mediaType !== 'application/json') {
+      return sendJson(response, 400, apiError(400, 'failed parsing request body: code=415, message=Unsupported Media Type'));
+    }
     const input = parseBody(text);
     // Echo's bind: a body that is not a JSON object is a 400 HTTPError, rendered by the custom handler.
     if (!isRecord(input)) return sendJson(response, 400, apiError(400, 'code=400, message=Syntax error: offset=1, error=invalid character'));
@@ -151,7 +158,7 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
     switch (route) {
       case 'POST /v1/images/generations':
       case 'POST /images/generations':
-        return handleGeneration(text, response);
+        return handleGeneration(text, request.headers['content-type'], response);
       // core/http/routes/health.go:23-39; both public (core/http/auth/public_routes.go:25-26).
       case 'GET /healthz':
         return void response.writeHead(200).end();

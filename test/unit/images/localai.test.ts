@@ -109,7 +109,7 @@ describe('createOpenAiImagesBackend({ dialect: "localai" })', () => {
 
 describe('fake LocalAI fidelity', () => {
   async function post(fake: FakeLocalAi, body: unknown) {
-    const response = await fetch(`${fake.url}/v1/images/generations`, { method: 'POST', body: JSON.stringify(body) });
+    const response = await fetch(`${fake.url}/v1/images/generations`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
 
@@ -141,5 +141,13 @@ describe('fake LocalAI fidelity', () => {
     const { body } = await post(fake, { prompt: 'a fox', size: '64x64', response_format: 'b64_json' });
     const png = new Uint8Array(Buffer.from((body['data'] as { b64_json: string }[])[0]!.b64_json, 'base64'));
     expect(readPngText(png)).toEqual({});
+  });
+
+  it('reads a body only when it is sent as application/json, as Echo binds it', async () => {
+    const fake = await startFake();
+    const response = await fetch(`${fake.url}/v1/images/generations`, { method: 'POST', headers: { 'content-type': 'text/plain;charset=UTF-8' }, body: '{"prompt": "a fox"}' });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({ error: { code: 400, message: 'failed parsing request body: code=415, message=Unsupported Media Type', type: '' } });
+    expect(fake.runs).toEqual([]);
   });
 });
