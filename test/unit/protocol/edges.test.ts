@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   buildCompactionMessage,
+  buildMetadataReminder,
   buildReminder,
   buildReminderRequest,
   createWithholder,
@@ -11,6 +12,7 @@ import {
   formatCanonicalReply,
   formatUserNote,
   metadataJsonSchema,
+  parseMetadataReply,
   parseReply,
   planRecovery,
   renderContext,
@@ -295,5 +297,71 @@ describe('the exact words sent', () => {
 
   it('the recovery policy refuses a count below one, saying what it got', () => {
     expect(() => planRecovery(0)).toThrow('planRecovery needs the number of failed attempts (1 or more), got 0; call it only after a failure.');
+  });
+});
+
+// Edges the second mutation run of server/protocol showed (after issue 12's fast paths).
+describe('protocol edges, second run', () => {
+  const JSON_OK = '{"prompt": "a fox", "generate_image": false, "steps": 20, "cfg": 7, "seed": -1}';
+  const JSON_BAD = '{"prompt": "a fox", "generate_image": false, "steps": [1], "cfg": 7, "seed": -1}';
+  const parse = (raw: string) => {
+    const parsed = parseReply(raw);
+    return parsed.ok ? { ok: true, text: parsed.value.text, metadata: parsed.value.metadata, repairs: parsed.value.repairs } : { ok: false, code: parsed.error.code };
+  };
+
+  it('releases text in the middle of a line at once, whole', () => {
+    expect(createWithholder().push('Hello there, fox')).toBe('Hello there, fox');
+  });
+
+  it('a two-character rule line is text; a key that only starts like prompt is text', () => {
+    const rule = createWithholder();
+    rule.push(`Nice.\n**\n${JSON_OK}`);
+    expect(rule.finish()).toMatchObject({ shown: 'Nice.\n**', marker: 'bare-json' });
+
+    const key = createWithholder();
+    expect(key.push('Use {"promp": 1} here')).toBe('Use {"promp": 1} here');
+    expect(key.finish()).toMatchObject({ shown: 'Use {"promp": 1} here', marker: null, tail: null });
+    const bare = createWithholder();
+    bare.push('Use {promp: 1} here');
+    expect(bare.finish()).toMatchObject({ shown: 'Use {promp: 1} here', marker: null });
+  });
+
+  it('tries at most three copies of the metadata', () => {
+    expect(parse(`A fox.\n---\n${JSON_BAD}\n${JSON_BAD}\n${JSON_OK}`)).toMatchObject({ ok: true, text: 'A fox.' });
+    expect(parse(`A fox.\n---\n${JSON_BAD}\n${JSON_BAD}\n${JSON_BAD}\n${JSON_OK}`)).toEqual({ ok: false, code: 'MissingFields' });
+  });
+
+  it('reads a rule spaced with blanks or tabs before the JSON', () => {
+    // One copy, read where the rule ends: a second look further on would add repeated-metadata.
+    expect(parse(`A fox.\n- - -\n${JSON_OK}`)).toMatchObject({ ok: true, text: 'A fox.', metadata: { prompt: 'a fox' }, repairs: ['markdown-rule'] });
+    expect(parse(`A fox.\n-\t-\t-\n${JSON_OK}`)).toMatchObject({ ok: true, text: 'A fox.', metadata: { prompt: 'a fox' }, repairs: ['markdown-rule'] });
+  });
+
+  it('a lone carriage return in the prompt is a line break; a seed word is read whatever its case and blanks', () => {
+    expect(parse(`A fox.\n---\n${JSON_OK.replace('"a fox"', '"one\\rtwo"')}`)).toMatchObject({ metadata: { prompt: 'one\ntwo' } });
+    expect(parse(`A fox.\n---\n${JSON_OK.replace('"seed": -1', '"seed": " Random "')}`)).toMatchObject({ ok: true, metadata: { seed: -1 } });
+  });
+
+  it('reads a number with words up to 40 characters long, and no longer', () => {
+    const withSteps = (value: string) => parse(`A fox.\n---\n${JSON_OK.replace('"steps": 20', `"steps": ${JSON.stringify(value)}`)}`);
+    expect(withSteps(`20 ${'x'.repeat(37)}`)).toMatchObject({ ok: true, metadata: { steps: 20 } });
+    expect(withSteps(`20 ${'x'.repeat(38)}`)).toEqual({ ok: false, code: 'MissingFields' });
+  });
+
+  it('the metadata-only answer must be the JSON object itself; the length note only when it was cut', () => {
+    const message = 'The answer to the request for the metadata alone holds no JSON object.';
+    const prose = parseMetadataReply(`Sure: ${JSON_OK}`);
+    expect(prose).toEqual({ ok: false, error: { code: 'InvalidJson', message }, text: '' });
+    const cut = parseMetadataReply(`Sure: ${JSON_OK}`, { doneReason: 'length' });
+    expect(cut.ok === false && cut.error.message.startsWith(`${message} The reply was cut off by the length limit`)).toBe(true);
+    expect(parseMetadataReply(`  ${JSON_OK}`)).toMatchObject({ ok: true });
+  });
+
+  it('the metadata reminder is five lines, the fields explained in the fourth', () => {
+    const lines = buildMetadataReminder({ prompt: '', settings: { steps: 20, cfg: 7, seed: -1 } }).split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines[3]).toBe(
+      'prompt: the image prompt (under 200 characters) from what the user wants and your reply, or "" while you are still asking questions. generate_image: true only when the prompt is ready and the user wants the image now.',
+    );
   });
 });
