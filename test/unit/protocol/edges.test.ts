@@ -326,6 +326,18 @@ describe('protocol edges, second run', () => {
     expect(bare.finish()).toMatchObject({ shown: 'Use {promp: 1} here', marker: null });
   });
 
+  it('fences: a language that only starts like json is text; a one-line fence is metadata; a rule opens one fence only', () => {
+    const split = (raw: string) => {
+      const withholder = createWithholder();
+      withholder.push(raw);
+      const { shown, marker, tail } = withholder.finish();
+      return { shown, marker, tail: tail?.slice(0, 4) };
+    };
+    expect(split(`Here:\n\`\`\`js\n${JSON_OK}`)).toEqual({ shown: 'Here:\n```js', marker: 'bare-json', tail: '{"pr' });
+    expect(split(`Here:\n\`\`\`${JSON_OK}\`\`\``)).toEqual({ shown: 'Here:', marker: 'fence', tail: '```{' });
+    expect(split(`Text\n***\n\`\`\`\n\`\`\`\n${JSON_OK}`)).toEqual({ shown: 'Text\n***\n```', marker: 'fence', tail: '```\n' });
+  });
+
   it('tries at most three copies of the metadata', () => {
     expect(parse(`A fox.\n---\n${JSON_BAD}\n${JSON_BAD}\n${JSON_OK}`)).toMatchObject({ ok: true, text: 'A fox.' });
     expect(parse(`A fox.\n---\n${JSON_BAD}\n${JSON_BAD}\n${JSON_BAD}\n${JSON_OK}`)).toEqual({ ok: false, code: 'MissingFields' });
