@@ -309,6 +309,19 @@ describe('what the A1111 adapter learns about the server', () => {
     );
   });
 
+  it('a timeout on sd-server says Easel stopped waiting, since sd-server cannot stop the image', async () => {
+    const server = await serve({ '/sdcpp/v1/capabilities': { json: { model: { name: 'sd.gguf' } } }, '/sdapi/v1/options': { json: {} }, '/sdapi/v1/txt2img': 'hang' });
+    const backend = createA1111Backend({ url: server.url, timeoutMs: 100, pollIntervalMs: 3_600_000 });
+    await backend.checkHealth();
+
+    const error = await expectBackendError(backend.generate(REQUEST, run()), 'timeout');
+
+    expect(error.message).toBe(
+      `stable-diffusion.cpp's sd-server at ${server.url} did not finish the image within 100 ms, Easel stopped waiting (sd-server cannot stop an image once it runs: it finishes it, and Easel discards it). Lower the steps or size, or raise the image timeout.`,
+    );
+    expect(server.requests.some((request) => request.path === '/sdapi/v1/interrupt')).toBe(false);
+  });
+
   it('after a health check finds sd-server, a cancel says it cannot stop a running image, and keeps its cause', async () => {
     const fake = await createFakeSdServer();
     cleanups.push(() => fake.close());
@@ -352,6 +365,23 @@ describe('A1111 checkHealth, word for word', () => {
 
     const unnamed = await serve({ '/sdapi/v1/options': { json: { sd_model_checkpoint: '' } } });
     expect((await createA1111Backend({ url: unnamed.url }).checkHealth()).detail).toBe(`AUTOMATIC1111 answers at ${unnamed.url}.`);
+
+    // No name at all, on either server.
+    const noModelSd = await serve({ '/sdcpp/v1/capabilities': { json: { model: {} } }, '/sdapi/v1/options': { json: {} } });
+    expect((await createA1111Backend({ url: noModelSd.url }).checkHealth()).detail).toBe(
+      `stable-diffusion.cpp's sd-server answers at ${noModelSd.url}. It reports no progress and cannot stop an image once it runs.`,
+    );
+    const noModel = await serve({ '/sdapi/v1/options': { json: {} } });
+    expect((await createA1111Backend({ url: noModel.url }).checkHealth()).detail).toBe(`AUTOMATIC1111 answers at ${noModel.url}.`);
+  });
+
+  it('nothing listening is "not answering" with its code, not a timeout', async () => {
+    const closed = await findClosedUrl();
+
+    expect(await createA1111Backend({ url: closed }).checkHealth()).toEqual({
+      reachable: false,
+      detail: `The image backend at ${closed} is not answering (ECONNREFUSED). Start AUTOMATIC1111 / Forge / SD.Next with --api (or stable-diffusion.cpp's sd-server), or set --image-url to where it runs.`,
+    });
   });
 
   it('quotes an answer that is neither 200 nor 404', async () => {
