@@ -311,6 +311,9 @@ describe('protocol edges, second run', () => {
 
   it('releases text in the middle of a line at once, whole', () => {
     expect(createWithholder().push('Hello there, fox')).toBe('Hello there, fox');
+    // Control characters below tab are not whitespace: nothing waits for them (the step-by-step path agrees).
+    expect(createWithholder().push('Hello there\u0001')).toBe('Hello there\u0001');
+    expect(createWithholder().push('H\u0001')).toBe('H\u0001');
   });
 
   it('a two-character rule line is text; a key that only starts like prompt is text', () => {
