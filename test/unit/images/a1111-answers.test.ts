@@ -9,7 +9,7 @@ import type { ImageProgress } from '../../../server/core/ports.ts';
 import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
 import { createFakeSdServer } from '../../fakes/fake-sd-server.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startCuttingServer, startRouteServer } from './helpers.ts';
+import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, startCuttingServer, startRouteServer } from './helpers.ts';
 import type { Route, RouteAnswer } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -28,11 +28,6 @@ const PNG = Buffer.from(makePng(8, 8)).toString('base64');
 /** A txt2img answer as A1111 sends it: the image, the parameters it was sent, `info` as a JSON string. */
 const answerWith = (info: Record<string, unknown>) => ({ json: { images: [PNG], parameters: {}, info: JSON.stringify(info) } });
 const run = (signal = new AbortController().signal, onProgress: (progress: ImageProgress) => void = () => {}) => ({ signal, onProgress });
-const aborted = (reason: unknown) => {
-  const controller = new AbortController();
-  controller.abort(reason);
-  return controller.signal;
-};
 
 describe('describeA1111Error', () => {
   it('quotes a body that is not JSON, and says when the answer was empty', () => {
@@ -182,7 +177,7 @@ describe('what the A1111 adapter reads from an answer', () => {
 
     const reason = new Error('the user pressed Cancel');
     const server = await serve({ '/sdapi/v1/txt2img': 'hang' });
-    const cancelled = await expectBackendError(createA1111Backend({ url: server.url }).generate(REQUEST, run(aborted(reason))), 'cancelled');
+    const cancelled = await expectBackendError(createA1111Backend({ url: server.url }).generate(REQUEST, run(abortedSignal(reason))), 'cancelled');
     expect(cancelled.cause).toBe(reason);
 
     const timedOut = await expectBackendError(createA1111Backend({ url: server.url, timeoutMs: 100, pollIntervalMs: 3_600_000 }).generate(REQUEST, run()), 'timeout');
@@ -289,7 +284,7 @@ describe('what the A1111 adapter learns about the server', () => {
     const backend = createA1111Backend({ url: server.url, pollIntervalMs: 2 });
 
     await backend.generate(REQUEST, run());
-    const error = await expectBackendError(backend.generate(REQUEST, run(aborted(new Error('stop')))), 'cancelled');
+    const error = await expectBackendError(backend.generate(REQUEST, run(abortedSignal(new Error('stop')))), 'cancelled');
 
     expect(error.message).toBe(sdServerCancel(server.url));
   });
@@ -298,13 +293,13 @@ describe('what the A1111 adapter learns about the server', () => {
     const server = await serve({ '/sdapi/v1/txt2img': answerWith({ version: 'stable-diffusion.cpp' }) });
     const sdServer = createA1111Backend({ url: server.url, pollIntervalMs: 3_600_000 });
     await sdServer.generate(REQUEST, run());
-    expect((await expectBackendError(sdServer.generate(REQUEST, run(aborted(new Error('stop')))), 'cancelled')).message).toBe(sdServerCancel(server.url));
+    expect((await expectBackendError(sdServer.generate(REQUEST, run(abortedSignal(new Error('stop')))), 'cancelled')).message).toBe(sdServerCancel(server.url));
 
     const fake = await createFakeA1111({ stepDelayMs: 1 });
     cleanups.push(() => fake.close());
     const a1111 = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
     await a1111.generate(REQUEST, run());
-    expect((await expectBackendError(a1111.generate(REQUEST, run(aborted(new Error('stop')))), 'cancelled')).message).toBe(
+    expect((await expectBackendError(a1111.generate(REQUEST, run(abortedSignal(new Error('stop')))), 'cancelled')).message).toBe(
       `The image was cancelled; AUTOMATIC1111 at ${fake.url} was asked to stop.`,
     );
   });
@@ -329,7 +324,7 @@ describe('what the A1111 adapter learns about the server', () => {
     const reason = new Error('the user pressed Cancel');
 
     await backend.checkHealth();
-    const error = await expectBackendError(backend.generate(REQUEST, run(aborted(reason))), 'cancelled');
+    const error = await expectBackendError(backend.generate(REQUEST, run(abortedSignal(reason))), 'cancelled');
 
     expect(error.message).toBe(sdServerCancel(fake.url));
     expect(error.cause).toBe(reason);

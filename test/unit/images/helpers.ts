@@ -144,3 +144,10 @@ export async function startRouteServer(routes: Record<string, Route>): Promise<{
       }),
   };
 }
+
+/** A signal already aborted with `reason`, as a Cancel before the image started leaves it. */
+export function abortedSignal(reason: unknown): AbortSignal {
+  const controller = new AbortController();
+  controller.abort(reason);
+  return controller.signal;
+}

@@ -6,7 +6,7 @@ import { createOpenAiImagesBackend } from '../../../server/openai-images/index.t
 import { readPngChunks } from '../../../server/png/index.ts';
 import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, findClosedUrl, startCuttingServer, startRouteServer } from './helpers.ts';
+import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, startCuttingServer, startRouteServer } from './helpers.ts';
 import type { Route } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -24,11 +24,6 @@ async function serve(routes: Record<string, Route>) {
 const PNG = makePng(8, 8);
 const IMAGE = { json: { created: 1, data: [{ b64_json: Buffer.from(PNG).toString('base64') }] } };
 const run = (signal = new AbortController().signal) => ({ signal, onProgress: () => {} });
-const aborted = (reason: unknown) => {
-  const controller = new AbortController();
-  controller.abort(reason);
-  return controller.signal;
-};
 const reasonOf = (bytes: Uint8Array) => {
   const read = readPngChunks(bytes);
   return read.ok ? 'none' : read.error.message;
@@ -137,7 +132,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
 
     const server = await serve({ '/v1/images/generations': 'hang' });
     const reason = new Error('the user pressed Cancel');
-    const cancelled = await expectBackendError(createOpenAiImagesBackend({ url: server.url }).generate(REQUEST, run(aborted(reason))), 'cancelled');
+    const cancelled = await expectBackendError(createOpenAiImagesBackend({ url: server.url }).generate(REQUEST, run(abortedSignal(reason))), 'cancelled');
     expect(cancelled.message).toBe(
       `The image was cancelled; Easel stopped waiting for ${server.url} (this API has no interrupt, so the server may finish it anyway).`,
     );
