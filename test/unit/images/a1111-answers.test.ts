@@ -9,20 +9,14 @@ import type { ImageProgress } from '../../../server/core/ports.ts';
 import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
 import { createFakeSdServer } from '../../fakes/fake-sd-server.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, startCuttingServer, startRouteServer } from './helpers.ts';
-import type { Route, RouteAnswer } from './helpers.ts';
+import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, startCuttingServer, serveRoutes } from './helpers.ts';
+import type { RouteAnswer } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
 });
-
-async function serve(routes: Record<string, Route>) {
-  const server = await startRouteServer(routes);
-  cleanups.push(() => server.close());
-  return server;
-}
 
 const PNG = Buffer.from(makePng(8, 8)).toString('base64');
 /** A txt2img answer as A1111 sends it: the image, the parameters it was sent, `info` as a JSON string. */
@@ -80,7 +74,7 @@ describe('what the A1111 adapter reads from an answer', () => {
       { sampler_name: '' },
     ];
     let next = 0;
-    const server = await serve({ '/sdapi/v1/txt2img': () => answerWith(infos[next++] ?? {}), '/sdapi/v1/progress': { status: 404, text: '' } });
+    const server = await serveRoutes({ '/sdapi/v1/txt2img': () => answerWith(infos[next++] ?? {}), '/sdapi/v1/progress': { status: 404, text: '' } });
     const backend = createA1111Backend({ url: server.url, pollIntervalMs: 3_600_000 });
     const asked = { seed: REQUEST.seed, steps: REQUEST.steps, cfg: REQUEST.cfg };
 
@@ -101,7 +95,7 @@ describe('what the A1111 adapter reads from an answer', () => {
   });
 
   it('takes an address with trailing slashes as the server itself', async () => {
-    const server = await serve({ '/sdapi/v1/txt2img': answerWith({}) });
+    const server = await serveRoutes({ '/sdapi/v1/txt2img': answerWith({}) });
     const backend = createA1111Backend({ url: `${server.url}//`, pollIntervalMs: 3_600_000 });
 
     await backend.generate(REQUEST, run());
@@ -114,7 +108,7 @@ describe('what the A1111 adapter reads from an answer', () => {
     const long = { images: [], note: 'x'.repeat(500) };
     const answers = [{ json: { images: [''], parameters: {}, info: '{}' } }, { text: '' }, { json: long }];
     let next = 0;
-    const server = await serve({ '/sdapi/v1/txt2img': () => answers[next++] ?? 'cut' });
+    const server = await serveRoutes({ '/sdapi/v1/txt2img': () => answers[next++] ?? 'cut' });
     const backend = createA1111Backend({ url: server.url, pollIntervalMs: 3_600_000 });
     const words = (quote: string) =>
       `AUTOMATIC1111 at ${server.url} answered txt2img without an image (${quote}). Check that --image-url points to an AUTOMATIC1111-compatible API.`;
@@ -129,7 +123,7 @@ describe('what the A1111 adapter reads from an answer', () => {
     const gif = Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00;', 'latin1');
     const images = [webp, gif];
     let next = 0;
-    const server = await serve({ '/sdapi/v1/txt2img': () => ({ json: { images: [(images[next++] ?? gif).toString('base64')], info: '{}' } }) });
+    const server = await serveRoutes({ '/sdapi/v1/txt2img': () => ({ json: { images: [(images[next++] ?? gif).toString('base64')], info: '{}' } }) });
     const backend = createA1111Backend({ url: server.url, pollIntervalMs: 3_600_000 });
     const reason = (bytes: Buffer) => {
       const read = readPngChunks(new Uint8Array(bytes));
@@ -145,7 +139,7 @@ describe('what the A1111 adapter reads from an answer', () => {
   });
 
   it('a server without /sdapi/v1/txt2img (HTTP 404) is told apart from a refused image', async () => {
-    const server = await serve({});
+    const server = await serveRoutes({});
 
     const error = await expectBackendError(createA1111Backend({ url: server.url, pollIntervalMs: 3_600_000 }).generate(REQUEST, run()), 'backend_error');
 
@@ -176,7 +170,7 @@ describe('what the A1111 adapter reads from an answer', () => {
     expect(broken.cause).toBeInstanceOf(Error);
 
     const reason = new Error('the user pressed Cancel');
-    const server = await serve({ '/sdapi/v1/txt2img': 'hang' });
+    const server = await serveRoutes({ '/sdapi/v1/txt2img': 'hang' });
     const cancelled = await expectBackendError(createA1111Backend({ url: server.url }).generate(REQUEST, run(abortedSignal(reason))), 'cancelled');
     expect(cancelled.cause).toBe(reason);
 
@@ -204,7 +198,7 @@ describe('A1111 progress', () => {
     let polled = 0;
     let allPolled: () => void = () => {};
     const done = new Promise<void>((resolve) => (allPolled = resolve));
-    const server = await serve({
+    const server = await serveRoutes({
       '/sdapi/v1/progress': () => {
         const poll = polls[polled++];
         if (polled >= polls.length) allPolled();
@@ -226,10 +220,10 @@ describe('A1111 progress', () => {
   });
 
   it('the image is handed on as soon as it comes: a poll that never answers or a long poll interval does not hold it', { timeout: 5_000 }, async () => {
-    const server = await serve({ '/sdapi/v1/progress': 'hang', '/sdapi/v1/txt2img': { ...answerWith({}), delayMs: 50 } });
+    const server = await serveRoutes({ '/sdapi/v1/progress': 'hang', '/sdapi/v1/txt2img': { ...answerWith({}), delayMs: 50 } });
     await createA1111Backend({ url: server.url, pollIntervalMs: 2, healthTimeoutMs: 3_600_000 }).generate(REQUEST, run());
 
-    const quiet = await serve({ '/sdapi/v1/txt2img': answerWith({}) });
+    const quiet = await serveRoutes({ '/sdapi/v1/txt2img': answerWith({}) });
     await createA1111Backend({ url: quiet.url, pollIntervalMs: 3_600_000 }).generate(REQUEST, run());
     expect(quiet.requests.map((request) => request.path)).toEqual(['/sdapi/v1/txt2img']);
   });
@@ -241,7 +235,7 @@ describe('stopping an A1111 image', () => {
     const started = new Promise<void>((resolve) => (arrived = resolve));
     let release: () => void = () => {};
     const interrupted = new Promise<void>((resolve) => (release = resolve));
-    const server = await serve({
+    const server = await serveRoutes({
       '/sdapi/v1/txt2img': async () => {
         arrived();
         await interrupted;
@@ -280,7 +274,7 @@ describe('what the A1111 adapter learns about the server', () => {
     `The image was cancelled. stable-diffusion.cpp's sd-server at ${url} cannot stop an image once it runs, so it finishes this one and Easel discards it; the next image starts after it.`;
 
   it('a server without /progress is sd-server from then on', async () => {
-    const server = await serve({ '/sdapi/v1/progress': { status: 404, text: '' }, '/sdapi/v1/txt2img': { ...answerWith({}), delayMs: 100 } });
+    const server = await serveRoutes({ '/sdapi/v1/progress': { status: 404, text: '' }, '/sdapi/v1/txt2img': { ...answerWith({}), delayMs: 100 } });
     const backend = createA1111Backend({ url: server.url, pollIntervalMs: 2 });
 
     await backend.generate(REQUEST, run());
@@ -290,7 +284,7 @@ describe('what the A1111 adapter learns about the server', () => {
   });
 
   it("an answer whose info says version stable-diffusion.cpp is sd-server's; A1111's answers never make it one", async () => {
-    const server = await serve({ '/sdapi/v1/txt2img': answerWith({ version: 'stable-diffusion.cpp' }) });
+    const server = await serveRoutes({ '/sdapi/v1/txt2img': answerWith({ version: 'stable-diffusion.cpp' }) });
     const sdServer = createA1111Backend({ url: server.url, pollIntervalMs: 3_600_000 });
     await sdServer.generate(REQUEST, run());
     expect((await expectBackendError(sdServer.generate(REQUEST, run(abortedSignal(new Error('stop')))), 'cancelled')).message).toBe(sdServerCancel(server.url));
@@ -305,7 +299,7 @@ describe('what the A1111 adapter learns about the server', () => {
   });
 
   it('a timeout on sd-server says Easel stopped waiting, since sd-server cannot stop the image', async () => {
-    const server = await serve({ '/sdcpp/v1/capabilities': { json: { model: { name: 'sd.gguf' } } }, '/sdapi/v1/options': { json: {} }, '/sdapi/v1/txt2img': 'hang' });
+    const server = await serveRoutes({ '/sdcpp/v1/capabilities': { json: { model: { name: 'sd.gguf' } } }, '/sdapi/v1/options': { json: {} }, '/sdapi/v1/txt2img': 'hang' });
     const backend = createA1111Backend({ url: server.url, timeoutMs: 100, pollIntervalMs: 3_600_000 });
     await backend.checkHealth();
 
@@ -343,7 +337,7 @@ describe('A1111 checkHealth, word for word', () => {
       detail: `stable-diffusion.cpp's sd-server answers at ${sdServer.url} with model ${capabilities.model.name}. It reports no progress and cannot stop an image once it runs.`,
     });
 
-    const unnamedSd = await serve({ '/sdcpp/v1/capabilities': { json: { model: { name: '' } } }, '/sdapi/v1/options': { json: {} } });
+    const unnamedSd = await serveRoutes({ '/sdcpp/v1/capabilities': { json: { model: { name: '' } } }, '/sdapi/v1/options': { json: {} } });
     expect((await createA1111Backend({ url: unnamedSd.url }).checkHealth()).detail).toBe(
       `stable-diffusion.cpp's sd-server answers at ${unnamedSd.url}. It reports no progress and cannot stop an image once it runs.`,
     );
@@ -358,15 +352,15 @@ describe('A1111 checkHealth, word for word', () => {
       detail: `AUTOMATIC1111 answers at ${a1111.url} with model ${options.sd_model_checkpoint}.`,
     });
 
-    const unnamed = await serve({ '/sdapi/v1/options': { json: { sd_model_checkpoint: '' } } });
+    const unnamed = await serveRoutes({ '/sdapi/v1/options': { json: { sd_model_checkpoint: '' } } });
     expect((await createA1111Backend({ url: unnamed.url }).checkHealth()).detail).toBe(`AUTOMATIC1111 answers at ${unnamed.url}.`);
 
     // No name at all, on either server.
-    const noModelSd = await serve({ '/sdcpp/v1/capabilities': { json: { model: {} } }, '/sdapi/v1/options': { json: {} } });
+    const noModelSd = await serveRoutes({ '/sdcpp/v1/capabilities': { json: { model: {} } }, '/sdapi/v1/options': { json: {} } });
     expect((await createA1111Backend({ url: noModelSd.url }).checkHealth()).detail).toBe(
       `stable-diffusion.cpp's sd-server answers at ${noModelSd.url}. It reports no progress and cannot stop an image once it runs.`,
     );
-    const noModel = await serve({ '/sdapi/v1/options': { json: {} } });
+    const noModel = await serveRoutes({ '/sdapi/v1/options': { json: {} } });
     expect((await createA1111Backend({ url: noModel.url }).checkHealth()).detail).toBe(`AUTOMATIC1111 answers at ${noModel.url}.`);
   });
 
@@ -380,7 +374,7 @@ describe('A1111 checkHealth, word for word', () => {
   });
 
   it('quotes an answer that is neither 200 nor 404', async () => {
-    const server = await serve({ '/sdapi/v1/options': { status: 500, json: { error: 'RuntimeError', detail: '', body: '', errors: 'boom' } } });
+    const server = await serveRoutes({ '/sdapi/v1/options': { status: 500, json: { error: 'RuntimeError', detail: '', body: '', errors: 'boom' } } });
 
     expect(await createA1111Backend({ url: server.url }).checkHealth()).toEqual({
       reachable: true,
@@ -389,7 +383,7 @@ describe('A1111 checkHealth, word for word', () => {
   });
 
   it('a check that gets no answer in time says so; a cancelled one says it was cancelled', { timeout: 5_000 }, async () => {
-    const silent = await serve({ '/sdapi/v1/options': 'hang', '/sdcpp/v1/capabilities': 'hang' });
+    const silent = await serveRoutes({ '/sdapi/v1/options': 'hang', '/sdcpp/v1/capabilities': 'hang' });
     expect(await createA1111Backend({ url: silent.url, healthTimeoutMs: 150 }).checkHealth()).toEqual({
       reachable: false,
       detail: `The image backend at ${silent.url} did not answer within 150 ms; it may be busy loading a model.`,
@@ -402,10 +396,10 @@ describe('A1111 checkHealth, word for word', () => {
   });
 
   it('a capabilities route that breaks leaves A1111 found; one that hangs ends with the timeout', { timeout: 5_000 }, async () => {
-    const breaking = await serve({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': { json: { sd_model_checkpoint: 'm' } } });
+    const breaking = await serveRoutes({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': { json: { sd_model_checkpoint: 'm' } } });
     expect(await createA1111Backend({ url: breaking.url }).checkHealth()).toEqual({ reachable: true, server: 'AUTOMATIC1111', detail: `AUTOMATIC1111 answers at ${breaking.url} with model m.` });
 
-    const hanging = await serve({ '/sdcpp/v1/capabilities': 'hang', '/sdapi/v1/options': { json: { sd_model_checkpoint: 'm' } } });
+    const hanging = await serveRoutes({ '/sdcpp/v1/capabilities': 'hang', '/sdapi/v1/options': { json: { sd_model_checkpoint: 'm' } } });
     expect(await createA1111Backend({ url: hanging.url, healthTimeoutMs: 150 }).checkHealth()).toMatchObject({ reachable: false });
   });
 });

@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { onTestFinished } from 'vitest';
+import { readBody } from '../../fakes/http-body.ts';
 import { ImageBackendError } from '../../../server/core/errors.ts';
 import type { ImageBackendErrorCode } from '../../../server/core/errors.ts';
 import type { ImageProgress, ImageRequest } from '../../../server/core/ports.ts';
@@ -100,37 +102,42 @@ export interface RouteRequest {
   body: string;
 }
 export type Route = RouteAnswer | ((request: RouteRequest) => RouteAnswer | Promise<RouteAnswer>);
+export interface RouteServer {
+  url: string;
+  requests: RouteRequest[];
+  close(): Promise<void>;
+}
+
+/** FastAPI's answer to a path it has no route for (A1111's API). */
+const FASTAPI_NOT_FOUND: RouteAnswer = { status: 404, json: { detail: 'Not Found' } };
 
 /**
  * A real server answering exactly the given paths (query left out), for answers no fake gives on its own:
- * odd shapes, partial failures, sequences. Every other path gets FastAPI's 404, `{"detail":"Not Found"}`.
+ * odd shapes, partial failures, sequences. Every other path gets `notFound`, FastAPI's 404 unless given.
  */
-export async function startRouteServer(routes: Record<string, Route>): Promise<{ url: string; requests: RouteRequest[]; close(): Promise<void> }> {
+export async function startRouteServer(routes: Record<string, Route>, { notFound = FASTAPI_NOT_FOUND }: { notFound?: RouteAnswer } = {}): Promise<RouteServer> {
   const requests: RouteRequest[] = [];
   const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
+    void (async () => {
       const recorded: RouteRequest = {
         method: request.method ?? 'GET',
         path: new URL(request.url ?? '/', 'http://127.0.0.1').pathname,
         headers: request.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
+        body: await readBody(request),
       };
       requests.push(recorded);
-      const route = routes[recorded.path];
-      void Promise.resolve(typeof route === 'function' ? route(recorded) : (route ?? { status: 404, json: { detail: 'Not Found' } })).then((answer) => {
-        if (answer === 'hang') return;
-        if (answer === 'cut') {
-          request.socket.destroy();
-          return;
-        }
-        setTimeout(() => {
-          const text = answer.json === undefined ? (answer.text ?? '') : JSON.stringify(answer.json);
-          response.writeHead(answer.status ?? 200, { 'content-type': answer.json === undefined ? 'text/plain' : 'application/json' }).end(text);
-        }, answer.delayMs ?? 0);
-      });
-    });
+      const route = routes[recorded.path] ?? notFound;
+      const answer = typeof route === 'function' ? await route(recorded) : route;
+      if (answer === 'hang') return;
+      if (answer === 'cut') {
+        request.socket.destroy();
+        return;
+      }
+      setTimeout(() => {
+        const text = answer.json === undefined ? (answer.text ?? '') : JSON.stringify(answer.json);
+        response.writeHead(answer.status ?? 200, { 'content-type': answer.json === undefined ? 'text/plain' : 'application/json' }).end(text);
+      }, answer.delayMs ?? 0);
+    })();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -143,6 +150,13 @@ export async function startRouteServer(routes: Record<string, Route>): Promise<{
         server.close(() => resolve());
       }),
   };
+}
+
+/** `startRouteServer` for one test: closed when the test ends. */
+export async function serveRoutes(routes: Record<string, Route>, options: { notFound?: RouteAnswer } = {}): Promise<RouteServer> {
+  const server = await startRouteServer(routes, options);
+  onTestFinished(() => server.close());
+  return server;
 }
 
 /** A signal already aborted with `reason`, as a Cancel before the image started leaves it. */

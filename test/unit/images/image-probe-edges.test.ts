@@ -1,65 +1,31 @@
 // --image-backend auto at its edges: how it reads an address, the answers that look alike, and what it says
 // when nothing is found. A small server answers exactly the routes each case gives (every other path 404).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAutoImageBackend, probeImageServer, type FoundImageServer, type ProbeResult } from '../../../server/image-probe/index.ts';
 import type { ImageBackend } from '../../../server/core/ports.ts';
-import { findClosedUrl } from './helpers.ts';
+import { findClosedUrl, serveRoutes, type Route } from './helpers.ts';
 
-/** 'hang' never answers; 'cut' closes the connection without an answer. */
-type Route = { status: number; body: unknown } | 'hang' | 'cut';
+/** Most servers answer a path they do not know with a plain 404. */
+const serve = (routes: Record<string, Route>) => serveRoutes(routes, { notFound: { status: 404, text: '404 page not found' } });
 
-const servers: Server[] = [];
-
-afterEach(async () => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
-
-/** A server answering these paths (JSON bodies); every other path gets a plain 404, like most servers. */
-async function serveRoutes(routes: Record<string, Route>): Promise<{ url: string; paths: string[] }> {
-  const paths: string[] = [];
-  const server = createServer((request, response) => {
-    paths.push(request.url ?? '');
-    const route = routes[request.url ?? ''];
-    if (route === 'hang') return;
-    if (route === 'cut') {
-      request.socket.destroy();
-      return;
-    }
-    if (route === undefined) {
-      response.writeHead(404, { 'content-type': 'text/plain' });
-      response.end('404 page not found');
-      return;
-    }
-    response.writeHead(route.status, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(route.body));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths };
-}
-
-const MODELS = { status: 200, body: { object: 'list', data: [{ id: 'stablediffusion', object: 'model' }] } };
+const MODELS = { status: 200, json: { object: 'list', data: [{ id: 'stablediffusion', object: 'model' }] } };
 
 describe('probeImageServer at its edges', () => {
   it('reads an address given with /v1 and trailing slashes as the server itself', async () => {
-    const server = await serveRoutes({ '/v1/models': MODELS });
+    const server = await serve({ '/v1/models': MODELS });
 
     const result = await probeImageServer(`${server.url}/v1//`);
 
     expect(result.found).toEqual({ backend: 'openai', server: 'an OpenAI-compatible image server', url: server.url, evidence: 'GET /v1/models' });
-    expect(server.paths).toContain('/v1/models');
-    expect(server.paths.every((path) => !path.startsWith('/v1/v1'))).toBe(true);
+    const paths = server.requests.map((request) => request.path);
+    expect(paths).toContain('/v1/models');
+    expect(paths.every((path) => !path.startsWith('/v1/v1'))).toBe(true);
   });
 
   it('names ComfyUI with its version when it gives one, and without when it does not', async () => {
-    const withVersion = await serveRoutes({ '/system_stats': { status: 200, body: { system: { comfyui_version: '0.3.64' }, devices: [] } } });
-    const without = await serveRoutes({ '/system_stats': { status: 200, body: { system: {}, devices: [] } } });
-    const notComfy = await serveRoutes({ '/system_stats': { status: 200, body: { uptime: 3 } } });
+    const withVersion = await serve({ '/system_stats': { status: 200, json: { system: { comfyui_version: '0.3.64' }, devices: [] } } });
+    const without = await serve({ '/system_stats': { status: 200, json: { system: {}, devices: [] } } });
+    const notComfy = await serve({ '/system_stats': { status: 200, json: { uptime: 3 } } });
 
     expect((await probeImageServer(withVersion.url)).found?.server).toBe('ComfyUI 0.3.64');
     expect((await probeImageServer(without.url)).found).toMatchObject({ backend: 'comfyui', server: 'ComfyUI' });
@@ -67,9 +33,9 @@ describe('probeImageServer at its edges', () => {
   });
 
   it('takes a LocalAI that is still loading its models (503 "starting") as LocalAI, but not a bare /readyz', async () => {
-    const starting = await serveRoutes({ '/readyz': { status: 503, body: { status: 'starting' } } });
-    const otherReady = await serveRoutes({ '/readyz': { status: 200, body: { ok: true } }, '/v1/models': { status: 200, body: { models: [] } } });
-    const down = await serveRoutes({ '/readyz': { status: 503, body: { status: 'down' } } });
+    const starting = await serve({ '/readyz': { status: 503, json: { status: 'starting' } } });
+    const otherReady = await serve({ '/readyz': { status: 200, json: { ok: true } }, '/v1/models': { status: 200, json: { models: [] } } });
+    const down = await serve({ '/readyz': { status: 503, json: { status: 'down' } } });
 
     expect((await probeImageServer(starting.url)).found).toMatchObject({ backend: 'localai', evidence: 'GET /readyz' });
     const other = await probeImageServer(otherReady.url);
@@ -79,13 +45,13 @@ describe('probeImageServer at its edges', () => {
   });
 
   it('an A1111 or sd-server route that answers with something else than an object is not taken for one', async () => {
-    const server = await serveRoutes({ '/sdcpp/v1/capabilities': { status: 200, body: ['x'] }, '/sdapi/v1/options': { status: 200, body: 'ok' } });
+    const server = await serve({ '/sdcpp/v1/capabilities': { status: 200, json: ['x'] }, '/sdapi/v1/options': { status: 200, json: 'ok' } });
 
     expect((await probeImageServer(server.url)).found).toBeNull();
   });
 
   it('says when the server did not answer in time, and when nothing listens', async () => {
-    const silent = await serveRoutes({ '/sdcpp/v1/capabilities': 'hang', '/sdapi/v1/options': 'hang', '/system_stats': 'hang', '/readyz': 'hang', '/v1/models': 'hang' });
+    const silent = await serve({ '/sdcpp/v1/capabilities': 'hang', '/sdapi/v1/options': 'hang', '/system_stats': 'hang', '/readyz': 'hang', '/v1/models': 'hang' });
     const slow = await probeImageServer(silent.url, { timeoutMs: 100 });
     expect(slow).toEqual({ found: null, reachable: false, detail: `The server at ${silent.url} did not answer within 100 ms.` });
 
@@ -93,8 +59,9 @@ describe('probeImageServer at its edges', () => {
     const nothing = await probeImageServer(closed);
     expect(nothing).toEqual({ found: null, reachable: false, detail: `Nothing answers at ${closed} (ECONNREFUSED).` });
   });
+
   it('keeps a /v1 inside the address: only a trailing /v1 is the OpenAI API root', async () => {
-    const server = await serveRoutes({ '/api/v1/sd/system_stats': { status: 200, body: { system: {} } } });
+    const server = await serve({ '/api/v1/sd/system_stats': { status: 200, json: { system: {} } } });
 
     const result = await probeImageServer(`${server.url}/api/v1/sd/`);
 
@@ -102,7 +69,7 @@ describe('probeImageServer at its edges', () => {
   });
 
   it('a server that answers one of the routes and cuts the others is reachable, but not an image server', async () => {
-    const server = await serveRoutes({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': 'cut', '/system_stats': 'cut', '/readyz': 'cut' });
+    const server = await serve({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': 'cut', '/system_stats': 'cut', '/readyz': 'cut' });
 
     const result = await probeImageServer(server.url);
 
@@ -111,7 +78,7 @@ describe('probeImageServer at its edges', () => {
   });
 
   it('one route left unanswered is a timeout, whatever the others did', async () => {
-    const server = await serveRoutes({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': 'cut', '/system_stats': 'cut', '/readyz': 'hang', '/v1/models': 'cut' });
+    const server = await serve({ '/sdcpp/v1/capabilities': 'cut', '/sdapi/v1/options': 'cut', '/system_stats': 'cut', '/readyz': 'hang', '/v1/models': 'cut' });
 
     const result = await probeImageServer(server.url, { timeoutMs: 150 });
 

@@ -6,20 +6,13 @@ import { createOpenAiImagesBackend } from '../../../server/openai-images/index.t
 import { readPngChunks } from '../../../server/png/index.ts';
 import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, startCuttingServer, startRouteServer } from './helpers.ts';
-import type { Route } from './helpers.ts';
+import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, startCuttingServer, serveRoutes } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
 });
-
-async function serve(routes: Record<string, Route>) {
-  const server = await startRouteServer(routes);
-  cleanups.push(() => server.close());
-  return server;
-}
 
 const PNG = makePng(8, 8);
 const IMAGE = { json: { created: 1, data: [{ b64_json: Buffer.from(PNG).toString('base64') }] } };
@@ -31,7 +24,7 @@ const reasonOf = (bytes: Uint8Array) => {
 
 describe('what the OpenAI-compatible adapter sends and records', () => {
   it('keeps a /v1 inside the address: only a trailing /v1 is the API root', async () => {
-    const server = await serve({ '/api/v1/sd/v1/images/generations': IMAGE });
+    const server = await serveRoutes({ '/api/v1/sd/v1/images/generations': IMAGE });
 
     await createOpenAiImagesBackend({ url: `${server.url}/api/v1/sd` }).generate(REQUEST, run());
 
@@ -39,7 +32,7 @@ describe('what the OpenAI-compatible adapter sends and records', () => {
   });
 
   it('records no model it was not given, for OpenAI and for LocalAI', async () => {
-    const server = await serve({ '/v1/images/generations': IMAGE });
+    const server = await serveRoutes({ '/v1/images/generations': IMAGE });
     const { png: _png, ...openai } = await createOpenAiImagesBackend({ url: server.url }).generate(REQUEST, run());
     // toStrictEqual: a model key holding undefined is not "no model".
     expect(openai).toStrictEqual({ negativePrompt: '' });
@@ -56,7 +49,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
     const unreadable = `http://[${'x'.repeat(300)}`;
     const links = [unreadable, 'file:///etc/passwd'];
     let next = 0;
-    const server = await serve({ '/v1/images/generations': () => ({ json: { created: 1, data: [{ url: links[next++] }] } }) });
+    const server = await serveRoutes({ '/v1/images/generations': () => ({ json: { created: 1, data: [{ url: links[next++] }] } }) });
     const backend = createOpenAiImagesBackend({ url: server.url });
 
     expect((await expectBackendError(backend.generate(REQUEST, run()), 'bad_response')).message).toBe(
@@ -69,7 +62,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
 
   it('a link answered with 300 is a redirect; one answered with 400 is an image the server could not serve', async () => {
     const statuses = [300, 400];
-    const server = await serve({
+    const server = await serveRoutes({
       '/v1/images/generations': { json: { created: 1, data: [{ url: '/files/a.png' }] } },
       '/files/a.png': () => ({ status: statuses.shift() ?? 500, text: '' }),
     });
@@ -88,7 +81,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
     const gif = new Uint8Array(Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00;', 'latin1'));
     const images = [webp, gif];
     let next = 0;
-    const server = await serve({ '/v1/images/generations': () => ({ json: { created: 1, data: [{ b64_json: Buffer.from(images[next++] ?? gif).toString('base64') }] } }) });
+    const server = await serveRoutes({ '/v1/images/generations': () => ({ json: { created: 1, data: [{ b64_json: Buffer.from(images[next++] ?? gif).toString('base64') }] } }) });
     const backend = createOpenAiImagesBackend({ url: server.url });
 
     expect((await expectBackendError(backend.generate(REQUEST, run()), 'bad_response')).message).toBe(
@@ -103,7 +96,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
     const long = { created: 1, data: [], note: 'x'.repeat(500) };
     const answers = [{ text: '' }, { json: long }];
     let next = 0;
-    const server = await serve({ '/v1/images/generations': () => answers[next++] ?? 'cut' });
+    const server = await serveRoutes({ '/v1/images/generations': () => answers[next++] ?? 'cut' });
     const backend = createOpenAiImagesBackend({ url: server.url });
     const words = (quote: string) => `The image server at ${server.url} answered without an image (${quote}). Check that it serves an image model.`;
 
@@ -130,7 +123,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
     expect(broken.message).toContain('broke before the image arrived');
     expect(broken.cause).toBeInstanceOf(Error);
 
-    const server = await serve({ '/v1/images/generations': 'hang' });
+    const server = await serveRoutes({ '/v1/images/generations': 'hang' });
     const reason = new Error('the user pressed Cancel');
     const cancelled = await expectBackendError(createOpenAiImagesBackend({ url: server.url }).generate(REQUEST, run(abortedSignal(reason))), 'cancelled');
     expect(cancelled.message).toBe(
@@ -143,7 +136,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
   });
 
   it('an sd-server probe that never answers ends with the health timeout, and the image is asked for plainly', { timeout: 5_000 }, async () => {
-    const server = await serve({ '/sdcpp/v1/capabilities': 'hang', '/v1/images/generations': IMAGE });
+    const server = await serveRoutes({ '/sdcpp/v1/capabilities': 'hang', '/v1/images/generations': IMAGE });
 
     await createOpenAiImagesBackend({ url: server.url, healthTimeoutMs: 150 }).generate(REQUEST, run());
 
@@ -154,20 +147,20 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
 
 describe('OpenAI-compatible checkHealth, word for word', () => {
   it('lists the models that have a name, and none when the list is empty', async () => {
-    const listing = await serve({ '/v1/models': { json: { object: 'list', data: [null, 'stray', { id: 'sd-1.5' }, { id: 5 }, { object: 'model' }] } } });
+    const listing = await serveRoutes({ '/v1/models': { json: { object: 'list', data: [null, 'stray', { id: 'sd-1.5' }, { id: 5 }, { object: 'model' }] } } });
     expect(await createOpenAiImagesBackend({ url: listing.url }).checkHealth()).toEqual({
       reachable: true,
       detail: `The OpenAI-compatible image server answers at ${listing.url} (models: sd-1.5). Its API takes no seed, steps, CFG or negative prompt, so Easel sends and records none.`,
     });
 
-    const empty = await serve({ '/v1/models': { json: { object: 'list', data: [] } } });
+    const empty = await serveRoutes({ '/v1/models': { json: { object: 'list', data: [] } } });
     expect((await createOpenAiImagesBackend({ url: empty.url }).checkHealth()).detail).toBe(
       `The OpenAI-compatible image server answers at ${empty.url}. Its API takes no seed, steps, CFG or negative prompt, so Easel sends and records none.`,
     );
   });
 
   it('a 403 is a refused key', async () => {
-    const server = await serve({ '/v1/models': { status: 403, json: { error: { message: 'You are not allowed to list models', type: 'invalid_request_error' } } } });
+    const server = await serveRoutes({ '/v1/models': { status: 403, json: { error: { message: 'You are not allowed to list models', type: 'invalid_request_error' } } } });
 
     expect(await createOpenAiImagesBackend({ url: server.url, apiKey: 'sk-test' }).checkHealth()).toEqual({
       reachable: true,
@@ -176,14 +169,14 @@ describe('OpenAI-compatible checkHealth, word for word', () => {
   });
 
   it("LocalAI's /readyz: a 500 is not \"starting\"; one that never answers ends with the timeout", { timeout: 5_000 }, async () => {
-    const failing = await serve({ '/readyz': { status: 500, text: '' }, '/v1/models': { json: { object: 'list', data: [{ id: 'sd' }] } } });
+    const failing = await serveRoutes({ '/readyz': { status: 500, text: '' }, '/v1/models': { json: { object: 'list', data: [{ id: 'sd' }] } } });
     expect(await createOpenAiImagesBackend({ url: failing.url, dialect: 'localai' }).checkHealth()).toEqual({
       reachable: true,
       server: 'LocalAI',
       detail: `LocalAI answers at ${failing.url} (models: sd).`,
     });
 
-    const hanging = await serve({ '/readyz': 'hang', '/v1/models': { json: { object: 'list', data: [{ id: 'sd' }] } } });
+    const hanging = await serveRoutes({ '/readyz': 'hang', '/v1/models': { json: { object: 'list', data: [{ id: 'sd' }] } } });
     expect(await createOpenAiImagesBackend({ url: hanging.url, dialect: 'localai', healthTimeoutMs: 150 }).checkHealth()).toEqual({
       reachable: false,
       detail: `LocalAI at ${hanging.url} did not answer within 150 ms.`,
@@ -191,7 +184,7 @@ describe('OpenAI-compatible checkHealth, word for word', () => {
   });
 
   it('a check that gets no answer in time says so; a cancelled one says it was cancelled', { timeout: 5_000 }, async () => {
-    const silent = await serve({ '/v1/models': 'hang', '/sdcpp/v1/capabilities': 'hang' });
+    const silent = await serveRoutes({ '/v1/models': 'hang', '/sdcpp/v1/capabilities': 'hang' });
     expect(await createOpenAiImagesBackend({ url: silent.url, healthTimeoutMs: 150 }).checkHealth()).toEqual({
       reachable: false,
       detail: `The image server at ${silent.url} did not answer within 150 ms.`,
