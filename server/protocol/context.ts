@@ -59,9 +59,7 @@ export function renderContext(entries: ContextEntry[], options: RenderContextOpt
     else turns.push({ role: 'user', parts: [part] });
   }
   // A chat must open with a user turn; a leading assistant message (nothing to answer) is dropped.
-  let first = 0;
-  while (turns[first]?.role === 'assistant') first += 1;
-  const kept = turns.length - first;
+  while (turns[0]?.role === 'assistant') turns.shift();
 
   const system: ChatMessage = { role: 'system', content: SYSTEM_PROMPT };
   const budget = options.numCtx - (options.reserveTokens ?? DEFAULT_RESERVE_TOKENS);
@@ -69,20 +67,14 @@ export function renderContext(entries: ContextEntry[], options: RenderContextOpt
   // user+assistant pair at a time so the remaining history still alternates. Turns are rendered
   // newest first and the walk stops at the first pair that does not fit, so a long history is
   // trimmed before it is rendered, not after.
-  let latestUser = -1;
-  for (let index = kept - 1; index >= 0; index -= 1) {
-    if ((turns[first + index] as Turn).role === 'user') {
-      latestUser = index;
-      break;
-    }
-  }
+  const latestUser = turns.findLastIndex((turn) => turn.role === 'user');
   // Pairs start at even positions; the pair holding the latest user message (or any after it) stays.
   const lastDroppable = latestUser - 2;
-  const messages: ChatMessage[] = new Array<ChatMessage>(kept);
+  const messages: ChatMessage[] = new Array<ChatMessage>(turns.length);
   let total = estimateMessageTokens(system);
   let start = 0;
-  for (let index = kept - 1; index >= 0; index -= 1) {
-    const message = renderTurn(turns[first + index] as Turn);
+  for (let index = turns.length - 1; index >= 0; index -= 1) {
+    const message = renderTurn(turns[index] as Turn);
     messages[index] = message;
     total += estimateMessageTokens(message);
     if (index % 2 === 0 && index <= lastDroppable && total > budget) {
