@@ -347,7 +347,8 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
 
   async function handleTxt2Img(text: string, contentType: string | undefined, response: ServerResponse): Promise<void> {
     // FastAPI reads the body as JSON only with no content type or application/json (or +json); any other
-    // type leaves it bytes, which the model refuses (fastapi/routing.py get_request_handler, 0.94 as A1111 pins).
+    // type leaves it bytes, which the model refuses (fastapi/routing.py:203-214 in 0.94.0, the version
+    // A1111 pins in requirements_versions.txt).
     const subtype = contentType?.split(';')[0]?.trim().toLowerCase();
     const readsJson = contentType === undefined || contentType === '' || subtype === 'application/json' || (subtype?.startsWith('application/') === true && subtype.endsWith('+json'));
     if (!readsJson && text !== '') {

@@ -75,9 +75,9 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
   let baseUrl = '';
 
   async function handleGeneration(text: string, contentType: string | undefined, response: ServerResponse): Promise<void> {
-    // Echo's BindBody (labstack/echo bind.go) decodes a body only as its media type says, exactly
-    // application/json here; anything else is ErrUnsupportedMediaType, which SetModelAndConfig
-    // (core/http/middleware/request.go) turns into a 400 "failed parsing request body".
+    // Echo's BindBody decodes a non-empty body only as its media type says, exactly application/json here;
+    // anything else is ErrUnsupportedMediaType (labstack/echo bind.go:76-122, v4.15.1 as LocalAI's go.mod
+    // pins), which SetModelAndConfig turns into a 400 (core/http/middleware/request.go:130-131).
     const mediaType = (contentType ?? '').split(';')[0]?.trim();
     if (text !== '' && mediaType !== 'application/json') {
       return sendJson(response, 400, apiError(400, 'failed parsing request body: code=415, message=Unsupported Media Type'));
