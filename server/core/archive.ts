@@ -317,7 +317,7 @@ export async function readArchiveFiles(
   } catch {
     return refuse(`${ARCHIVE_MANIFEST} is not valid JSON: the file is damaged or was edited by hand.`);
   }
-  const header = z.object({ format: z.unknown(), version: z.unknown() }).safeParse(raw);
+  const header = z.object({ format: z.unknown().optional(), version: z.unknown().optional() }).safeParse(raw);
   if (!header.success || header.data.format !== ARCHIVE_FORMAT) {
     return refuse(`${ARCHIVE_MANIFEST} is not an Easel conversation (its "format" is not "${ARCHIVE_FORMAT}").`);
   }
