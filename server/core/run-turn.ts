@@ -206,7 +206,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         history.push({ messages: request.messages, reply: attempt.raw });
         if (attempt.capped) {
           deps.logger.warn('the model reply passed the size cap and was stopped', { conversationId: deps.conversationId, maxChars: MAX_REPLY_CHARS });
-        } else if (attempt.doneReason === 'length') {
+        } else if (isCutByContext(attempt, request)) {
           truncated = true;
           deps.logger.warn('the model reply was cut by the length limit', { conversationId: deps.conversationId, numCtx: deps.numCtx });
         }
@@ -229,7 +229,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         const { metadata, repairs } = parsed.value;
         const notices = attempt.capped
           ? [...parsed.value.notices, REPLY_CAP_NOTICE]
-          : attempt.doneReason === 'length'
+          : isCutByContext(attempt, request)
             ? [...parsed.value.notices, truncationNotice(deps.numCtx)]
             : parsed.value.notices;
         yield { type: 'metadata', ...metadata, notices };
@@ -337,6 +337,14 @@ export function appendUserEntry(context: ContextEntry[], entry: Extract<ContextE
     return [...context.slice(0, -1), { kind: 'user', text: entry.text, ...(note ? { note } : {}) }];
   }
   return [...context, entry];
+}
+
+/**
+ * A reply Ollama ended with `done_reason: "length"` ran into the context window, unless the call had its own
+ * `num_predict` cap (the metadata-only and compaction calls): then it met that cap, and --num-ctx is no remedy.
+ */
+function isCutByContext(attempt: Pick<AttemptResult, 'doneReason'>, request: ChatRequest): boolean {
+  return attempt.doneReason === 'length' && request.options?.num_predict === undefined;
 }
 
 function boundContext(context: ContextEntry[]): ContextEntry[] {
