@@ -1,0 +1,265 @@
+// The service's rules the whole-folder mutation run of server/core found untested, through createEaselService
+// with its real adapters (SQLite, zip, image files in a temp dir, the Ollama adapter against the fake): an import
+// whose images or records cannot be written, its size bound, taking a setting's suggestion, the empty page's
+// first message carrying the prompt and settings, and the words of each refusal.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildArchiveFiles } from '../../../server/core/archive.ts';
+import {
+  createEaselService,
+  createImageGenerator,
+  createLogger,
+  DEFAULT_SETTINGS,
+  MAX_IMPORT_BYTES,
+  StorageError,
+  type ConversationStore,
+  type ImageFiles,
+  type TurnEvent,
+} from '../../../server/core/index.ts';
+import { createOllamaChatModel } from '../../../server/ollama/index.ts';
+import { createSqliteStore } from '../../../server/sqlite/index.ts';
+import { createImageFiles } from '../../../server/util/index.ts';
+import { createZipArchive } from '../../../server/zip/index.ts';
+import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
+import { makePng } from '../../fakes/png-bytes.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setUp(options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'easel-service-edges-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const fake = await createFakeOllama();
+  cleanups.push(() => fake.close());
+  const realStore = createSqliteStore({ path: join(dir, 'easel.db') });
+  cleanups.push(() => realStore.close());
+  const store = options.store ? options.store(realStore) : realStore;
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
+  const realFiles = createImageFiles(dir);
+  const images = createImageGenerator({ backend: null, store, logger, clock: Date, saveFile: async () => {} });
+  const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', warn: () => {} });
+  const service = createEaselService({
+    store,
+    llm,
+    images,
+    imageFiles: options.imageFiles ? options.imageFiles(realFiles) : realFiles,
+    archive: createZipArchive(),
+    logger,
+    clock: Date,
+    numCtx: 8192,
+  });
+  cleanups.push(() => service.shutdown());
+  return { service, fake, logs, dir, store };
+}
+
+async function drain(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+  const all: TurnEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+const AT = '2026-11-26T10:00:00.000Z';
+const png = makePng(8, 8);
+
+/** An export with two images. */
+async function archiveWithTwoImages(): Promise<Uint8Array> {
+  const image = (id: string) => ({
+    id,
+    conversationId: 'c',
+    turnId: null,
+    file: `${id}.png`,
+    url: '',
+    prompt: 'a fox',
+    negativePrompt: '',
+    steps: 20,
+    cfg: 7,
+    seed: 5,
+    sampler: null,
+    width: 8,
+    height: 8,
+    model: null,
+    promptVersion: null,
+    createdAt: AT,
+  });
+  const files = await buildArchiveFiles(
+    {
+      title: 'Fox',
+      createdAt: AT,
+      updatedAt: AT,
+      prompt: '',
+      settings: DEFAULT_SETTINGS,
+      turns: [],
+      context: [],
+      images: [image('a'), image('b')],
+      promptVersions: [],
+      promptVersion: null,
+      suggestion: null,
+      pinned: [],
+      settingSuggestions: {},
+    },
+    { exportedAt: AT, readImage: async () => png },
+  );
+  return createZipArchive().pack(files);
+}
+
+const errno = (code?: string) => Object.assign(new Error(`${code ?? 'no code'}: simulated`), code === undefined ? {} : { code });
+
+describe('an import that cannot be written', () => {
+  it('names a full disk, another error and its code, and leaves no image behind', async () => {
+    const cases: Array<[string | undefined, string]> = [
+      ['ENOSPC', 'Nothing was imported: the disk holding the images folder is full (ENOSPC). Free some disk space, then import the file again.'],
+      ['EDQUOT', 'Nothing was imported: the disk holding the images folder is full (EDQUOT). Free some disk space, then import the file again.'],
+      ['EACCES', 'Nothing was imported: an image could not be written to the images folder (EACCES). Check that Easel may write to its data folder (--data-dir), then import the file again.'],
+      [undefined, 'Nothing was imported: an image could not be written to the images folder. Check that Easel may write to its data folder (--data-dir), then import the file again.'],
+    ];
+    const zip = await archiveWithTwoImages();
+    for (const [code, message] of cases) {
+      let saves = 0;
+      const { service, logs, dir } = await setUp({
+        imageFiles: (real) => ({
+          ...real,
+          save: async (name, bytes) => {
+            if (++saves === 2) throw errno(code);
+            await real.save(name, bytes);
+          },
+        }),
+      });
+      expect(await service.importConversation(zip)).toEqual({ ok: false, error: { code: 'storage', message } });
+      expect(readdirSync(dir).filter((name) => name.endsWith('.png'))).toEqual([]);
+      expect(service.listConversations()).toEqual([]);
+      expect(logs.filter((line) => line.startsWith('ERROR an imported image could not be written'))).toHaveLength(1);
+    }
+  });
+
+  it('a store that refuses the conversation removes the images already written, and says what to do', async () => {
+    const { service, logs, dir } = await setUp({
+      store: (real) => ({
+        ...real,
+        importConversation: () => {
+          throw new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' });
+        },
+      }),
+    });
+    const imported = await service.importConversation(await archiveWithTwoImages());
+    expect(imported).toEqual({
+      ok: false,
+      error: {
+        code: 'storage',
+        message:
+          'Easel could not store the imported conversation: the disk holding /data/easel.db is full. Nothing was imported. Free some disk space, then import the file again.',
+      },
+    });
+    expect(readdirSync(dir).filter((name) => name.endsWith('.png'))).toEqual([]);
+    expect(logs.filter((line) => line.startsWith('ERROR a write to the conversation store failed {"action":"import"'))).toHaveLength(1);
+  });
+
+  it('takes a file of exactly the size bound to unpacking, and refuses one byte more with its size', async () => {
+    const { service } = await setUp();
+    const atBound = await service.importConversation(new Uint8Array(MAX_IMPORT_BYTES));
+    expect(atBound.ok || atBound.error.code).toBe('bad_archive');
+    expect(await service.importConversation(new Uint8Array(MAX_IMPORT_BYTES + 600 * 1024))).toEqual({
+      ok: false,
+      error: { code: 'too_large', message: 'The file is 201 MB; Easel imports conversations of at most 200 MB.' },
+    });
+  });
+});
+
+describe('taking a setting the assistant suggests', () => {
+  it('refuses a field it never suggests and a field with nothing waiting, then takes a waiting value and pins it', async () => {
+    const { service, fake } = await setUp();
+    const id = service.createConversation();
+    if (!id.ok) throw new Error('not created');
+    const conversationId = id.value.id;
+    expect(service.takeSettingSuggestion(conversationId, 'width')).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'width is not a setting the assistant suggests (steps, cfg, seed, negativePrompt).' },
+    });
+    expect(service.takeSettingSuggestion(conversationId, 'steps')).toEqual({ ok: false, error: { code: 'conflict', message: 'The assistant suggests nothing for steps now.' } });
+
+    expect(service.setSettings(conversationId, { steps: 40 }).ok).toBe(true);
+    fake.enqueue(scriptReply('More steps.', { prompt: 'a fox', generate_image: false, steps: 25, cfg: 7, seed: -1 }));
+    const sent = service.sendMessage(conversationId, 'a fox', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    await drain(sent.value);
+    expect(service.getPane(conversationId)?.settingSuggestions).toEqual({ steps: 25 });
+
+    const taken = service.takeSettingSuggestion(conversationId, 'steps');
+    expect(taken.ok && { steps: taken.value.settings.steps, pinned: taken.value.pinned, suggestions: taken.value.settingSuggestions }).toEqual({ steps: 25, pinned: ['steps'], suggestions: {} });
+  });
+});
+
+describe('the first message of the empty page', () => {
+  it('creates the conversation with the prompt and settings on screen, the changed ones pinned', async () => {
+    const { service, fake } = await setUp();
+    fake.enqueue(scriptReply('Hello.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+    const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    const sent = service.sendMessage(id, 'hi', new AbortController().signal, { create: true, prompt: 'a fox', settings: { steps: 30 } });
+    if (!sent.ok) throw new Error(sent.error.message);
+    await drain(sent.value);
+    expect(service.getPane(id)).toMatchObject({ prompt: 'a fox', pinned: ['steps'], settings: { ...DEFAULT_SETTINGS, steps: 30 } });
+    // The model read the prompt it was given.
+    expect(fake.chatRequests()[0]?.messages?.at(-1)?.content).toContain('a fox');
+  });
+
+  it('on a conversation, a prompt and settings changed on screen are saved first; unchanged ones add nothing', async () => {
+    const { service, fake } = await setUp();
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    const reply = () => scriptReply('Hello.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 });
+    fake.enqueue(reply(), reply());
+    const first = service.sendMessage(id, 'hi', new AbortController().signal, { prompt: 'a fox', settings: { steps: 30 } });
+    if (!first.ok) throw new Error(first.error.message);
+    await drain(first.value);
+    expect(service.getPane(id)).toMatchObject({ prompt: 'a fox', pinned: ['steps'] });
+    expect(service.listPromptVersions(id)?.map((version) => version.source)).toEqual(['user']);
+
+    const again = service.sendMessage(id, 'again', new AbortController().signal, { prompt: 'a fox', settings: { steps: 30 } });
+    if (!again.ok) throw new Error(again.error.message);
+    await drain(again.value);
+    expect(service.listPromptVersions(id)).toHaveLength(1);
+    expect(fake.chatRequests()[1]?.messages?.at(-1)?.content).not.toContain('[The user');
+  });
+
+  it('refuses a new conversation whose id is not one Easel makes, by message or by Generate', async () => {
+    const { service } = await setUp();
+    expect(service.sendMessage('not-an-id', 'hi', new AbortController().signal, { create: true })).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'This new conversation has no valid id: reload the page and send again.' },
+    });
+    expect(service.generate('not-an-id', { prompt: 'a fox' }, new AbortController().signal, { create: true })).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'This new conversation has no valid id: reload the page and try again.' },
+    });
+  });
+});
+
+describe('the words of a refusal', () => {
+  it('undo, redo, a suggestion answer and an image to follow say exactly what is wrong', async () => {
+    const { service } = await setUp();
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    expect(service.undoPrompt(id)).toMatchObject({ ok: false, error: { message: 'There is nothing to undo: this is the first version of the prompt.' } });
+    expect(service.redoPrompt(id)).toMatchObject({ ok: false, error: { message: 'There is nothing to redo: this is the newest version of the prompt.' } });
+    expect(service.answerSuggestion(id, 'yes')).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'accept must be true (use the suggestion) or false (keep yours).', fields: { accept: 'accept must be true or false.' } },
+    });
+    expect(service.answerSuggestion(id, true)).toEqual({ ok: false, error: { code: 'conflict', message: 'No suggestion is waiting: the prompt is as shown.' } });
+    expect(service.followImage(id, 'nope')).toEqual({
+      ok: false,
+      error: { code: 'not_found', message: 'No such image is being made in this conversation (it may have ended a while ago: GET the conversation to see its images).' },
+    });
+    expect(service.followImage('0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', 'nope')).toEqual({
+      ok: false,
+      error: { code: 'not_found', message: 'There is no conversation "0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c". Start a new one.' },
+    });
+    expect(service.cancelImages(id)).toBe(false);
+  });
+});
