@@ -30,7 +30,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp(options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore } = {}) {
+async function setUp(options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore; replySaveIntervalMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'easel-service-edges-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const fake = await createFakeOllama();
@@ -52,6 +52,7 @@ async function setUp(options: { imageFiles?: (real: ImageFiles) => ImageFiles; s
     logger,
     clock: Date,
     numCtx: 8192,
+    ...(options.replySaveIntervalMs === undefined ? {} : { replySaveIntervalMs: options.replySaveIntervalMs }),
   });
   cleanups.push(() => service.shutdown());
   return { service, fake, logs, dir, store };
@@ -261,5 +262,152 @@ describe('the words of a refusal', () => {
       error: { code: 'not_found', message: 'There is no conversation "0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c". Start a new one.' },
     });
     expect(service.cancelImages(id)).toBe(false);
+  });
+});
+
+describe('a turn as the service runs it', () => {
+  const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
+  const storedText = (service: Awaited<ReturnType<typeof setUp>>['service'], id: string) => service.getConversation(id)?.turns.at(-1)?.text;
+
+  async function conversation(service: Awaited<ReturnType<typeof setUp>>['service']): Promise<string> {
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    return created.value.id;
+  }
+
+  it('saves the shown text as it streams, empties it on a retry and holds the reset\'s words on a reset', async () => {
+    const { service, fake } = await setUp({ replySaveIntervalMs: 0 });
+    const id = await conversation(service);
+    fake.enqueue({ chunks: ['prose ', 'one'] }, { chunks: ['{"prompt": "a cat in a hat, highly', ' detailed'], doneReason: 'length' }, 'prose 2', {
+      chunks: ['{"prompt": "a cat'],
+      doneReason: 'length',
+    });
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const seen: Array<[string, string | undefined]> = [];
+    for await (const event of sent.value) {
+      if (event.type === 'delta' || event.type === 'retry' || event.type === 'reset') seen.push([event.type, storedText(service, id)]);
+    }
+    expect(seen).toEqual([
+      ['delta', 'prose one'],
+      ['retry', ''],
+      ['delta', 'prose 2'],
+      ['retry', ''],
+      ['reset', "I'm having trouble understanding the format. Let's start fresh."],
+    ]);
+  });
+
+  it('saves at the interval it was given', async () => {
+    const { service, fake } = await setUp({ replySaveIntervalMs: 5 });
+    const id = await conversation(service);
+    // Three lines, then the model hangs: the turn is still running when the text is read back.
+    fake.enqueue({ chunks: ['First ', 'second ', 'third', ' never'], stallAfter: 3, delayMs: 20 });
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const reading = drain(sent.value);
+    await fake.waitForStall();
+    // The later lines came within the interval after the first save: the saver holds them 5 ms, not Easel's default second.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(storedText(service, id)).toBe('First second third');
+    service.stop(id);
+    await reading;
+  });
+
+  it('a reply that cannot be saved as it streams is logged, and the turn goes on', async () => {
+    const { service, fake, logs } = await setUp({
+      store: (real) => ({
+        ...real,
+        saveReplyText: () => {
+          throw new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' });
+        },
+      }),
+    });
+    const id = await conversation(service);
+    fake.enqueue(scriptReply('A cat.', ASKING));
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    expect((await drain(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'clean' });
+    expect(logs.some((line) => line.startsWith(`WARN  the reply could not be saved while streaming {"conversationId":"${id}"`))).toBe(true);
+  });
+
+  it('a Regenerate that cannot be stored says the change was not saved; a reply that cannot be stored says so and is logged', async () => {
+    let failBegin = false;
+    let failFinish = false;
+    const fail = () => {
+      throw new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' });
+    };
+    const { service, fake, logs } = await setUp({
+      store: (real) => ({
+        ...real,
+        beginTurn: (...args: Parameters<ConversationStore['beginTurn']>) => (failBegin ? fail() : real.beginTurn(...args)),
+        finishTurn: (...args: Parameters<ConversationStore['finishTurn']>) => (failFinish ? fail() : real.finishTurn(...args)),
+      }),
+    });
+    const id = await conversation(service);
+    fake.enqueue(scriptReply('A cat.', ASKING), scriptReply('Another cat.', ASKING));
+    const first = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!first.ok) throw new Error(first.error.message);
+    await drain(first.value);
+
+    failBegin = true;
+    const regenerated = service.regenerate(id, new AbortController().signal);
+    if (!regenerated.ok) throw new Error(regenerated.error.message);
+    expect((await drain(regenerated.value))[0]).toEqual({
+      type: 'error',
+      code: 'storage_full',
+      message: 'Easel could not save the change: the disk holding /data/easel.db is full. Nothing was changed. Free some disk space, then try again.',
+    });
+
+    failBegin = false;
+    failFinish = true;
+    const again = service.sendMessage(id, 'a dog', new AbortController().signal);
+    if (!again.ok) throw new Error(again.error.message);
+    const events = await drain(again.value);
+    expect(events.at(-2)).toMatchObject({ type: 'error', code: 'storage_full', message: expect.stringMatching(/^Easel could not save the reply: /) });
+    expect(logs.filter((line) => line.startsWith(`ERROR the reply could not be stored {"conversationId":"${id}"`))).toHaveLength(1);
+  });
+
+  it('a request already aborted when it arrives stops the turn before Ollama is asked', async () => {
+    const { service, fake } = await setUp();
+    const id = await conversation(service);
+    const controller = new AbortController();
+    controller.abort(new Error('the client hung up'));
+    const sent = service.sendMessage(id, 'a cat', controller.signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    expect((await drain(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
+    expect(fake.chatRequests()).toHaveLength(0);
+  });
+
+  it('a reader that stops reading stops the turn: the reply is kept as stopped', async () => {
+    const { service, fake } = await setUp();
+    const id = await conversation(service);
+    fake.enqueue({ chunks: ['Half a ', 'thought'], gate: new Promise<void>(() => {}) });
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    for await (const event of sent.value) if (event.type === 'delta') break;
+    await fake.waitForHangup();
+    await service.shutdown();
+    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ status: 'stopped' });
+  });
+
+  it('the library lists a conversation by its messages as shown: an edited one by its new words, an empty reply skipped', async () => {
+    const { service, fake } = await setUp();
+    const id = await conversation(service);
+    fake.enqueue(scriptReply('A fox.', ASKING), scriptReply('A cat.', ASKING));
+    const first = service.sendMessage(id, 'a fox', new AbortController().signal);
+    if (!first.ok) throw new Error(first.error.message);
+    await drain(first.value);
+    const edited = service.sendMessage(id, 'a cat', new AbortController().signal, { replaceLast: true });
+    if (!edited.ok) throw new Error(edited.error.message);
+    await drain(edited.value);
+    expect(service.getSummary(id)).toMatchObject({ title: 'a cat', preview: 'A cat.' });
+
+    const controller = new AbortController();
+    fake.enqueue({ chunks: ['never'], loadMs: 5000 });
+    const stopped = service.sendMessage(id, 'a dog', controller.signal);
+    if (!stopped.ok) throw new Error(stopped.error.message);
+    for await (const event of stopped.value) if (event.type === 'started') controller.abort(new Error('Stop'));
+    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ text: '', status: 'stopped' });
+    expect(service.getSummary(id)?.preview).toBe('a dog');
   });
 });
