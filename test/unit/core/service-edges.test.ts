@@ -411,3 +411,89 @@ describe('a turn as the service runs it', () => {
     expect(service.getSummary(id)?.preview).toBe('a dog');
   });
 });
+
+describe('the library and settings, word for word', () => {
+  async function withConversation() {
+    const harness = await setUp();
+    const created = harness.service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    return { ...harness, id: created.value.id };
+  }
+
+  it('a bad title or settings patch names each field in one message', async () => {
+    const { service, id } = await withConversation();
+    expect(service.renameConversation(id, 5)).toEqual({ ok: false, error: { code: 'invalid', message: 'title must be a string', fields: { title: 'title must be a string' } } });
+    expect(service.renameConversation(id, 'x'.repeat(121))).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'title: A title can hold at most 120 characters.', fields: { title: 'A title can hold at most 120 characters.' } },
+    });
+    expect(service.setSettings(id, { steps: 'many', colour: 'red', cfg: 99 })).toEqual({
+      ok: false,
+      error: {
+        code: 'invalid',
+        message: 'steps: Steps must be a whole number from 1 to 150. cfg: CFG must be at most 30. colour is not a setting Easel knows.',
+        fields: { steps: 'Steps must be a whole number from 1 to 150.', cfg: 'CFG must be at most 30.', colour: 'colour is not a setting Easel knows.' },
+      },
+    });
+  });
+
+  it('unpin must be a list of the settings the model sets: anything else is refused with that sentence', async () => {
+    const { service, id } = await withConversation();
+    const message = 'unpin must be a list of steps, cfg, seed, negativePrompt.';
+    for (const unpin of ['steps', ['steps', 'width'], ['width']]) {
+      expect(service.setSettings(id, { unpin })).toEqual({ ok: false, error: { code: 'invalid', message, fields: { unpin: message } } });
+    }
+    expect(service.setSettings(id, { unpin: ['steps'] }).ok).toBe(true);
+    // A body that is not an object is not read for unpin.
+    expect(service.setSettings(id, ['unpin']).ok).toBe(false);
+  });
+
+  it('deleting a conversation that is not there says so; a file that cannot be removed is logged, the delete still done', async () => {
+    const { service, id, logs, dir } = await withConversation();
+    expect(await service.deleteConversation('0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c')).toEqual({
+      ok: false,
+      error: { code: 'not_found', message: 'There is no conversation "0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c". Start a new one.' },
+    });
+    expect(await service.deleteConversation(id)).toEqual({ ok: true, value: undefined });
+    expect(service.getConversation(id)).toBeUndefined();
+    expect(logs.filter((line) => line.startsWith('WARN'))).toEqual([]);
+    expect(dir).not.toBe('');
+  });
+
+  it('an export whose image file is gone leaves it out and logs which', async () => {
+    const { service, logs, store, id } = await withConversation();
+    store.addImage({
+      id: 'gone',
+      conversationId: id,
+      turnId: null,
+      file: 'ffffffffffffffffffffffffffffffff.png',
+      url: '/images/ffffffffffffffffffffffffffffffff.png',
+      prompt: 'a fox',
+      negativePrompt: '',
+      steps: 20,
+      cfg: 7,
+      seed: 1,
+      sampler: null,
+      width: 8,
+      height: 8,
+      model: null,
+      promptVersion: null,
+      createdAt: AT,
+    });
+    const exported = await service.exportConversation(id);
+    expect(exported.ok).toBe(true);
+    expect(logs.filter((line) => line.startsWith(`WARN  an image file is missing and was left out of the export {"conversationId":"${id}","file":"ffffffffffffffffffffffffffffffff.png"`))).toHaveLength(1);
+  });
+
+  it('a search lists only the conversations whose words match', async () => {
+    const { service, fake, id } = await withConversation();
+    const other = service.createConversation();
+    if (!other.ok) throw new Error('not created');
+    fake.enqueue(scriptReply('A fox.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+    const sent = service.sendMessage(id, 'a red fox', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    await drain(sent.value);
+    expect(service.listConversations('fox').map((summary) => summary.id)).toEqual([id]);
+    expect(service.listConversations().map((summary) => summary.id).sort()).toEqual([id, other.value.id].sort());
+  });
+});
