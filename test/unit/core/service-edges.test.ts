@@ -12,9 +12,11 @@ import {
   createImageGenerator,
   createLogger,
   DEFAULT_SETTINGS,
+  ImageBackendError,
   MAX_IMPORT_BYTES,
   StorageError,
   type ConversationStore,
+  type ImageBackend,
   type ImageFiles,
   type TurnEvent,
 } from '../../../server/core/index.ts';
@@ -30,7 +32,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp(options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore; replySaveIntervalMs?: number } = {}) {
+async function setUp(
+  options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore; replySaveIntervalMs?: number; backend?: ImageBackend } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), 'easel-service-edges-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const fake = await createFakeOllama();
@@ -41,7 +45,7 @@ async function setUp(options: { imageFiles?: (real: ImageFiles) => ImageFiles; s
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
   const realFiles = createImageFiles(dir);
-  const images = createImageGenerator({ backend: null, store, logger, clock: Date, saveFile: async () => {} });
+  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: async () => {} });
   const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', warn: () => {} });
   const service = createEaselService({
     store,
@@ -495,5 +499,84 @@ describe('the library and settings, word for word', () => {
     await drain(sent.value);
     expect(service.listConversations('fox').map((summary) => summary.id)).toEqual([id]);
     expect(service.listConversations().map((summary) => summary.id).sort()).toEqual([id, other.value.id].sort());
+  });
+});
+
+describe('Generate and the image after a reply', () => {
+  function gatedBackend() {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const requests: string[] = [];
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://127.0.0.1:7860',
+      generate: async (request, { signal }) => {
+        requests.push(request.prompt);
+        // As the adapters do (their fetch rejects at once): an aborted signal is a cancel, however early.
+        const cancelled = () => new ImageBackendError('cancelled', 'cancelled');
+        if (signal.aborted) throw cancelled();
+        await Promise.race([gate, new Promise((_, reject) => signal.addEventListener('abort', () => reject(cancelled())))]);
+        return { png };
+      },
+      checkHealth: async () => ({ reachable: true, detail: 'ready' }),
+    };
+    return { backend, release, requests };
+  }
+
+  it('refuses a blank prompt in words, and records the pane\'s version only for the pane\'s prompt', async () => {
+    const { backend, release } = gatedBackend();
+    release();
+    const { service } = await setUp({ backend });
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    expect(service.generate(id, { prompt: '   ' }, new AbortController().signal)).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'The prompt is empty: write one or chat until the assistant suggests one.', fields: { prompt: 'The prompt is empty.' } },
+    });
+    expect(service.setPrompt(id, 'a fox').ok).toBe(true);
+    const version = service.getPane(id)?.promptVersion;
+    const fromPane = service.generate(id, {}, new AbortController().signal);
+    if (!fromPane.ok) throw new Error(fromPane.error.message);
+    const events = await drain(fromPane.value);
+    expect(events.find((event) => event.type === 'image')).toMatchObject({ prompt: 'a fox', promptVersion: version });
+    expect(events.at(-1)).toStrictEqual({ type: 'done', attempts: 0, repairs: [], level: 'clean', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
+    const overridden = service.generate(id, { prompt: 'a cat' }, new AbortController().signal);
+    if (!overridden.ok) throw new Error(overridden.error.message);
+    const image = (await drain(overridden.value)).find((event) => event.type === 'image');
+    expect(image).toMatchObject({ prompt: 'a cat' });
+    expect(image).not.toHaveProperty('promptVersion');
+  });
+
+  it('a Generate whose request was already aborted is cancelled', async () => {
+    const { backend } = gatedBackend();
+    const { service } = await setUp({ backend });
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const controller = new AbortController();
+    controller.abort(new Error('the client hung up'));
+    const started = service.generate(created.value.id, { prompt: 'a fox' }, controller.signal);
+    if (!started.ok) throw new Error(started.error.message);
+    expect((await drain(started.value)).find((event) => event.type === 'error')).toMatchObject({ code: 'image_cancelled' });
+  });
+
+  it('after the reply\'s done, the next message is taken while its image is still being made', async () => {
+    const { backend, release, requests } = gatedBackend();
+    const { service, fake } = await setUp({ backend });
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    fake.enqueue(scriptReply('Here.', { prompt: 'a fox', generate_image: true, steps: 20, cfg: 7, seed: -1 }), scriptReply('Sure.', { prompt: 'a fox', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+    const sent = service.sendMessage(id, 'a fox', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const iterator = sent.value[Symbol.asyncIterator]();
+    for (let step = await iterator.next(); !step.done; step = await iterator.next()) if (step.value.type === 'done') break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(requests).toEqual(['a fox']);
+    const next = service.sendMessage(id, 'and snow', new AbortController().signal);
+    expect(next.ok).toBe(true);
+    if (next.ok) await drain(next.value);
+    release();
+    await drain({ [Symbol.asyncIterator]: () => iterator });
   });
 });
