@@ -6,31 +6,14 @@ import { describe, expect, it } from 'vitest';
 import { buildArchiveFiles, IMPORT_LIMITS, nameArchive, readArchiveFiles, type ArchiveSource } from '../../../server/core/archive.ts';
 import { DEFAULT_SETTINGS, nameImageDownload, type ImageRecord, type TranscriptTurn } from '../../../server/core/index.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
+import { makeImageRecord } from '../../helpers/records.ts';
 
 const AT = '2026-11-26T10:00:00.000Z';
 const META = { prompt: 'a fox', generate_image: true, steps: 20, cfg: 7, seed: 5 };
 const png = makePng(8, 8);
 
 const turn = (id: number, over: Partial<TranscriptTurn>): TranscriptTurn => ({ id, role: 'user', text: `t${id}`, status: 'ok', images: [], createdAt: AT, ...over });
-const image = (over: Partial<ImageRecord>): ImageRecord => ({
-  id: 'img',
-  conversationId: 'c',
-  turnId: 12,
-  file: 'img.png',
-  url: '/images/img.png',
-  prompt: 'a fox',
-  negativePrompt: '',
-  steps: 20,
-  cfg: 7,
-  seed: 5,
-  sampler: null,
-  width: 8,
-  height: 8,
-  model: null,
-  promptVersion: 31,
-  createdAt: AT,
-  ...over,
-});
+const image = (over: Partial<ImageRecord>): ImageRecord => makeImageRecord({ turnId: 12, promptVersion: 31, ...over });
 
 const source: ArchiveSource = {
   title: 'Fox',
@@ -62,6 +45,15 @@ const source: ArchiveSource = {
   settingSuggestions: { steps: 25 },
 };
 
+/** The transcript of `source` as an export writes it and an import reads it back. */
+const TRANSCRIPT = [
+  { role: 'user', text: 'a fox', status: 'ok', createdAt: AT },
+  { role: 'assistant', text: 'Here.', status: 'ok', metadata: META, notices: ['steps clamped'], imageNote: { reason: 'auto_off', message: 'Press Generate.' }, createdAt: AT },
+  { role: 'user', text: 'and snow', status: 'ok', createdAt: AT },
+  { role: 'assistant', text: 'Cut', status: 'error', error: { code: 'ollama_unreachable', message: 'Ollama stopped.' }, createdAt: AT },
+  { role: 'assistant', text: 'Half a rep', status: 'interrupted', createdAt: AT },
+];
+
 async function exportSource(from: ArchiveSource = source) {
   return buildArchiveFiles(from, { exportedAt: AT, readImage: async (file) => (file === 'img.png' ? png : undefined) });
 }
@@ -77,13 +69,7 @@ describe('an export', () => {
     const files = await exportSource();
     expect([...files.keys()]).toEqual(['conversation.json', 'images/01-a-fox-seed-5.png']);
     const manifest = manifestOf(files);
-    expect(manifest.transcript).toEqual([
-      { role: 'user', text: 'a fox', status: 'ok', createdAt: AT },
-      { role: 'assistant', text: 'Here.', status: 'ok', metadata: META, notices: ['steps clamped'], imageNote: { reason: 'auto_off', message: 'Press Generate.' }, createdAt: AT },
-      { role: 'user', text: 'and snow', status: 'ok', createdAt: AT },
-      { role: 'assistant', text: 'Cut', status: 'error', error: { code: 'ollama_unreachable', message: 'Ollama stopped.' }, createdAt: AT },
-      { role: 'assistant', text: 'Half a rep', status: 'interrupted', createdAt: AT },
-    ]);
+    expect(manifest.transcript).toEqual(TRANSCRIPT);
     expect(manifest.promptVersions).toEqual([
       { parent: null, prompt: 'a fox', source: 'model', turn: 1, createdAt: AT },
       { parent: 0, prompt: 'a fox', source: 'user', turn: null, createdAt: AT },
@@ -109,13 +95,7 @@ describe('an import', () => {
     if (!read.ok) throw new Error(read.error.message);
     const { conversation, files } = read.value;
     expect(files).toEqual([{ name: 'new-image.png', bytes: png }]);
-    expect(conversation.turns).toEqual([
-      { role: 'user', text: 'a fox', status: 'ok', createdAt: AT },
-      { role: 'assistant', text: 'Here.', status: 'ok', metadata: META, notices: ['steps clamped'], imageNote: { reason: 'auto_off', message: 'Press Generate.' }, createdAt: AT },
-      { role: 'user', text: 'and snow', status: 'ok', createdAt: AT },
-      { role: 'assistant', text: 'Cut', status: 'error', error: { code: 'ollama_unreachable', message: 'Ollama stopped.' }, createdAt: AT },
-      { role: 'assistant', text: 'Half a rep', status: 'interrupted', createdAt: AT },
-    ]);
+    expect(conversation.turns).toEqual(TRANSCRIPT);
     // toStrictEqual: a key holding undefined (a note, a negative prompt) is not the same entry.
     expect(conversation.context).toStrictEqual(source.context);
     expect(conversation.images).toEqual([

@@ -26,6 +26,7 @@ import { createImageFiles } from '../../../server/util/index.ts';
 import { createZipArchive } from '../../../server/zip/index.ts';
 import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
+import { makeImageRecord } from '../../helpers/records.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -73,24 +74,8 @@ const png = makePng(8, 8);
 
 /** An export with two images. */
 async function archiveWithTwoImages(): Promise<Uint8Array> {
-  const image = (id: string) => ({
-    id,
-    conversationId: 'c',
-    turnId: null,
-    file: `${id}.png`,
-    url: '',
-    prompt: 'a fox',
-    negativePrompt: '',
-    steps: 20,
-    cfg: 7,
-    seed: 5,
-    sampler: null,
-    width: 8,
-    height: 8,
-    model: null,
-    promptVersion: null,
-    createdAt: AT,
-  });
+  const image = (id: string) => makeImageRecord({ id, file: `${id}.png`, url: '' });
+
   const files = await buildArchiveFiles(
     {
       title: 'Fox',
@@ -466,24 +451,9 @@ describe('the library and settings, word for word', () => {
 
   it('an export whose image file is gone leaves it out and logs which', async () => {
     const { service, logs, store, id } = await withConversation();
-    store.addImage({
-      id: 'gone',
-      conversationId: id,
-      turnId: null,
-      file: 'ffffffffffffffffffffffffffffffff.png',
-      url: '/images/ffffffffffffffffffffffffffffffff.png',
-      prompt: 'a fox',
-      negativePrompt: '',
-      steps: 20,
-      cfg: 7,
-      seed: 1,
-      sampler: null,
-      width: 8,
-      height: 8,
-      model: null,
-      promptVersion: null,
-      createdAt: AT,
-    });
+    const file = 'ffffffffffffffffffffffffffffffff.png';
+    store.addImage(makeImageRecord({ id: 'gone', conversationId: id, file, url: `/images/${file}`, seed: 1 }));
+
     const exported = await service.exportConversation(id);
     expect(exported.ok).toBe(true);
     expect(logs.filter((line) => line.startsWith(`WARN  an image file is missing and was left out of the export {"conversationId":"${id}","file":"ffffffffffffffffffffffffffffffff.png"`))).toHaveLength(1);
