@@ -550,3 +550,70 @@ describe('Generate and the image after a reply', () => {
     await drain({ [Symbol.asyncIterator]: () => iterator });
   });
 });
+
+describe('what the model is told, and what a delete leaves', () => {
+  const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
+  const lastUserMessage = (fake: Awaited<ReturnType<typeof setUp>>['fake'], index: number) => fake.chatRequests()[index]?.messages?.at(-1)?.content ?? '';
+
+  it('the empty page\'s first message tells the model only what was changed from the defaults', async () => {
+    const { service, fake } = await setUp();
+    fake.enqueue(scriptReply('Hello.', ASKING), scriptReply('Hello.', ASKING));
+    const plain = service.sendMessage('0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', 'hi', new AbortController().signal, { create: true, settings: { ...DEFAULT_SETTINGS } });
+    if (!plain.ok) throw new Error(plain.error.message);
+    await drain(plain.value);
+    expect(lastUserMessage(fake, 0)).not.toContain('[The user edited');
+    expect(lastUserMessage(fake, 0)).not.toContain('[Current settings');
+
+    const changed = service.sendMessage('1b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', 'hi', new AbortController().signal, { create: true, settings: { cfg: 9 } });
+    if (!changed.ok) throw new Error(changed.error.message);
+    await drain(changed.value);
+    expect(lastUserMessage(fake, 1)).toContain('[Current settings: steps 20, cfg 9');
+    expect(lastUserMessage(fake, 1)).not.toContain('[The user edited');
+  });
+
+  it('a typed prompt leaves a waiting suggestion waiting; taking the suggestion is no edit to tell the model of', async () => {
+    const { service, fake } = await setUp();
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    expect(service.setPrompt(id, 'my fox').ok).toBe(true);
+    // The user edits while the reply is written: the model's prompt waits as a suggestion.
+    let release!: () => void;
+    fake.enqueue({ ...scriptReply('A fox.', { ...ASKING, prompt: 'a fox, snow' }), gate: new Promise<void>((resolve) => (release = resolve)) });
+    const sent = service.sendMessage(id, 'a fox', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const reading = drain(sent.value);
+    await fake.waitForRequests(1, '/api/chat');
+    expect(service.setPrompt(id, 'my fox, edited').ok).toBe(true);
+    release();
+    await reading;
+    expect(service.getPane(id)?.suggestion?.prompt).toBe('a fox, snow');
+    expect(service.setPrompt(id, 'my fox, again').ok).toBe(true);
+    expect(service.getPane(id)?.suggestion?.prompt).toBe('a fox, snow');
+
+    expect(service.answerSuggestion(id, true).ok).toBe(true);
+    fake.enqueue(scriptReply('Snow it is.', ASKING));
+    const next = service.sendMessage(id, 'go on', new AbortController().signal);
+    if (!next.ok) throw new Error(next.error.message);
+    await drain(next.value);
+    expect(lastUserMessage(fake, 1)).toBe('go on');
+  });
+
+  it('an image file that cannot be removed is logged and the delete is done; the id can be used again after', async () => {
+    const { service, store, logs } = await setUp({
+      imageFiles: (real) => ({
+        ...real,
+        remove: async () => {
+          throw errno('EACCES');
+        },
+      }),
+    });
+    const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    store.createConversation({ id, createdAt: AT, settings: DEFAULT_SETTINGS });
+    const file = 'ffffffffffffffffffffffffffffffff.png';
+    store.addImage(makeImageRecord({ conversationId: id, file, url: `/images/${file}` }));
+    expect(await service.deleteConversation(id)).toEqual({ ok: true, value: undefined });
+    expect(logs.filter((line) => line.startsWith(`WARN  an image file of a deleted conversation could not be removed {"file":"${file}"`))).toHaveLength(1);
+    expect(service.sendMessage(id, 'hi', new AbortController().signal, { create: true }).ok).toBe(true);
+  });
+});
