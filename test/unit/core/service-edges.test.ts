@@ -617,3 +617,70 @@ describe('what the model is told, and what a delete leaves', () => {
     expect(service.sendMessage(id, 'hi', new AbortController().signal, { create: true }).ok).toBe(true);
   });
 });
+
+describe('more refusals and an unexpected failure', () => {
+  it('an Edit or Regenerate with nothing to act on, and a Generate without a prompt, say what to do first', async () => {
+    const { service } = await setUp({ backend: { name: 'a1111', url: 'http://127.0.0.1:7860', generate: async () => ({ png }), checkHealth: async () => ({ reachable: true, detail: '' }) } });
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    expect(service.sendMessage(id, 'x', new AbortController().signal, { replaceLast: true })).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'There is no message to edit yet: send one first.' },
+    });
+    expect(service.regenerate(id, new AbortController().signal)).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'There is no reply to regenerate yet: send a message first.' },
+    });
+    expect(service.generate('0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', {}, new AbortController().signal, { create: true })).toMatchObject({
+      ok: false,
+      error: { code: 'invalid', fields: { prompt: 'The prompt is empty.' } },
+    });
+    expect(service.generate(id, { prompt: 5 }, new AbortController().signal)).toMatchObject({ ok: false, error: { fields: { prompt: 'prompt must be a string' } } });
+  });
+
+  it('a failure inside Easel while a turn starts ends it with internal_error, logged, and frees the conversation', async () => {
+    const { service, logs } = await setUp({
+      store: (real) => ({
+        ...real,
+        beginTurn: () => {
+          throw new TypeError('a bug');
+        },
+      }),
+    });
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    const id = created.value.id;
+    const sent = service.sendMessage(id, 'hi', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const events = await drain(sent.value);
+    expect(events).toEqual([
+      { type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' },
+      { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null },
+    ]);
+    expect(logs).toContain(`ERROR turn failed unexpectedly {"conversationId":"${id}","error":{"name":"TypeError","message":"a bug"}}`);
+    expect(service.isBusy(id)).toBe(false);
+  });
+
+  it('a conversation deleted before its turn starts sends nothing and says so', async () => {
+    let reads = 0;
+    const { service, fake } = await setUp({
+      store: (real) => ({
+        ...real,
+        // The second read is the turn's own, after the send was accepted: the conversation is gone by then.
+        getConversation: (id: string) => (++reads === 2 ? undefined : real.getConversation(id)),
+      }),
+    });
+    const created = service.createConversation();
+    if (!created.ok) throw new Error('not created');
+    reads = 0;
+    const sent = service.sendMessage(created.value.id, 'hi', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    expect((await drain(sent.value))[0]).toEqual({
+      type: 'error',
+      code: 'not_found',
+      message: 'This conversation was deleted; your message was not sent. Start a new conversation.',
+    });
+    expect(fake.chatRequests()).toHaveLength(0);
+  });
+});
