@@ -14,6 +14,7 @@ import { createZipArchive } from '../../server/zip/index.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { readSse, shownText } from '../helpers/sse.ts';
+import { collectAll } from '../helpers/streams.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const LONG_REPLY = Array.from({ length: 400 }, (_, i) => `word${i} `);
@@ -132,12 +133,6 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
 
   afterEach(() => close());
 
-  async function drain(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
-    const out: TurnEvent[] = [];
-    for await (const event of events) out.push(event);
-    return out;
-  }
-
   function createdId(target: EaselService): string {
     const created = target.createConversation();
     if (!created.ok) throw new Error(`not created: ${created.error.message}`);
@@ -170,7 +165,7 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
     expect(third.ok ? 'accepted' : third.error.code).toBe('busy');
 
     release();
-    const events = await drain(second);
+    const events = await collectAll(second);
     expect(events.at(-1)).toMatchObject({ type: 'done', level: 'clean' });
     const turns = service.getConversation(id)!.turns;
     expect(turns.map((t) => [t.role, t.status])).toEqual([
@@ -181,7 +176,7 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
     ]);
     expect(turns.map((t) => t.text)).toEqual(['first', turns[1]!.text, 'second', 'Second answer.']);
     expect(LONG_REPLY.join('').startsWith(turns[1]!.text)).toBe(true);
-    expect((await drain(first)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
+    expect((await collectAll(first)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
   });
 });
 

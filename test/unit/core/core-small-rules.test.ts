@@ -19,6 +19,7 @@ import { shorten } from '../../../server/core/library.ts';
 import { describeReplyTimeout, markSlowStart, ReplyTimeoutError, startReplyWatchdog } from '../../../server/core/reply-watchdog.ts';
 import type { ChatChunk } from '../../../server/core/ports.ts';
 import type { ContextEntry } from '../../../server/protocol/index.ts';
+import { collectAll } from '../../helpers/streams.ts';
 
 describe('shorten (titles and previews)', () => {
   it('keeps a line of exactly the bound, and cuts one character more to the bound with an ellipsis', () => {
@@ -162,19 +163,13 @@ describe('the reply watchdog, word for word and at its edges', () => {
 });
 
 describe('markSlowStart at its edges', () => {
-  async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
-    const out: unknown[] = [];
-    for await (const item of stream) out.push(item);
-    return out;
-  }
-
   it('0 shows no status and never asks for one, however late the first chunk', async () => {
     let asked = 0;
     async function* late(): AsyncGenerator<ChatChunk> {
       await new Promise((resolve) => setTimeout(resolve, 20));
       yield { type: 'text', text: 'Hello' };
     }
-    const out = await collect(markSlowStart(late(), { afterMs: 0, describe: async () => (asked++, 'Loading…') }));
+    const out = await collectAll(markSlowStart(late(), { afterMs: 0, describe: async () => (asked++, 'Loading…') }));
     expect(out).toEqual([{ type: 'text', text: 'Hello' }]);
     expect(asked).toBe(0);
   });
@@ -184,7 +179,7 @@ describe('markSlowStart at its edges', () => {
     async function* prompt(): AsyncGenerator<ChatChunk> {
       yield { type: 'text', text: 'Hello' };
     }
-    await collect(markSlowStart(prompt(), { afterMs: 1000, describe: async () => (asked++, 'Loading…') }));
+    await collectAll(markSlowStart(prompt(), { afterMs: 1000, describe: async () => (asked++, 'Loading…') }));
     expect(asked).toBe(0);
   });
 });

@@ -15,11 +15,11 @@ import {
   type ImageBackend,
   type ImageGeneratorDeps,
   type ImageResult,
-  type TurnEvent,
 } from '../../../server/core/index.ts';
 import { readPngText } from '../../../server/png/index.ts';
 import { createSqliteStore } from '../../../server/sqlite/index.ts';
 import { insertTextChunk, makePng } from '../../fakes/png-bytes.ts';
+import { collectAll } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -72,26 +72,20 @@ const input = (over: { seed?: number; promptVersion?: number | null; signal?: Ab
   signal: over.signal ?? new AbortController().signal,
 });
 
-async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
-  const all: TurnEvent[] = [];
-  for await (const event of events) all.push(event);
-  return all;
-}
-
 const png = makePng(8, 8);
 const result = (over: Partial<ImageResult> = {}): ImageResult => ({ png, ...over });
 
 describe('whose parameters text the saved PNG keeps', () => {
   it('a text that is only a prompt is not the backend\'s parameters: Easel writes its own', async () => {
     const { images, saved } = setUp(backendWith(async () => result({ png: insertTextChunk(png, 'parameters', 'a fox', 'pillow'), seed: 42 })));
-    await collect(images.generate(input()));
+    await collectAll(images.generate(input()));
     expect(readPngText(saved.get('img1.png')!)['parameters']).toBe('a fox\nSeed: 42, Size: 8x8');
   });
 
   it('a text with steps but no seed, or a seed but no steps, is the backend\'s: kept as it is', async () => {
     for (const text of ['a fox\nSteps: 30, Sampler: Euler, CFG scale: 7', 'a fox\nSeed: 7, Size: 8x8, Model: m']) {
       const { images, saved } = setUp(backendWith(async () => result({ png: insertTextChunk(png, 'parameters', text, 'pillow') })));
-      await collect(images.generate(input()));
+      await collectAll(images.generate(input()));
       expect(readPngText(saved.get('img1.png')!)['parameters']).toBe(text);
     }
   });
@@ -101,7 +95,7 @@ describe('what an image says when the backend says little', () => {
   it('keys the backend did not claim are absent from the event and null in the record; an empty sampler or model is none', async () => {
     const { images, store } = setUp(backendWith(async () => result({ sampler: '', model: '' })));
     const version = store.addPromptVersion('c1', { prompt: 'a fox', source: 'user', turnId: null }, new Date().toISOString(), { tellModel: false, clearSuggestion: false });
-    const events = await collect(images.generate(input({ promptVersion: version })));
+    const events = await collectAll(images.generate(input({ promptVersion: version })));
     // toStrictEqual: a key holding undefined would read as "the backend used undefined".
     expect(events.at(-1)).toStrictEqual({ type: 'image', id: 'img1', url: '/images/img1.png', width: 8, height: 8, prompt: 'a fox', negativePrompt: '', promptVersion: version });
     expect(store.listImages('c1')[0]).toMatchObject({ seed: null, steps: null, cfg: null, sampler: null, model: null, promptVersion: version });
@@ -113,20 +107,20 @@ describe('seeds', () => {
     const seeds: number[] = [];
     const backend = backendWith(async (request) => (seeds.push(request.seed), result({ seed: request.seed })), { seedRange: { min: 7, max: 9 } });
     const { images, logs } = setUp(backend);
-    await collect(images.generate(input({ seed: -1 })));
-    await collect(images.generate(input({ seed: 9 })));
-    await collect(images.generate(input({ seed: 7 })));
+    await collectAll(images.generate(input({ seed: -1 })));
+    await collectAll(images.generate(input({ seed: 9 })));
+    await collectAll(images.generate(input({ seed: 7 })));
     expect(seeds[0]).toBeGreaterThanOrEqual(7);
     expect(seeds.slice(1)).toEqual([9, 7]);
     for (const seed of [6, 10]) {
-      const events = await collect(images.generate(input({ seed })));
+      const events = await collectAll(images.generate(input({ seed })));
       expect(events.at(-1)).toMatchObject({ type: 'error', code: 'image_seed_out_of_range' });
     }
     expect(backend.calls).toBe(3);
     expect(logs.filter((line) => line.startsWith('WARN  image generation did not finish')).map((line) => line.includes('"name":"SeedOutOfRangeError"'))).toEqual([true, true]);
 
     const single = backendWith(async (request) => result({ seed: request.seed }), { seedRange: { min: 5, max: 5 } });
-    const events = await collect(setUp(single).images.generate(input({ seed: -1 })));
+    const events = await collectAll(setUp(single).images.generate(input({ seed: -1 })));
     expect(events.at(-1)).toMatchObject({ type: 'image', seed: 5 });
   });
 });
@@ -136,23 +130,23 @@ describe('failures, in words and in the log', () => {
 
   it('no backend: the event says how to configure one', async () => {
     const { images } = setUp(null);
-    expect(await collect(images.generate(input()))).toEqual([{ type: 'error', code: 'image_backend_missing', message: NO_BACKEND_MESSAGE }]);
+    expect(await collectAll(images.generate(input()))).toEqual([{ type: 'error', code: 'image_backend_missing', message: NO_BACKEND_MESSAGE }]);
     expect(await images.checkHealth()).toEqual({ backend: 'none', url: null, configured: false, reachable: false, detail: NO_BACKEND_MESSAGE });
   });
 
   it('a cancel the backend reports (another client interrupted it) says cancelled; an unexpected failure points at the log', async () => {
     const cancelled = setUp(backendWith(async () => Promise.reject(new ImageBackendError('cancelled', 'A1111 interrupted the job.'))));
-    expect((await collect(cancelled.images.generate(input()))).at(-1)).toEqual({ type: 'error', code: 'image_cancelled', message: `Image generation was cancelled. ${keep}` });
+    expect((await collectAll(cancelled.images.generate(input()))).at(-1)).toEqual({ type: 'error', code: 'image_cancelled', message: `Image generation was cancelled. ${keep}` });
     expect(cancelled.logs.filter((line) => line.startsWith('WARN  image generation did not finish'))).toHaveLength(1);
 
     const broken = setUp(backendWith(async () => Promise.reject(new TypeError('a bug'))));
-    expect((await collect(broken.images.generate(input()))).at(-1)).toEqual({ type: 'error', code: 'image_failed', message: `The image could not be made; the details are in the server log. ${keep}` });
+    expect((await collectAll(broken.images.generate(input()))).at(-1)).toEqual({ type: 'error', code: 'image_failed', message: `The image could not be made; the details are in the server log. ${keep}` });
     expect(broken.logs).toEqual(['ERROR image generation failed {"error":{"name":"TypeError","message":"a bug"}}']);
   });
 
   it('a failed save without a folder or an error code says so plainly, and is logged as the disk\'s fault', async () => {
     const { images, logs } = setUp(backendWith(async () => result()), { saveFile: async () => Promise.reject(new Error('no reason given')) });
-    expect((await collect(images.generate(input()))).at(-1)).toEqual({
+    expect((await collectAll(images.generate(input()))).at(-1)).toEqual({
       type: 'error',
       code: 'image_save_failed',
       message:
@@ -163,7 +157,7 @@ describe('failures, in words and in the log', () => {
 
   it('a chat model that will not unload is logged, and the image is made anyway', async () => {
     const { images, logs } = setUp(backendWith(async () => result()), { unloadLlm: async () => Promise.reject(new Error('Ollama is down')) });
-    expect((await collect(images.generate(input()))).at(-1)).toMatchObject({ type: 'image' });
+    expect((await collectAll(images.generate(input()))).at(-1)).toMatchObject({ type: 'image' });
     expect(logs).toEqual(['WARN  could not unload the chat model before the image {"error":{"name":"Error","message":"Ollama is down"}}']);
   });
 });
@@ -174,7 +168,7 @@ describe('the queue', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const backend = backendWith(async () => (await gate, result()));
     const { images } = setUp(backend);
-    const first = collect(images.generate(input()));
+    const first = collectAll(images.generate(input()));
     const controller = new AbortController();
     const second = images.generate(input({ signal: controller.signal }));
     expect((await second.next()).value).toMatchObject({ type: 'generation', queued: true });
@@ -190,7 +184,7 @@ describe('the queue', () => {
     // Nothing waits now: the next image is not queued.
     const third = images.generate(input());
     expect((await third.next()).value).toEqual({ type: 'generation', id: 'img1' });
-    await collect(third);
+    await collectAll(third);
   });
 
   it('a cancel before the image starts asks the backend nothing', async () => {
@@ -211,7 +205,7 @@ describe('the queue', () => {
       return result();
     });
     const { images } = setUp(backend);
-    const events = await collect(images.generate(input()));
+    const events = await collectAll(images.generate(input()));
     expect(events.map((event) => event.type)).toEqual(['generation', 'progress', 'image']);
   });
 });

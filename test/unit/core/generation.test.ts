@@ -6,13 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createA1111Backend } from '../../../server/a1111/index.ts';
-import { createImageGenerator, DEFAULT_SETTINGS, silentLogger, type TurnEvent } from '../../../server/core/index.ts';
+import { createImageGenerator, DEFAULT_SETTINGS, silentLogger } from '../../../server/core/index.ts';
 import { createSqliteStore } from '../../../server/sqlite/index.ts';
 import { writeFileAtomically, type AtomicWriteFs } from '../../../server/util/index.ts';
 import { createFakeA1111, type FakeA1111Options } from '../../fakes/fake-a1111.ts';
 import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
 import { createOpenAiImagesBackend } from '../../../server/openai-images/index.ts';
 import type { SeedRange } from '../../../server/core/index.ts';
+import { collectAll, makeErrnoError } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -44,16 +45,6 @@ function input(signal = new AbortController().signal, steps = 4) {
   return { conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, steps }, promptVersion: null, signal };
 }
 
-async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
-  const all: TurnEvent[] = [];
-  for await (const event of events) all.push(event);
-  return all;
-}
-
-function errno(code: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: simulated`), { code });
-}
-
 describe('saving the finished image', () => {
   it('a full disk: image_disk_full says to free space; no file and no record are left', async () => {
     const diskFull: AtomicWriteFs = {
@@ -65,14 +56,14 @@ describe('saving the finished image', () => {
         return Object.assign(Object.create(handle) as fs.FileHandle, {
           writeFile: async (bytes: Uint8Array) => {
             await handle.writeFile(bytes.subarray(0, bytes.length >> 1));
-            throw errno('ENOSPC');
+            throw makeErrnoError('ENOSPC');
           },
           close: () => handle.close(),
         });
       },
     };
     const { images, store, imagesDir } = await setUp({ io: diskFull });
-    const events = await collect(images.generate(input()));
+    const events = await collectAll(images.generate(input()));
     expect(events.at(-1)).toEqual({
       type: 'error',
       code: 'image_disk_full',
@@ -83,9 +74,9 @@ describe('saving the finished image', () => {
   });
 
   it('a read-only disk: image_save_failed names the folder and says to check permissions', async () => {
-    const readOnly: AtomicWriteFs = { open: () => Promise.reject(errno('EROFS')), rename: fs.rename, rm: fs.rm };
+    const readOnly: AtomicWriteFs = { open: () => Promise.reject(makeErrnoError('EROFS')), rename: fs.rename, rm: fs.rm };
     const { images, imagesDir } = await setUp({ io: readOnly });
-    const events = await collect(images.generate(input()));
+    const events = await collectAll(images.generate(input()));
     expect(events.at(-1)).toMatchObject({ type: 'error', code: 'image_save_failed', message: expect.stringContaining(`${imagesDir} (EROFS)`) });
     expect(String((events.at(-1) as { message: string }).message)).toContain('Easel may write to it');
     expect(readdirSync(imagesDir)).toEqual([]);
@@ -99,7 +90,7 @@ describe('the queue', () => {
     for (let next = await first.next(); !next.done && next.value.type !== 'progress'; next = await first.next());
     // The caller walks away without aborting its signal (e.g. a renderer that stopped iterating).
     await first.return(undefined);
-    const second = await collect(images.generate(input(undefined, 2)));
+    const second = await collectAll(images.generate(input(undefined, 2)));
     expect(second.map((event) => event.type)).toContain('image');
     expect(a1111.interrupts).toBe(1);
     expect(a1111.maxConcurrentTxt2Img).toBe(1);
@@ -133,10 +124,10 @@ describe('seeds and the backend that takes them', () => {
           return range.max;
         },
       });
-    const events = await collect(generatorWith(createOpenAiImagesBackend({ url: localai.url, dialect: 'localai' })).generate(input()));
+    const events = await collectAll(generatorWith(createOpenAiImagesBackend({ url: localai.url, dialect: 'localai' })).generate(input()));
     expect(events.at(-1)).toMatchObject({ type: 'image', seed: 2_147_483_647 });
     expect(localai.runs[0]).toMatchObject({ seedUsed: 2_147_483_647, random: false });
-    await collect(generatorWith(createOpenAiImagesBackend({ url: localai.url })).generate(input()));
+    await collectAll(generatorWith(createOpenAiImagesBackend({ url: localai.url })).generate(input()));
     expect(ranges).toEqual([{ min: 1, max: 2_147_483_647 }, { min: 0, max: 4_294_967_295 }]);
   });
 });

@@ -3,6 +3,7 @@
 // can still be followed, and what a generator that fails, throws or ends without an image leaves behind.
 import { describe, expect, it } from 'vitest';
 import { createImageActivities, createLogger, DEFAULT_SETTINGS, type ImageGenerator, type TurnEvent } from '../../../server/core/index.ts';
+import { collectAll } from '../../helpers/streams.ts';
 
 /** A generator that yields the given events; `gate` holds it after the first (`generation`) until released. */
 function scriptedImages(script: () => AsyncGenerator<TurnEvent>): ImageGenerator {
@@ -18,12 +19,6 @@ function gate(): { wait: Promise<void>; open: () => void } {
   let open!: () => void;
   const wait = new Promise<void>((resolve) => (open = resolve));
   return { wait, open };
-}
-
-async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
-  const all: TurnEvent[] = [];
-  for await (const event of events) all.push(event);
-  return all;
 }
 
 const input = { conversationId: 'c1', turnId: 3, prompt: 'a fox', settings: DEFAULT_SETTINGS, promptVersion: null };
@@ -84,7 +79,7 @@ describe('createImageActivities', () => {
       const started = await activities.start(input);
       if (!started.ok) throw new Error('not started');
       await started.activity.settled;
-      expect(await collect(started.activity.follow())).toEqual([{ type: 'generation', id: 'i1' }, { type: 'progress', id: 'i1', fraction: 1 }, last]);
+      expect(await collectAll(started.activity.follow())).toEqual([{ type: 'generation', id: 'i1' }, { type: 'progress', id: 'i1', fraction: 1 }, last]);
     }
   });
 
@@ -102,7 +97,7 @@ describe('createImageActivities', () => {
     await ended.activity.settled;
     expect(ended.activity.finished).toBe(true);
     expect(silent.listRunning('c1')).toEqual([]);
-    expect((await collect(ended.activity.follow())).at(-1)).toEqual({
+    expect((await collectAll(ended.activity.follow())).at(-1)).toEqual({
       type: 'error',
       code: 'image_failed',
       message: 'The image could not be made. The prompt is kept: press Generate to try again.',
@@ -117,7 +112,7 @@ describe('createImageActivities', () => {
     });
     const thrown = await throwing.start(input);
     if (!thrown.ok) throw new Error('not started');
-    const live = collect(thrown.activity.follow());
+    const live = collectAll(thrown.activity.follow());
     await thrown.activity.settled;
     expect((await live).at(-1)).toEqual({
       type: 'error',

@@ -8,6 +8,7 @@ import {
   startReplyWatchdog,
 } from '../../../server/core/reply-watchdog.ts';
 import type { ChatChunk } from '../../../server/core/ports.ts';
+import { collectAll } from '../../helpers/streams.ts';
 
 const LIMITS = { firstTokenMs: 300_000, stallMs: 120_000 };
 
@@ -100,23 +101,17 @@ describe('markSlowStart', () => {
     yield { type: 'text', text: 'Hello' };
   }
 
-  async function collect(stream: AsyncIterable<unknown>): Promise<unknown[]> {
-    const out: unknown[] = [];
-    for await (const item of stream) out.push(item);
-    return out;
-  }
-
   it('yields the status first when the first chunk is late', async () => {
     let release!: () => void;
     const late = new Promise<void>((resolve) => (release = resolve));
-    const reading = collect(markSlowStart(chunksAfter(late), { afterMs: 5, describe: async () => 'Loading m…' }));
+    const reading = collectAll(markSlowStart(chunksAfter(late), { afterMs: 5, describe: async () => 'Loading m…' }));
     await new Promise((resolve) => setTimeout(resolve, 30));
     release();
     expect(await reading).toEqual([{ type: 'slow', message: 'Loading m…' }, { type: 'text', text: 'Hello' }]);
   });
 
   it('yields no status when the first chunk comes first', async () => {
-    const out = await collect(markSlowStart(chunksAfter(Promise.resolve()), { afterMs: 1000, describe: async () => 'never' }));
+    const out = await collectAll(markSlowStart(chunksAfter(Promise.resolve()), { afterMs: 1000, describe: async () => 'never' }));
     expect(out).toEqual([{ type: 'text', text: 'Hello' }]);
   });
 
@@ -124,7 +119,7 @@ describe('markSlowStart', () => {
     let release!: () => void;
     const late = new Promise<void>((resolve) => (release = resolve));
     const describe = () => new Promise<string>((resolve) => setTimeout(() => resolve('too late'), 1000));
-    const reading = collect(markSlowStart(chunksAfter(late), { afterMs: 5, describe }));
+    const reading = collectAll(markSlowStart(chunksAfter(late), { afterMs: 5, describe }));
     await new Promise((resolve) => setTimeout(resolve, 30));
     release();
     expect(await reading).toEqual([{ type: 'text', text: 'Hello' }]);
@@ -135,6 +130,6 @@ describe('markSlowStart', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       throw new Error('broken');
     }
-    await expect(collect(markSlowStart(failing(), { afterMs: 5, describe: async () => 'Loading…' }))).rejects.toThrow('broken');
+    await expect(collectAll(markSlowStart(failing(), { afterMs: 5, describe: async () => 'Loading…' }))).rejects.toThrow('broken');
   });
 });

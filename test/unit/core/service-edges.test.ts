@@ -18,7 +18,6 @@ import {
   type ConversationStore,
   type ImageBackend,
   type ImageFiles,
-  type TurnEvent,
 } from '../../../server/core/index.ts';
 import { createOllamaChatModel } from '../../../server/ollama/index.ts';
 import { createSqliteStore } from '../../../server/sqlite/index.ts';
@@ -27,6 +26,7 @@ import { createZipArchive } from '../../../server/zip/index.ts';
 import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
+import { collectAll, makeErrnoError } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -63,12 +63,6 @@ async function setUp(
   return { service, fake, logs, dir, store };
 }
 
-async function drain(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
-  const all: TurnEvent[] = [];
-  for await (const event of events) all.push(event);
-  return all;
-}
-
 const AT = '2026-11-26T10:00:00.000Z';
 const png = makePng(8, 8);
 
@@ -97,7 +91,6 @@ async function archiveWithTwoImages(): Promise<Uint8Array> {
   return createZipArchive().pack(files);
 }
 
-const errno = (code?: string) => Object.assign(new Error(`${code ?? 'no code'}: simulated`), code === undefined ? {} : { code });
 
 describe('an import that cannot be written', () => {
   it('names a full disk, another error and its code, and leaves no image behind', async () => {
@@ -114,7 +107,7 @@ describe('an import that cannot be written', () => {
         imageFiles: (real) => ({
           ...real,
           save: async (name, bytes) => {
-            if (++saves === 2) throw errno(code);
+            if (++saves === 2) throw makeErrnoError(code);
             await real.save(name, bytes);
           },
         }),
@@ -175,7 +168,7 @@ describe('taking a setting the assistant suggests', () => {
     fake.enqueue(scriptReply('More steps.', { prompt: 'a fox', generate_image: false, steps: 25, cfg: 7, seed: -1 }));
     const sent = service.sendMessage(conversationId, 'a fox', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    await drain(sent.value);
+    await collectAll(sent.value);
     expect(service.getPane(conversationId)?.settingSuggestions).toEqual({ steps: 25 });
 
     const taken = service.takeSettingSuggestion(conversationId, 'steps');
@@ -190,7 +183,7 @@ describe('the first message of the empty page', () => {
     const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
     const sent = service.sendMessage(id, 'hi', new AbortController().signal, { create: true, prompt: 'a fox', settings: { steps: 30 } });
     if (!sent.ok) throw new Error(sent.error.message);
-    await drain(sent.value);
+    await collectAll(sent.value);
     expect(service.getPane(id)).toMatchObject({ prompt: 'a fox', pinned: ['steps'], settings: { ...DEFAULT_SETTINGS, steps: 30 } });
     // The model read the prompt it was given.
     expect(fake.chatRequests()[0]?.messages?.at(-1)?.content).toContain('a fox');
@@ -205,13 +198,13 @@ describe('the first message of the empty page', () => {
     fake.enqueue(reply(), reply());
     const first = service.sendMessage(id, 'hi', new AbortController().signal, { prompt: 'a fox', settings: { steps: 30 } });
     if (!first.ok) throw new Error(first.error.message);
-    await drain(first.value);
+    await collectAll(first.value);
     expect(service.getPane(id)).toMatchObject({ prompt: 'a fox', pinned: ['steps'] });
     expect(service.listPromptVersions(id)?.map((version) => version.source)).toEqual(['user']);
 
     const again = service.sendMessage(id, 'again', new AbortController().signal, { prompt: 'a fox', settings: { steps: 30 } });
     if (!again.ok) throw new Error(again.error.message);
-    await drain(again.value);
+    await collectAll(again.value);
     expect(service.listPromptVersions(id)).toHaveLength(1);
     expect(fake.chatRequests()[1]?.messages?.at(-1)?.content).not.toContain('[The user');
   });
@@ -293,7 +286,7 @@ describe('a turn as the service runs it', () => {
     fake.enqueue({ chunks: ['First ', 'second ', 'third', ' never'], stallAfter: 3, delayMs: 20 });
     const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    const reading = drain(sent.value);
+    const reading = collectAll(sent.value);
     await fake.waitForStall();
     // The later lines came within the interval after the first save: the saver holds them 5 ms, not Easel's default second.
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -315,7 +308,7 @@ describe('a turn as the service runs it', () => {
     fake.enqueue(scriptReply('A cat.', ASKING));
     const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    expect((await drain(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'clean' });
+    expect((await collectAll(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'clean' });
     expect(logs.some((line) => line.startsWith(`WARN  the reply could not be saved while streaming {"conversationId":"${id}"`))).toBe(true);
   });
 
@@ -336,12 +329,12 @@ describe('a turn as the service runs it', () => {
     fake.enqueue(scriptReply('A cat.', ASKING), scriptReply('Another cat.', ASKING));
     const first = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!first.ok) throw new Error(first.error.message);
-    await drain(first.value);
+    await collectAll(first.value);
 
     failBegin = true;
     const regenerated = service.regenerate(id, new AbortController().signal);
     if (!regenerated.ok) throw new Error(regenerated.error.message);
-    expect((await drain(regenerated.value))[0]).toEqual({
+    expect((await collectAll(regenerated.value))[0]).toEqual({
       type: 'error',
       code: 'storage_full',
       message: 'Easel could not save the change: the disk holding /data/easel.db is full. Nothing was changed. Free some disk space, then try again.',
@@ -351,7 +344,7 @@ describe('a turn as the service runs it', () => {
     failFinish = true;
     const again = service.sendMessage(id, 'a dog', new AbortController().signal);
     if (!again.ok) throw new Error(again.error.message);
-    const events = await drain(again.value);
+    const events = await collectAll(again.value);
     expect(events.at(-2)).toMatchObject({ type: 'error', code: 'storage_full', message: expect.stringMatching(/^Easel could not save the reply: /) });
     expect(logs.filter((line) => line.startsWith(`ERROR the reply could not be stored {"conversationId":"${id}"`))).toHaveLength(1);
   });
@@ -363,7 +356,7 @@ describe('a turn as the service runs it', () => {
     controller.abort(new Error('the client hung up'));
     const sent = service.sendMessage(id, 'a cat', controller.signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    expect((await drain(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
+    expect((await collectAll(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
     expect(fake.chatRequests()).toHaveLength(0);
   });
 
@@ -385,10 +378,10 @@ describe('a turn as the service runs it', () => {
     fake.enqueue(scriptReply('A fox.', ASKING), scriptReply('A cat.', ASKING));
     const first = service.sendMessage(id, 'a fox', new AbortController().signal);
     if (!first.ok) throw new Error(first.error.message);
-    await drain(first.value);
+    await collectAll(first.value);
     const edited = service.sendMessage(id, 'a cat', new AbortController().signal, { replaceLast: true });
     if (!edited.ok) throw new Error(edited.error.message);
-    await drain(edited.value);
+    await collectAll(edited.value);
     expect(service.getSummary(id)).toMatchObject({ title: 'a cat', preview: 'A cat.' });
 
     const controller = new AbortController();
@@ -466,7 +459,7 @@ describe('the library and settings, word for word', () => {
     fake.enqueue(scriptReply('A fox.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
     const sent = service.sendMessage(id, 'a red fox', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    await drain(sent.value);
+    await collectAll(sent.value);
     expect(service.listConversations('fox').map((summary) => summary.id)).toEqual([id]);
     expect(service.listConversations().map((summary) => summary.id).sort()).toEqual([id, other.value.id].sort());
   });
@@ -508,12 +501,12 @@ describe('Generate and the image after a reply', () => {
     const version = service.getPane(id)?.promptVersion;
     const fromPane = service.generate(id, {}, new AbortController().signal);
     if (!fromPane.ok) throw new Error(fromPane.error.message);
-    const events = await drain(fromPane.value);
+    const events = await collectAll(fromPane.value);
     expect(events.find((event) => event.type === 'image')).toMatchObject({ prompt: 'a fox', promptVersion: version });
     expect(events.at(-1)).toStrictEqual({ type: 'done', attempts: 0, repairs: [], level: 'clean', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
     const overridden = service.generate(id, { prompt: 'a cat' }, new AbortController().signal);
     if (!overridden.ok) throw new Error(overridden.error.message);
-    const image = (await drain(overridden.value)).find((event) => event.type === 'image');
+    const image = (await collectAll(overridden.value)).find((event) => event.type === 'image');
     expect(image).toMatchObject({ prompt: 'a cat' });
     expect(image).not.toHaveProperty('promptVersion');
   });
@@ -527,7 +520,7 @@ describe('Generate and the image after a reply', () => {
     controller.abort(new Error('the client hung up'));
     const started = service.generate(created.value.id, { prompt: 'a fox' }, controller.signal);
     if (!started.ok) throw new Error(started.error.message);
-    expect((await drain(started.value)).find((event) => event.type === 'error')).toMatchObject({ code: 'image_cancelled' });
+    expect((await collectAll(started.value)).find((event) => event.type === 'error')).toMatchObject({ code: 'image_cancelled' });
   });
 
   it('after the reply\'s done, the next message is taken while its image is still being made', async () => {
@@ -545,9 +538,9 @@ describe('Generate and the image after a reply', () => {
     expect(requests).toEqual(['a fox']);
     const next = service.sendMessage(id, 'and snow', new AbortController().signal);
     expect(next.ok).toBe(true);
-    if (next.ok) await drain(next.value);
+    if (next.ok) await collectAll(next.value);
     release();
-    await drain({ [Symbol.asyncIterator]: () => iterator });
+    await collectAll({ [Symbol.asyncIterator]: () => iterator });
   });
 });
 
@@ -560,13 +553,13 @@ describe('what the model is told, and what a delete leaves', () => {
     fake.enqueue(scriptReply('Hello.', ASKING), scriptReply('Hello.', ASKING));
     const plain = service.sendMessage('0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', 'hi', new AbortController().signal, { create: true, settings: { ...DEFAULT_SETTINGS } });
     if (!plain.ok) throw new Error(plain.error.message);
-    await drain(plain.value);
+    await collectAll(plain.value);
     expect(lastUserMessage(fake, 0)).not.toContain('[The user edited');
     expect(lastUserMessage(fake, 0)).not.toContain('[Current settings');
 
     const changed = service.sendMessage('1b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', 'hi', new AbortController().signal, { create: true, settings: { cfg: 9 } });
     if (!changed.ok) throw new Error(changed.error.message);
-    await drain(changed.value);
+    await collectAll(changed.value);
     expect(lastUserMessage(fake, 1)).toContain('[Current settings: steps 20, cfg 9');
     expect(lastUserMessage(fake, 1)).not.toContain('[The user edited');
   });
@@ -582,7 +575,7 @@ describe('what the model is told, and what a delete leaves', () => {
     fake.enqueue({ ...scriptReply('A fox.', { ...ASKING, prompt: 'a fox, snow' }), gate: new Promise<void>((resolve) => (release = resolve)) });
     const sent = service.sendMessage(id, 'a fox', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    const reading = drain(sent.value);
+    const reading = collectAll(sent.value);
     await fake.waitForRequests(1, '/api/chat');
     expect(service.setPrompt(id, 'my fox, edited').ok).toBe(true);
     release();
@@ -595,7 +588,7 @@ describe('what the model is told, and what a delete leaves', () => {
     fake.enqueue(scriptReply('Snow it is.', ASKING));
     const next = service.sendMessage(id, 'go on', new AbortController().signal);
     if (!next.ok) throw new Error(next.error.message);
-    await drain(next.value);
+    await collectAll(next.value);
     expect(lastUserMessage(fake, 1)).toBe('go on');
   });
 
@@ -604,7 +597,7 @@ describe('what the model is told, and what a delete leaves', () => {
       imageFiles: (real) => ({
         ...real,
         remove: async () => {
-          throw errno('EACCES');
+          throw makeErrnoError('EACCES');
         },
       }),
     });
@@ -653,7 +646,7 @@ describe('more refusals and an unexpected failure', () => {
     const id = created.value.id;
     const sent = service.sendMessage(id, 'hi', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    const events = await drain(sent.value);
+    const events = await collectAll(sent.value);
     expect(events).toEqual([
       { type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' },
       { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null },
@@ -676,7 +669,7 @@ describe('more refusals and an unexpected failure', () => {
     reads = 0;
     const sent = service.sendMessage(created.value.id, 'hi', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    expect((await drain(sent.value))[0]).toEqual({
+    expect((await collectAll(sent.value))[0]).toEqual({
       type: 'error',
       code: 'not_found',
       message: 'This conversation was deleted; your message was not sent. Start a new conversation.',

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileAtomically, type AtomicWriteFs } from '../../../server/util/index.ts';
+import { makeErrnoError } from '../../helpers/streams.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -14,10 +15,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'easel-atomic-'));
   dirs.push(dir);
   return dir;
-}
-
-function errno(code: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: simulated`), { code });
 }
 
 /** Real file-system calls, except that the write stops half-way with ENOSPC, as on a full disk. */
@@ -31,7 +28,7 @@ const diskFullHalfway: AtomicWriteFs = {
         if (key === 'writeFile') {
           return async (bytes: Uint8Array) => {
             await target.writeFile(bytes.subarray(0, bytes.length / 2));
-            throw errno('ENOSPC');
+            throw makeErrnoError('ENOSPC');
           };
         }
         const value = Reflect.get(target, key) as unknown;
@@ -67,7 +64,7 @@ describe('writeFileAtomically', () => {
 
   it('a failed rename (read-only, EROFS) removes the temporary file', async () => {
     const dir = tempDir();
-    const io: AtomicWriteFs = { open: fs.open, rm: fs.rm, rename: () => Promise.reject(errno('EROFS')) };
+    const io: AtomicWriteFs = { open: fs.open, rm: fs.rm, rename: () => Promise.reject(makeErrnoError('EROFS')) };
     await expect(writeFileAtomically(join(dir, 'a.png'), new Uint8Array(10), io)).rejects.toMatchObject({ code: 'EROFS' });
     expect(readdirSync(dir)).toEqual([]);
   });
