@@ -63,6 +63,13 @@ async function setUp(
   return { service, fake, logs, dir, store };
 }
 
+/** A new, empty conversation's id. */
+function newConversationId(service: Awaited<ReturnType<typeof setUp>>['service']): string {
+  const created = service.createConversation();
+  if (!created.ok) throw new Error(created.error.message);
+  return created.value.id;
+}
+
 const AT = '2026-11-26T10:00:00.000Z';
 const png = makePng(8, 8);
 
@@ -155,9 +162,7 @@ describe('an import that cannot be written', () => {
 describe('taking a setting the assistant suggests', () => {
   it('refuses a field it never suggests and a field with nothing waiting, then takes a waiting value and pins it', async () => {
     const { service, fake } = await setUp();
-    const id = service.createConversation();
-    if (!id.ok) throw new Error('not created');
-    const conversationId = id.value.id;
+    const conversationId = newConversationId(service);
     expect(service.takeSettingSuggestion(conversationId, 'width')).toEqual({
       ok: false,
       error: { code: 'invalid', message: 'width is not a setting the assistant suggests (steps, cfg, seed, negativePrompt).' },
@@ -191,9 +196,7 @@ describe('the first message of the empty page', () => {
 
   it('on a conversation, a prompt and settings changed on screen are saved first; unchanged ones add nothing', async () => {
     const { service, fake } = await setUp();
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     const reply = () => scriptReply('Hello.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 });
     fake.enqueue(reply(), reply());
     const first = service.sendMessage(id, 'hi', new AbortController().signal, { prompt: 'a fox', settings: { steps: 30 } });
@@ -225,9 +228,7 @@ describe('the first message of the empty page', () => {
 describe('the words of a refusal', () => {
   it('undo, redo, a suggestion answer and an image to follow say exactly what is wrong', async () => {
     const { service } = await setUp();
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     expect(service.undoPrompt(id)).toMatchObject({ ok: false, error: { message: 'There is nothing to undo: this is the first version of the prompt.' } });
     expect(service.redoPrompt(id)).toMatchObject({ ok: false, error: { message: 'There is nothing to redo: this is the newest version of the prompt.' } });
     expect(service.answerSuggestion(id, 'yes')).toEqual({
@@ -251,15 +252,9 @@ describe('a turn as the service runs it', () => {
   const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
   const storedText = (service: Awaited<ReturnType<typeof setUp>>['service'], id: string) => service.getConversation(id)?.turns.at(-1)?.text;
 
-  async function conversation(service: Awaited<ReturnType<typeof setUp>>['service']): Promise<string> {
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    return created.value.id;
-  }
-
   it('saves the shown text as it streams, empties it on a retry and holds the reset\'s words on a reset', async () => {
     const { service, fake } = await setUp({ replySaveIntervalMs: 0 });
-    const id = await conversation(service);
+    const id = newConversationId(service);
     fake.enqueue({ chunks: ['prose ', 'one'] }, { chunks: ['{"prompt": "a cat in a hat, highly', ' detailed'], doneReason: 'length' }, 'prose 2', {
       chunks: ['{"prompt": "a cat'],
       doneReason: 'length',
@@ -281,7 +276,7 @@ describe('a turn as the service runs it', () => {
 
   it('saves at the interval it was given', async () => {
     const { service, fake } = await setUp({ replySaveIntervalMs: 5 });
-    const id = await conversation(service);
+    const id = newConversationId(service);
     // Three lines, then the model hangs: the turn is still running when the text is read back.
     fake.enqueue({ chunks: ['First ', 'second ', 'third', ' never'], stallAfter: 3, delayMs: 20 });
     const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
@@ -304,7 +299,7 @@ describe('a turn as the service runs it', () => {
         },
       }),
     });
-    const id = await conversation(service);
+    const id = newConversationId(service);
     fake.enqueue(scriptReply('A cat.', ASKING));
     const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
@@ -325,7 +320,7 @@ describe('a turn as the service runs it', () => {
         finishTurn: (...args: Parameters<ConversationStore['finishTurn']>) => (failFinish ? fail() : real.finishTurn(...args)),
       }),
     });
-    const id = await conversation(service);
+    const id = newConversationId(service);
     fake.enqueue(scriptReply('A cat.', ASKING), scriptReply('Another cat.', ASKING));
     const first = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!first.ok) throw new Error(first.error.message);
@@ -351,7 +346,7 @@ describe('a turn as the service runs it', () => {
 
   it('a request already aborted when it arrives stops the turn before Ollama is asked', async () => {
     const { service, fake } = await setUp();
-    const id = await conversation(service);
+    const id = newConversationId(service);
     const controller = new AbortController();
     controller.abort(new Error('the client hung up'));
     const sent = service.sendMessage(id, 'a cat', controller.signal);
@@ -362,7 +357,7 @@ describe('a turn as the service runs it', () => {
 
   it('a reader that stops reading stops the turn: the reply is kept as stopped', async () => {
     const { service, fake } = await setUp();
-    const id = await conversation(service);
+    const id = newConversationId(service);
     fake.enqueue({ chunks: ['Half a ', 'thought'], gate: new Promise<void>(() => {}) });
     const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
@@ -374,7 +369,7 @@ describe('a turn as the service runs it', () => {
 
   it('the library lists a conversation by its messages as shown: an edited one by its new words, an empty reply skipped', async () => {
     const { service, fake } = await setUp();
-    const id = await conversation(service);
+    const id = newConversationId(service);
     fake.enqueue(scriptReply('A fox.', ASKING), scriptReply('A cat.', ASKING));
     const first = service.sendMessage(id, 'a fox', new AbortController().signal);
     if (!first.ok) throw new Error(first.error.message);
@@ -397,9 +392,7 @@ describe('a turn as the service runs it', () => {
 describe('the library and settings, word for word', () => {
   async function withConversation() {
     const harness = await setUp();
-    const created = harness.service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    return { ...harness, id: created.value.id };
+    return { ...harness, id: newConversationId(harness.service) };
   }
 
   it('a bad title or settings patch names each field in one message', async () => {
@@ -454,14 +447,13 @@ describe('the library and settings, word for word', () => {
 
   it('a search lists only the conversations whose words match', async () => {
     const { service, fake, id } = await withConversation();
-    const other = service.createConversation();
-    if (!other.ok) throw new Error('not created');
+    const other = newConversationId(service);
     fake.enqueue(scriptReply('A fox.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
     const sent = service.sendMessage(id, 'a red fox', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
     await collectAll(sent.value);
     expect(service.listConversations('fox').map((summary) => summary.id)).toEqual([id]);
-    expect(service.listConversations().map((summary) => summary.id).sort()).toEqual([id, other.value.id].sort());
+    expect(service.listConversations().map((summary) => summary.id).sort()).toEqual([id, other].sort());
   });
 });
 
@@ -490,9 +482,7 @@ describe('Generate and the image after a reply', () => {
     const { backend, release } = gatedBackend();
     release();
     const { service } = await setUp({ backend });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     expect(service.generate(id, { prompt: '   ' }, new AbortController().signal)).toEqual({
       ok: false,
       error: { code: 'invalid', message: 'The prompt is empty: write one or chat until the assistant suggests one.', fields: { prompt: 'The prompt is empty.' } },
@@ -514,11 +504,10 @@ describe('Generate and the image after a reply', () => {
   it('a Generate whose request was already aborted is cancelled', async () => {
     const { backend } = gatedBackend();
     const { service } = await setUp({ backend });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
+    const id = newConversationId(service);
     const controller = new AbortController();
     controller.abort(new Error('the client hung up'));
-    const started = service.generate(created.value.id, { prompt: 'a fox' }, controller.signal);
+    const started = service.generate(id, { prompt: 'a fox' }, controller.signal);
     if (!started.ok) throw new Error(started.error.message);
     expect((await collectAll(started.value)).find((event) => event.type === 'error')).toMatchObject({ code: 'image_cancelled' });
   });
@@ -526,9 +515,7 @@ describe('Generate and the image after a reply', () => {
   it('after the reply\'s done, the next message is taken while its image is still being made', async () => {
     const { backend, release, requests } = gatedBackend();
     const { service, fake } = await setUp({ backend });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     fake.enqueue(scriptReply('Here.', { prompt: 'a fox', generate_image: true, steps: 20, cfg: 7, seed: -1 }), scriptReply('Sure.', { prompt: 'a fox', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
     const sent = service.sendMessage(id, 'a fox', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
@@ -566,9 +553,7 @@ describe('what the model is told, and what a delete leaves', () => {
 
   it('a typed prompt leaves a waiting suggestion waiting; taking the suggestion is no edit to tell the model of', async () => {
     const { service, fake } = await setUp();
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     expect(service.setPrompt(id, 'my fox').ok).toBe(true);
     // The user edits while the reply is written: the model's prompt waits as a suggestion.
     let release!: () => void;
@@ -614,9 +599,7 @@ describe('what the model is told, and what a delete leaves', () => {
 describe('more refusals and an unexpected failure', () => {
   it('an Edit or Regenerate with nothing to act on, and a Generate without a prompt, say what to do first', async () => {
     const { service } = await setUp({ backend: { name: 'a1111', url: 'http://127.0.0.1:7860', generate: async () => ({ png }), checkHealth: async () => ({ reachable: true, detail: '' }) } });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     expect(service.sendMessage(id, 'x', new AbortController().signal, { replaceLast: true })).toEqual({
       ok: false,
       error: { code: 'invalid', message: 'There is no message to edit yet: send one first.' },
@@ -641,9 +624,7 @@ describe('more refusals and an unexpected failure', () => {
         },
       }),
     });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
-    const id = created.value.id;
+    const id = newConversationId(service);
     const sent = service.sendMessage(id, 'hi', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
     const events = await collectAll(sent.value);
@@ -664,10 +645,9 @@ describe('more refusals and an unexpected failure', () => {
         getConversation: (id: string) => (++reads === 2 ? undefined : real.getConversation(id)),
       }),
     });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error('not created');
+    const id = newConversationId(service);
     reads = 0;
-    const sent = service.sendMessage(created.value.id, 'hi', new AbortController().signal);
+    const sent = service.sendMessage(id, 'hi', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
     expect((await collectAll(sent.value))[0]).toEqual({
       type: 'error',
