@@ -158,7 +158,7 @@ export interface EaselService {
   isBusy(id: string): boolean;
   /**
    * For process shutdown: aborts every running reply and image (so image backends are interrupted: they
-   * keep working after a disconnect) and waits, at most SHUTDOWN_WAIT_MS, until their work has settled.
+   * keep working after a disconnect) and waits, at most SHUTDOWN_WAIT_MS (or the shutdownWaitMs given), until their work has settled.
    */
   shutdown(): Promise<void>;
 }
@@ -206,6 +206,8 @@ export interface ServiceDeps {
   replyTimeouts?: ReplyTimeouts;
   /** Default REPLY_SAVE_INTERVAL_MS; tests shorten it. */
   replySaveIntervalMs?: number;
+  /** How long shutdown() waits for aborted work (default SHUTDOWN_WAIT_MS). */
+  shutdownWaitMs?: number;
 }
 
 /** One turn running as its own task. */
@@ -871,7 +873,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       // Every turn's task stores its outcome; the image queue settles once each backend job (and interrupt) has.
       const settled = Promise.all([...turns.map((turn) => turn.settled), ...openImageStreams, activities.settled(), deps.images.settled()]);
       let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)));
+      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deps.shutdownWaitMs ?? SHUTDOWN_WAIT_MS)));
       await Promise.race([settled, deadline]);
       clearTimeout(timer);
     },

@@ -34,7 +34,7 @@ afterEach(async () => {
 });
 
 async function setUp(
-  options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore; replySaveIntervalMs?: number; backend?: ImageBackend } = {},
+  options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore; replySaveIntervalMs?: number; backend?: ImageBackend; shutdownWaitMs?: number } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'easel-service-edges-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -46,7 +46,7 @@ async function setUp(
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
   const realFiles = createImageFiles(dir);
-  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: async () => {} });
+  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes) });
   const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', warn: () => {} });
   const service = createEaselService({
     store,
@@ -58,6 +58,7 @@ async function setUp(
     clock: Date,
     numCtx: 8192,
     ...(options.replySaveIntervalMs === undefined ? {} : { replySaveIntervalMs: options.replySaveIntervalMs }),
+    ...(options.shutdownWaitMs === undefined ? {} : { shutdownWaitMs: options.shutdownWaitMs }),
   });
   cleanups.push(() => service.shutdown());
   return { service, fake, logs, dir, store };
@@ -655,5 +656,67 @@ describe('more refusals and an unexpected failure', () => {
       message: 'This conversation was deleted; your message was not sent. Start a new conversation.',
     });
     expect(fake.chatRequests()).toHaveLength(0);
+  });
+});
+
+describe('shutdown and a delete wait for the work they stop', () => {
+  /** A backend that, like A1111 finishing its current image when the client has gone, delivers it a little later. */
+  function finishesAnywayBackend(finishMs: number, started: () => void): ImageBackend {
+    return {
+      name: 'a1111',
+      url: 'http://127.0.0.1:7860',
+      generate: async () => {
+        started();
+        await new Promise((resolve) => setTimeout(resolve, finishMs));
+        return { png };
+      },
+      checkHealth: async () => ({ reachable: true, detail: 'ready' }),
+    };
+  }
+
+  it('shutdown returns only once a running reply has stored its outcome', async () => {
+    const { service, fake } = await setUp();
+    const id = newConversationId(service);
+    fake.enqueue({ chunks: ['Half a ', 'thought'], gate: new Promise<void>(() => {}) });
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const iterator = sent.value[Symbol.asyncIterator]();
+    for (let step = await iterator.next(); !step.done; step = await iterator.next()) if (step.value.type === 'delta') break;
+    await service.shutdown();
+    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ role: 'assistant', status: 'stopped' });
+    expect(service.isBusy(id)).toBe(false);
+    expect((await collectAll({ [Symbol.asyncIterator]: () => iterator })).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
+  });
+
+  it('shutdown gives up waiting after its limit when a backend never settles', async () => {
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://127.0.0.1:7860',
+      generate: () => new Promise(() => {}),
+      checkHealth: async () => ({ reachable: true, detail: 'ready' }),
+    };
+    const { service } = await setUp({ backend, shutdownWaitMs: 50 });
+    const id = newConversationId(service);
+    const started = service.generate(id, { prompt: 'a fox' }, new AbortController().signal);
+    expect(started.ok).toBe(true);
+    const before = Date.now();
+    await service.shutdown();
+    expect(Date.now() - before).toBeLessThan(2000);
+  });
+
+  it('a delete waits until its images have stopped, so none writes into the deleted conversation', async () => {
+    let startedImage!: () => void;
+    const imageStarted = new Promise<void>((resolve) => (startedImage = resolve));
+    const { service, logs, store, dir } = await setUp({ backend: finishesAnywayBackend(30, () => startedImage()) });
+    const id = newConversationId(service);
+    const started = service.generate(id, { prompt: 'a fox' }, new AbortController().signal);
+    if (!started.ok) throw new Error(started.error.message);
+    const reading = collectAll(started.value);
+    await imageStarted;
+    expect(await service.deleteConversation(id)).toEqual({ ok: true, value: undefined });
+    await reading;
+    expect(store.getConversation(id)).toBeUndefined();
+    expect(readdirSync(dir).filter((name) => name.endsWith('.png'))).toEqual([]);
+    expect(logs.filter((line) => line.startsWith('ERROR') || line.startsWith('WARN'))).toEqual([]);
   });
 });
