@@ -221,4 +221,9 @@ describe('the context change is the smallest one', () => {
     const summary: ContextEntry = { kind: 'summary', userWords: ['b'], text: 'b' };
     expect(rewindToBefore([summary, b], 'b')).toEqual({ context: [summary], note: undefined });
   });
+
+  it('Edit keeps a last message with other words than the one replaced, and carries no note from it', () => {
+    const noted: ContextEntry = { kind: 'user', text: 'c', note: '[note]' };
+    expect(rewindToBefore([a, b, noted, d], 'x')).toEqual({ context: [a, b, noted], note: undefined });
+  });
 });

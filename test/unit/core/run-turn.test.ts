@@ -76,6 +76,8 @@ describe('a turn that ends in a reset', () => {
       'WARN  model reply broke the format',
     ]);
     expect(warnings[0]).toContain('{"conversationId":"c1","attempt":1,"code":');
+    // The metadata-only parse is told of its cut too: the logged detail says so.
+    expect(warnings[1]).toContain('cut off by the length limit (done_reason \\"length\\")');
     const reset = logs.find((line) => line.startsWith('ERROR'));
     expect(reset).toMatch(/^ERROR format recovery failed; the model context was reset \{"conversationId":"c1","history":\[/);
     expect(reset).toContain('"reply":"prose 2"');
@@ -101,6 +103,14 @@ describe('a turn that is answered', () => {
     expect(outcome.turn).toStrictEqual({ role: 'assistant', text: 'A cat.', metadata: ASKING, status: 'ok' });
     // The fake reports 20 ms of eval per token: 50 tokens a second. The clock: 1250 at the start, 1500 at the first token.
     expect(outcome.done).toMatchObject({ evalCount: 10, tokensPerSecond: 50, firstTokenMs: 250, repairs: [] });
+  });
+
+  it('an answered reply keeps its notices in the stored turn, so a reload shows them too', async () => {
+    fake.enqueue(scriptReply('A cat.', { ...ASKING, steps: 200 }));
+    const { events, outcome } = await run(depsWith(), inputWith());
+    const notice = 'Steps 200 is above the maximum 150, so 150 is used.';
+    expect(events.find((event) => event.type === 'metadata')).toMatchObject({ steps: 150, notices: [notice] });
+    expect(outcome.turn).toStrictEqual({ role: 'assistant', text: 'A cat.', metadata: { ...ASKING, steps: 150 }, status: 'ok', notices: [notice] });
   });
 
   it('text held back while it could start the delimiter is shown when the reply ends without one', async () => {
@@ -163,7 +173,9 @@ describe('failures', () => {
     expect(events.filter((event) => event.type === 'status')).toEqual([{ type: 'status', message: 'Waiting for mistral:7b to start answering…' }]);
     expect(outcome.turn.error?.code).toBe('ollama_first_token_timeout');
     expect(outcome.turn.error?.message).toMatch(/^mistral:7b did not start answering within 0.3 s/);
-    expect(logs.filter((line) => line.startsWith('WARN  chat model request failed'))).toHaveLength(1);
+    expect(logs.filter((line) => line.startsWith('WARN  chat model request failed'))).toEqual([
+      'WARN  chat model request failed {"conversationId":"c1","error":{"name":"ReplyTimeoutError","message":"no first token from the model within 300 ms"}}',
+    ]);
   });
 
   it('a timeout of the metadata-only call ends the turn; a refused one lets the ladder go on, logged', async () => {
@@ -178,6 +190,14 @@ describe('failures', () => {
     expect(refused.outcome.turn.text).toBe('A cat.');
     const warning = logs.find((line) => line.includes('metadata alone failed'));
     expect(warning).toMatch(/^WARN  the request for the metadata alone failed; asking for the whole reply again \{"conversationId":"c1","attempt":2,"error":\{"name":"ChatModelError"/);
+  });
+
+  it('a metadata-only call that failed is in the reset\'s logged history as an empty reply', async () => {
+    fake.enqueue('prose 1', { chunks: [], errorAfter: { chunks: 0, message: 'no JSON here', status: 500 } }, 'prose 2', COMPACTION_CUT);
+    const { outcome } = await run(depsWith(), inputWith());
+    expect(outcome.turn.status).toBe('reset');
+    const reset = logs.find((line) => line.startsWith('ERROR format recovery failed'));
+    expect(reset?.match(/"reply":"[^"]*"/g)?.slice(0, 3)).toEqual(['"reply":"prose 1"', '"reply":""', '"reply":"prose 2"']);
   });
 
   it('a Stop between two calls asks Ollama nothing more', async () => {
