@@ -123,7 +123,9 @@ describe('an import that cannot be written', () => {
       expect(await service.importConversation(zip)).toEqual({ ok: false, error: { code: 'storage', message } });
       expect(readdirSync(dir).filter((name) => name.endsWith('.png'))).toEqual([]);
       expect(service.listConversations()).toEqual([]);
-      expect(logs.filter((line) => line.startsWith('ERROR an imported image could not be written'))).toHaveLength(1);
+      expect(logs.filter((line) => line.startsWith('ERROR an imported image could not be written'))).toEqual([
+        expect.stringContaining(`{"error":{"name":"Error","message":"${code ?? 'no code'}: simulated"`),
+      ]);
     }
   });
 
@@ -336,6 +338,9 @@ describe('a turn as the service runs it', () => {
       message: 'Easel could not save the change: the disk holding /data/easel.db is full. Nothing was changed. Free some disk space, then try again.',
     });
 
+    expect(logs.filter((line) => line.startsWith('ERROR the message could not be stored'))).toEqual([
+      `ERROR the message could not be stored; nothing was sent to the model {"conversationId":"${id}","error":{"name":"StorageError","message":"SQLITE_FULL"}}`,
+    ]);
     failBegin = false;
     failFinish = true;
     const again = service.sendMessage(id, 'a dog', new AbortController().signal);
@@ -413,6 +418,14 @@ describe('the library and settings, word for word', () => {
     });
   });
 
+  it('renaming a conversation that is not there says so before it reads the title', async () => {
+    const { service } = await withConversation();
+    expect(service.renameConversation('0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c', 5)).toEqual({
+      ok: false,
+      error: { code: 'not_found', message: 'There is no conversation "0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c". Start a new one.' },
+    });
+  });
+
   it('unpin must be a list of the settings the model sets: anything else is refused with that sentence', async () => {
     const { service, id } = await withConversation();
     const message = 'unpin must be a list of steps, cfg, seed, negativePrompt.';
@@ -422,6 +435,13 @@ describe('the library and settings, word for word', () => {
     expect(service.setSettings(id, { unpin: ['steps'] }).ok).toBe(true);
     // A body that is not an object is not read for unpin.
     expect(service.setSettings(id, ['unpin']).ok).toBe(false);
+    // A body that is no object at all is named as the body.
+    expect(service.setSettings(id, 'steps')).toMatchObject({ ok: false, error: { code: 'invalid', fields: { body: expect.any(String) } } });
+    // A message's prompt that is no text is named as the prompt.
+    expect(service.sendMessage(id, 'hi', new AbortController().signal, { prompt: 5 })).toEqual({
+      ok: false,
+      error: { code: 'invalid', message: 'prompt must be a string', fields: { prompt: 'prompt must be a string' } },
+    });
   });
 
   it('deleting a conversation that is not there says so; a file that cannot be removed is logged, the delete still done', async () => {
@@ -550,6 +570,19 @@ describe('what the model is told, and what a delete leaves', () => {
     await collectAll(changed.value);
     expect(lastUserMessage(fake, 1)).toContain('[Current settings: steps 20, cfg 9');
     expect(lastUserMessage(fake, 1)).not.toContain('[The user edited');
+  });
+
+  it('an Edit tells the model the note of the message it replaces and the newer edit, one per line', async () => {
+    const { service, fake } = await setUp();
+    const id = newConversationId(service);
+    fake.enqueue({ chunks: [], errorAfter: { chunks: 0, message: 'model runner crashed', status: 500 } }, scriptReply('A cat.', ASKING));
+    const first = service.sendMessage(id, 'a fox', new AbortController().signal, { prompt: 'a fox' });
+    if (!first.ok) throw new Error(first.error.message);
+    expect((await collectAll(first.value)).at(-1)).toMatchObject({ type: 'done', level: 'error' });
+    const edited = service.sendMessage(id, 'a cat', new AbortController().signal, { replaceLast: true, prompt: 'a cat' });
+    if (!edited.ok) throw new Error(edited.error.message);
+    await collectAll(edited.value);
+    expect(lastUserMessage(fake, 1)).toBe('[The user edited the prompt to: "a fox"]\n[The user edited the prompt to: "a cat"]\n\na cat');
   });
 
   it('a typed prompt leaves a waiting suggestion waiting; taking the suggestion is no edit to tell the model of', async () => {
