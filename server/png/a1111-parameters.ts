@@ -80,7 +80,7 @@ export function formatA1111Parameters(parameters: A1111Parameters): string {
     .map(([key, value]) => `${key}: ${quoteValue(value)}`)
     .join(', ');
   const negative = parameters.negativePrompt === '' ? '' : `\n${NEGATIVE_PREFIX} ${parameters.negativePrompt}`;
-  // A1111 strips the whole text, so a prompt's outer whitespace is not kept.
+  // A1111 strips the whole text, so a prompt's leading whitespace is not kept (its trailing whitespace is, before the line).
   return `${parameters.prompt}${negative}\n${line}`.trim();
 }
 

@@ -79,7 +79,11 @@ export function readPngChunks(png: Uint8Array): PngResult<PngChunk[]> {
     if (!CHUNK_TYPE.test(type)) {
       return fail('bad_structure', `The PNG has a malformed chunk at byte ${offset}; the file is damaged.`);
     }
-    if (length > 0x7fffffff || offset + 12 + length > png.length) {
+    if (length > 0x7fffffff) {
+      // PNG caps a chunk at 2^31−1 bytes: a larger length is damage, whatever the file's size.
+      return fail('bad_structure', `The PNG's ${type} chunk at byte ${offset} claims ${length} bytes, more than PNG allows; the file is damaged.`);
+    }
+    if (offset + 12 + length > png.length) {
       return fail('truncated', `The PNG's ${type} chunk at byte ${offset} runs past the end of the file; the file is incomplete.`);
     }
     const data = png.subarray(offset + 8, offset + 8 + length);
