@@ -522,6 +522,30 @@ describe('Generate and the image after a reply', () => {
     expect(image).not.toHaveProperty('promptVersion');
   });
 
+  it('a Generate whose reader stops reading cancels its image at the backend', async () => {
+    let aborted = false;
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://127.0.0.1:7860',
+      generate: (_request, { signal }) =>
+        new Promise((_, reject) =>
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            reject(new ImageBackendError('cancelled', 'cancelled'));
+          }),
+        ),
+      checkHealth: async () => ({ reachable: true, detail: 'ready' }),
+    };
+    const { service } = await setUp({ backend });
+    const id = newConversationId(service);
+    const started = service.generate(id, { prompt: 'a fox' }, new AbortController().signal);
+    if (!started.ok) throw new Error(started.error.message);
+    for await (const event of started.value) if (event.type === 'generation') break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(aborted).toBe(true);
+    expect(service.cancelImages(id)).toBe(false);
+  });
+
   it('a Generate whose request was already aborted is cancelled', async () => {
     const { backend } = gatedBackend();
     const { service } = await setUp({ backend });
@@ -746,7 +770,10 @@ describe('shutdown and a delete wait for the work they stop', () => {
     if (!started.ok) throw new Error(started.error.message);
     const reading = collectAll(started.value);
     await imageStarted;
-    expect(await service.deleteConversation(id)).toEqual({ ok: true, value: undefined });
+    const deleting = service.deleteConversation(id);
+    // While it waits for the image, the library no longer lists it.
+    expect(service.listConversations().map((listing) => listing.id)).toEqual([]);
+    expect(await deleting).toEqual({ ok: true, value: undefined });
     await reading;
     expect(store.getConversation(id)).toBeUndefined();
     expect(readdirSync(dir).filter((name) => name.endsWith('.png'))).toEqual([]);
