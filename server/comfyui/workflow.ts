@@ -92,7 +92,7 @@ const SAMPLER_NODES: Record<string, { seed: string }> = {
 export function findSamplerSettings(workflow: unknown): { seed?: number; steps?: number; cfg?: number; sampler?: string } {
   if (!isRecord(workflow)) return {};
   const samplers = Object.values(workflow).filter(
-    (node): node is { class_type: string; inputs: Record<string, unknown> } => isRecord(node) && typeof node['class_type'] === 'string' && node['class_type'] in SAMPLER_NODES && isRecord(node['inputs']),
+    (node): node is { class_type: string; inputs: Record<string, unknown> } => isRecord(node) && typeof node['class_type'] === 'string' && Object.hasOwn(SAMPLER_NODES, node['class_type']) && isRecord(node['inputs']),
   );
   if (samplers.length === 0) return {};
   const shared = (read: (node: { class_type: string; inputs: Record<string, unknown> }) => unknown): unknown => {
