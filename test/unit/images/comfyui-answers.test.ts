@@ -12,11 +12,9 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { createComfyUiBackend, describeComfyUiError, loadDefaultWorkflow } from '../../../server/comfyui/index.ts';
 import type { ImageProgress } from '../../../server/core/ports.ts';
 import { readErrorCode } from '../../../server/util/index.ts';
-import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
-import type { FakeComfyUi, FakeComfyUiOptions } from '../../fakes/fake-comfyui.ts';
 import { readBody } from '../../fakes/http-body.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, waitForFirstProgress } from './helpers.ts';
+import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, waitForFirstProgress, startFakeComfyUi } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 let workflow: Record<string, unknown>;
@@ -30,12 +28,6 @@ beforeAll(async () => {
 afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
 });
-
-async function startFake(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
-  const fake = await createFakeComfyUi({ stepDelayMs: 5, ...options });
-  cleanups.push(() => fake.close());
-  return fake;
-}
 
 const noProgress = () => {};
 const run = (signal = new AbortController().signal, onProgress: (progress: ImageProgress) => void = noProgress) => ({ signal, onProgress });
@@ -485,7 +477,7 @@ describe('what the ComfyUI adapter reads from the WebSocket', () => {
     const onWarning = (warning: Error) => warnings.push(warning.name);
     process.on('warning', onWarning);
     onTestFinished(() => void process.off('warning', onWarning));
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const { events, onProgress } = recordProgress();
 
     await createComfyUiBackend({ url: fake.url, workflow }).generate({ ...REQUEST, steps: 15 }, { signal: new AbortController().signal, onProgress });
@@ -505,7 +497,7 @@ describe('what the ComfyUI adapter reads from the WebSocket', () => {
 describe('what the ComfyUI adapter reads from /history', () => {
   it('downloads the SaveImage file, not an earlier PreviewImage one, after a single /history request', async () => {
     // PreviewImage (node 9, type temp) runs before SaveImage (node 10): the executed messages announce the preview first.
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const graph = structuredClone(workflow) as Record<string, { class_type: string; inputs: Record<string, unknown> }>;
     graph['10'] = { class_type: 'SaveImage', inputs: { filename_prefix: 'easel', images: ['8', 0] } };
     graph['9'] = { class_type: 'PreviewImage', inputs: { images: ['8', 0] } };
@@ -587,7 +579,7 @@ describe('what the ComfyUI adapter reads from /history', () => {
 
 describe('cancel and timeout', () => {
   it('a signal already aborted: cancelled at once, nothing sent, the abort reason as the cause', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const reason = new Error('user pressed Cancel');
     const error = await expectBackendError(createComfyUiBackend({ url: fake.url, workflow }).generate(REQUEST, run(abortedSignal(reason))), 'cancelled');
     expect(error.message).toBe(`The image was cancelled; ComfyUI at ${fake.url} was asked to stop.`);
@@ -633,7 +625,7 @@ describe('cancel and timeout', () => {
   }
 
   it('asks /api/jobs only until a server shows it has none (0.3.64): the second cancel goes straight to /queue', async () => {
-    const fake = await startFake({ stepDelayMs: 30 });
+    const fake = await startFakeComfyUi({ stepDelayMs: 30 });
     const backend = createComfyUiBackend({ url: fake.url, workflow });
     for (let i = 0; i < 2; i++) {
       const controller = new AbortController();
@@ -716,7 +708,7 @@ describe('cancel and timeout', () => {
 
   it('a timeout after a cancel, while the cancel is still being sent, leaves it a cancel, sent once', async () => {
     // /interrupt takes 300 ms to answer; the 150 ms timeout falls inside it.
-    const fake = await startFake({ stepDelayMs: 30, interruptDelayMs: 300 });
+    const fake = await startFakeComfyUi({ stepDelayMs: 30, interruptDelayMs: 300 });
     const controller = new AbortController();
     const { onProgress, started } = waitForFirstProgress();
     const generation = createComfyUiBackend({ url: fake.url, workflow, timeoutMs: 150 }).generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
@@ -728,7 +720,7 @@ describe('cancel and timeout', () => {
   });
 
   it('sends nothing more once the image is done: a later abort of its signal or its timeout asks no cancel', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const controller = new AbortController();
     await createComfyUiBackend({ url: fake.url, workflow, timeoutMs: 400 }).generate(REQUEST, run(controller.signal));
     const sent = fake.requests.length;
@@ -742,7 +734,7 @@ describe('cancel and timeout', () => {
 
 describe('checkHealth', () => {
   it('names the version and the first device, without a trailing slash of the address', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const health = await createComfyUiBackend({ url: `${fake.url}//`, workflow }).checkHealth();
     expect(health).toEqual({ reachable: true, detail: `ComfyUI 0.3.64 answers at ${fake.url} on cuda:0 NVIDIA GeForce RTX 3060 : cudaMallocAsync.` });
     expect(fake.requests.map((request) => request.path)).toEqual(['/system_stats']);

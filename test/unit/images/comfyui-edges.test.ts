@@ -1,16 +1,13 @@
 // ComfyUI edge cases that only show with other clients on the same server (their messages on our socket,
 // a cancel while /prompt is still being answered, an older server whose /interrupt stops whatever runs), and
 // with the server's own timing and caching (the history written after execution_success, a fully cached re-run).
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createComfyUiBackend, loadDefaultWorkflow } from '../../../server/comfyui/index.ts';
 import { readPngSize } from '../../../server/png/index.ts';
-import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
-import type { FakeComfyUi, FakeComfyUiOptions } from '../../fakes/fake-comfyui.ts';
-import { REQUEST, expectBackendError, recordProgress } from './helpers.ts';
+import { REQUEST, expectBackendError, recordProgress, startFakeComfyUi } from './helpers.ts';
 
 const noProgress = () => {};
 
-const cleanups: (() => Promise<void>)[] = [];
 let workflow: Record<string, unknown>;
 
 beforeAll(async () => {
@@ -18,16 +15,6 @@ beforeAll(async () => {
   if (!loaded.ok) throw new Error(loaded.error.message);
   workflow = loaded.value;
 });
-
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
-});
-
-async function startFake(options: FakeComfyUiOptions): Promise<FakeComfyUi> {
-  const fake = await createFakeComfyUi({ stepDelayMs: 5, ...options });
-  cleanups.push(() => fake.close());
-  return fake;
-}
 
 describe('another client on the same ComfyUI', () => {
   // REQUEST asks for 6 steps; the foreign prompt runs 3, first.
@@ -37,7 +24,7 @@ describe('another client on the same ComfyUI', () => {
   ];
   for (const [name, clientId] of cases) {
     it(`ignores the messages of ${name}`, async () => {
-      const fake = await startFake({ foreignPrompt: { steps: 3, ...(clientId ? { clientId } : {}) } });
+      const fake = await startFakeComfyUi({ foreignPrompt: { steps: 3, ...(clientId ? { clientId } : {}) } });
       const backend = createComfyUiBackend({ url: fake.url, workflow, clientId: 'easel-fixed-client' });
       const { events, onProgress } = recordProgress();
 
@@ -59,7 +46,7 @@ describe('another client on the same ComfyUI', () => {
 describe('a cancel while /prompt is being answered', () => {
   it('takes our prompt out of the queue once its id is known, and leaves the running foreign job alone', async () => {
     // The foreign job starts when our /prompt arrives and runs ~200 ms; /prompt answers after 150 ms.
-    const fake = await startFake({ stepDelayMs: 20, promptDelayMs: 150, foreignPrompt: { steps: 10 } });
+    const fake = await startFakeComfyUi({ stepDelayMs: 20, promptDelayMs: 150, foreignPrompt: { steps: 10 } });
     const backend = createComfyUiBackend({ url: fake.url, workflow });
     const controller = new AbortController();
 
@@ -83,7 +70,7 @@ describe('a cancel while /prompt is being answered', () => {
 
 describe('an older ComfyUI, whose /interrupt stops whatever runs (before 0.3.57)', () => {
   it('a cancel while a foreign prompt runs and ours waits takes ours out of the queue and never interrupts', async () => {
-    const fake = await startFake({ stepDelayMs: 20, foreignPrompt: { steps: 10 }, targetedInterrupt: false, clientPromptIds: 'ignored' });
+    const fake = await startFakeComfyUi({ stepDelayMs: 20, foreignPrompt: { steps: 10 }, targetedInterrupt: false, clientPromptIds: 'ignored' });
     const backend = createComfyUiBackend({ url: fake.url, workflow });
     const controller = new AbortController();
 
@@ -103,7 +90,7 @@ describe('an older ComfyUI, whose /interrupt stops whatever runs (before 0.3.57)
 
 describe("ComfyUI's own timing and caching", () => {
   it('ends at execution_success and reads the history as soon as ComfyUI writes it, before `executing null`', async () => {
-    const fake = await startFake({ historyDelayMs: 150 });
+    const fake = await startFakeComfyUi({ historyDelayMs: 150 });
     const backend = createComfyUiBackend({ url: fake.url, workflow });
 
     const result = await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
@@ -116,7 +103,7 @@ describe("ComfyUI's own timing and caching", () => {
   });
 
   it('a fully cached re-run (the same workflow again) sends only execution_cached and the cached output: same file, no progress', async () => {
-    const fake = await startFake({});
+    const fake = await startFakeComfyUi({});
     const backend = createComfyUiBackend({ url: fake.url, workflow });
     const first = await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
     const { events, onProgress } = recordProgress();
@@ -134,7 +121,7 @@ describe("ComfyUI's own timing and caching", () => {
   });
 
   it('a new seed re-runs only what depends on it: the sampler, the decoder, SaveImage', async () => {
-    const fake = await startFake({});
+    const fake = await startFakeComfyUi({});
     const backend = createComfyUiBackend({ url: fake.url, workflow });
     await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
     await backend.generate({ ...REQUEST, seed: 7 }, { signal: new AbortController().signal, onProgress: noProgress });
@@ -143,7 +130,7 @@ describe("ComfyUI's own timing and caching", () => {
   });
 
   it("records the sampler's values in the workflow that ran, which a custom workflow may fix", async () => {
-    const fake = await startFake({});
+    const fake = await startFakeComfyUi({});
     const custom = structuredClone(workflow) as Record<string, { inputs: Record<string, unknown> }>;
     custom['3']!.inputs['steps'] = 30;
     custom['3']!.inputs['sampler_name'] = 'dpmpp_2m';
@@ -157,13 +144,13 @@ describe("ComfyUI's own timing and caching", () => {
 
 describe('fake ComfyUI fidelity', () => {
   it('sends no binary preview frame unless started with a preview method', async () => {
-    const fake = await startFake({});
+    const fake = await startFakeComfyUi({});
     await createComfyUiBackend({ url: fake.url, workflow }).generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
     expect(fake.binaryFrames).toBe(0);
   });
 
   it('answers /interrupt and /queue with an empty 200, and refuses a prompt_id that is no canonical UUID when newer', async () => {
-    const fake = await startFake({ clientPromptIds: 'uuid' });
+    const fake = await startFakeComfyUi({ clientPromptIds: 'uuid' });
     for (const path of ['/interrupt', '/queue']) {
       const response = await fetch(`${fake.url}${path}`, { method: 'POST', body: '{}' });
       expect([response.status, await response.text()]).toEqual([200, '']);

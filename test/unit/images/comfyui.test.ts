@@ -4,10 +4,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createComfyUiBackend, fillWorkflow, loadDefaultWorkflow, loadWorkflow } from '../../../server/comfyui/index.ts';
 import { readPngSize } from '../../../server/png/index.ts';
-import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
-import type { FakeComfyUi, FakeComfyUiOptions } from '../../fakes/fake-comfyui.ts';
 import { decodeSolidPng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startStatusServer, waitForFirstProgress } from './helpers.ts';
+import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startStatusServer, waitForFirstProgress, startFakeComfyUi } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 let defaultWorkflow: Record<string, unknown>;
@@ -28,12 +26,6 @@ afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
 });
 
-async function startFake(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
-  const fake = await createFakeComfyUi({ stepDelayMs: 5, ...options });
-  cleanups.push(() => fake.close());
-  return fake;
-}
-
 const noProgress = () => {};
 
 function readNode(workflow: unknown, id: string): { class_type: string; inputs: Record<string, unknown> } {
@@ -42,7 +34,7 @@ function readNode(workflow: unknown, id: string): { class_type: string; inputs: 
 
 describe('createComfyUiBackend', () => {
   it('generates a real PNG of the requested size with the requested seed', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
 
     const result = await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
@@ -54,7 +46,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('opens the WebSocket before queueing and replaces every placeholder in the submitted workflow', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow, clientId: 'easel-test-client' });
 
     await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
@@ -76,7 +68,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('replaces placeholders inside longer strings and URL-encodes the image location', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const workflow = structuredClone(defaultWorkflow);
     readNode(workflow, '6').inputs['text'] = 'photo of %prompt%, 4k';
     readNode(workflow, '9').inputs['filename_prefix'] = 'my pics/easel & co %seed%';
@@ -92,7 +84,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('reports every sampling step from the WebSocket, ignoring the JPEG previews of a server started with --preview-method', async () => {
-    const fake = await startFake({ previewMethod: 'auto' });
+    const fake = await startFakeComfyUi({ previewMethod: 'auto' });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const { events, onProgress } = recordProgress();
 
@@ -103,7 +95,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('sends its own prompt_id, a canonical UUID, with /prompt', async () => {
-    const fake = await startFake({ clientPromptIds: 'uuid' });
+    const fake = await startFakeComfyUi({ clientPromptIds: 'uuid' });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
 
     await backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress });
@@ -114,7 +106,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('follows a server that ignores the prompt_id it was sent (before 0.3.45) by the id it answers', async () => {
-    const fake = await startFake({ clientPromptIds: 'ignored' });
+    const fake = await startFakeComfyUi({ clientPromptIds: 'ignored' });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const { events, onProgress } = recordProgress();
 
@@ -126,7 +118,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('cancels only our running prompt: /interrupt with its prompt_id, sent once /queue shows it running', async () => {
-    const fake = await startFake({ stepDelayMs: 30 });
+    const fake = await startFakeComfyUi({ stepDelayMs: 30 });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const controller = new AbortController();
     const { onProgress, started } = waitForFirstProgress();
@@ -150,7 +142,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('cancels through /api/jobs/{id}/cancel where the server has it, and sends no /interrupt', async () => {
-    const fake = await startFake({ stepDelayMs: 30, jobsApi: true });
+    const fake = await startFakeComfyUi({ stepDelayMs: 30, jobsApi: true });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const controller = new AbortController();
     const { onProgress, started } = waitForFirstProgress();
@@ -166,7 +158,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('rejects with cancelled when the job is interrupted from ComfyUI itself', async () => {
-    const fake = await startFake({ stepDelayMs: 30 });
+    const fake = await startFakeComfyUi({ stepDelayMs: 30 });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
     const { onProgress, started } = waitForFirstProgress();
 
@@ -188,7 +180,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('reports node validation errors in ComfyUI’s words', async () => {
-    const fake = await startFake({ checkpoints: ['sd_xl_base_1.0.safetensors'] });
+    const fake = await startFakeComfyUi({ checkpoints: ['sd_xl_base_1.0.safetensors'] });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
 
     const error = await expectBackendError(backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress }), 'backend_error');
@@ -198,7 +190,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('reports a workflow without an output node', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const workflow = structuredClone(defaultWorkflow);
     delete workflow['9'];
     const backend = createComfyUiBackend({ url: fake.url, workflow });
@@ -208,7 +200,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('reports an execution_error with its exception message', async () => {
-    const fake = await startFake({ executionError: 'CUDA out of memory. Tried to allocate 3.00 GiB' });
+    const fake = await startFakeComfyUi({ executionError: 'CUDA out of memory. Tried to allocate 3.00 GiB' });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
 
     const error = await expectBackendError(backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress }), 'backend_error');
@@ -217,7 +209,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('times out, interrupts the backend and rejects with timeout', async () => {
-    const fake = await startFake({ stepDelayMs: 50 });
+    const fake = await startFakeComfyUi({ stepDelayMs: 50 });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow, timeoutMs: 150 });
 
     const error = await expectBackendError(backend.generate({ ...REQUEST, steps: 100 }, { signal: new AbortController().signal, onProgress: noProgress }), 'timeout');
@@ -235,7 +227,7 @@ describe('createComfyUiBackend', () => {
   });
 
   it('checkHealth: reachable with the version when ComfyUI answers', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const health = await createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow }).checkHealth();
     expect(health.reachable).toBe(true);
     expect(health.detail).toContain('0.3.64');
@@ -303,14 +295,14 @@ describe('workflows', () => {
 
 describe('fake ComfyUI fidelity', () => {
   it('refuses a node without class_type like ComfyUI', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const response = await fetch(`${fake.url}/prompt`, { method: 'POST', body: JSON.stringify({ prompt: { '1': { inputs: {} } } }) });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { type: 'invalid_prompt', details: "Node ID '#1'" } });
   });
 
   it('refuses an unfilled placeholder in a number input', async () => {
-    const fake = await startFake();
+    const fake = await startFakeComfyUi();
     const response = await fetch(`${fake.url}/prompt`, { method: 'POST', body: JSON.stringify({ prompt: defaultWorkflow }) });
     expect(response.status).toBe(400);
     const body = (await response.json()) as { node_errors: Record<string, { errors: { type: string }[] }> };

@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { onTestFinished } from 'vitest';
+import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
+import type { FakeComfyUi, FakeComfyUiOptions } from '../../fakes/fake-comfyui.ts';
 import { readBody } from '../../fakes/http-body.ts';
 import { ImageBackendError } from '../../../server/core/errors.ts';
 import type { ImageBackendErrorCode } from '../../../server/core/errors.ts';
@@ -16,6 +18,13 @@ export const REQUEST: ImageRequest = {
   width: 64,
   height: 96,
 };
+
+/** A fake ComfyUI with quick steps (unless told otherwise), closed when the test ends. */
+export async function startFakeComfyUi(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
+  const fake = await createFakeComfyUi({ stepDelayMs: 5, ...options });
+  onTestFinished(() => fake.close());
+  return fake;
+}
 
 /** A URL on 127.0.0.1 where nothing listens: a port that was free a moment ago. */
 export async function findClosedUrl(): Promise<string> {
