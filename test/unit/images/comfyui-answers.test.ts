@@ -508,22 +508,24 @@ describe('what the ComfyUI adapter reads from /history', () => {
     expect(fake.requests.filter((request) => request.path === '/view').map((request) => request.query)).toEqual([{ filename: 'easel_00002_.png', subfolder: '', type: 'output' }]);
   });
 
-  it('reads the file ComfyUI names, with "" and "output" for a missing subfolder and type, and keeps a temp type', async () => {
-    const outputs = [
-      { '9': { images: [{ subfolder: 'no-name' }, 'junk', null, { filename: 'ComfyUI_00007_.png' }] } },
-      { '9': { images: [{ filename: 'ComfyUI_temp_abcde_00001_.png', subfolder: '', type: 'temp' }] } },
-    ];
+  /** The /view queries of one job per history outputs given, each answered with its own outputs. */
+  async function viewQueriesFor(outputs: unknown[]): Promise<Record<string, string>[]> {
     let next = 0;
     const server = await serveComfy({
       routes: { '/history/*': (request) => ({ json: historyEntry(request.path.slice('/history/'.length), {}, outputs[next++]) }) },
       frames: (id) => [{ type: 'execution_success', data: { prompt_id: id } }],
     });
     const backend = createComfyUiBackend({ url: server.url, workflow });
+    for (let job = 0; job < outputs.length; job++) await backend.generate(REQUEST, run());
+    return server.requests.filter((request) => request.path === '/view').map((request) => request.query);
+  }
 
-    await backend.generate(REQUEST, run());
-    await backend.generate(REQUEST, run());
-
-    expect(server.requests.filter((request) => request.path === '/view').map((request) => request.query)).toEqual([
+  it('reads the file ComfyUI names, with "" and "output" for a missing subfolder and type, and keeps a temp type', async () => {
+    const queries = await viewQueriesFor([
+      { '9': { images: [{ subfolder: 'no-name' }, 'junk', null, { filename: 'ComfyUI_00007_.png' }] } },
+      { '9': { images: [{ filename: 'ComfyUI_temp_abcde_00001_.png', subfolder: '', type: 'temp' }] } },
+    ]);
+    expect(queries).toEqual([
       { filename: 'ComfyUI_00007_.png', subfolder: '', type: 'output' },
       { filename: 'ComfyUI_temp_abcde_00001_.png', subfolder: '', type: 'temp' },
     ]);
@@ -532,21 +534,8 @@ describe('what the ComfyUI adapter reads from /history', () => {
   it('of a batch, downloads the first image: the first SaveImage file, or the first preview when there are only previews', async () => {
     // A batch of 2 (EmptyLatentImage batch_size) gives one output node two images, in order.
     const saved = (n: number, type: string) => ({ filename: `easel_0000${n}_.png`, subfolder: '', type });
-    const outputs = [
-      { '9': { images: [saved(1, 'output'), saved(2, 'output')] } },
-      { '9': { images: [saved(3, 'temp'), saved(4, 'temp')] } },
-    ];
-    let next = 0;
-    const server = await serveComfy({
-      routes: { '/history/*': (request) => ({ json: historyEntry(request.path.slice('/history/'.length), {}, outputs[next++]) }) },
-      frames: (id) => [{ type: 'execution_success', data: { prompt_id: id } }],
-    });
-    const backend = createComfyUiBackend({ url: server.url, workflow });
-
-    await backend.generate(REQUEST, run());
-    await backend.generate(REQUEST, run());
-
-    expect(server.requests.filter((request) => request.path === '/view').map((request) => request.query['filename'])).toEqual(['easel_00001_.png', 'easel_00003_.png']);
+    const queries = await viewQueriesFor([{ '9': { images: [saved(1, 'output'), saved(2, 'output')] } }, { '9': { images: [saved(3, 'temp'), saved(4, 'temp')] } }]);
+    expect(queries.map((query) => query['filename'])).toEqual(['easel_00001_.png', 'easel_00003_.png']);
   });
 
   it('uses the image the executed message announced when the history lists none', async () => {
