@@ -632,7 +632,8 @@ function sqliteCode(error: unknown): string | undefined {
   return error instanceof Database.SqliteError ? error.code : undefined;
 }
 
-function toStorageError(error: unknown, location: string): unknown {
+/** A write's failure as the StorageError a person can act on; errors that are not SQLite's pass through. Exported for its tests. */
+export function toStorageError(error: unknown, location: string): unknown {
   const code = sqliteCode(error);
   if (code === undefined) return error;
   const kind: StorageErrorCode = code.startsWith('SQLITE_FULL')
@@ -692,9 +693,12 @@ function corruptMessage(path: string, detail: string): string {
   return `The database ${path} is damaged (${detail}). Move it aside and start Easel again to begin with an empty library, or restore it from a backup.`;
 }
 
-function describeOpenFailure(error: unknown, path: string): StoreOpenError {
-  const code = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code ?? 'unknown';
-  const detail = `${code}: ${(error as Error).message}`;
+/** Why the database could not be opened, in words that say what to do. Exported for its tests. */
+export function describeOpenFailure(error: unknown, path: string): StoreOpenError {
+  const known = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code;
+  const code = known ?? '';
+  // An error with no code (better-sqlite3's own, a failed migration) is told in its words alone.
+  const detail = known === undefined ? (error as Error).message : `${known}: ${(error as Error).message}`;
   if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
     return new StoreOpenError('corrupt', corruptMessage(path, detail), { cause: error });
   }
@@ -726,7 +730,9 @@ function migrate(db: Database.Database): void {
       db.transaction(() => {
         db.exec(readFileSync(MIGRATIONS_DIR + migration.file, 'utf8'));
         const broken = db.pragma('foreign_key_check') as unknown[];
-        if (broken.length > 0) throw new StoreError(`Migration ${migration.file} left ${broken.length} broken references; nothing was changed.`);
+        if (broken.length > 0) {
+          throw new StoreError(`migration ${migration.file} left ${broken.length} broken reference${broken.length === 1 ? '' : 's'}, so nothing was changed`);
+        }
         db.pragma(`user_version = ${migration.version}`);
       })();
     }
