@@ -180,32 +180,18 @@ describe('token mode at its edges', () => {
     expect(built.logged('DEBUG').at(-1)).toBe('DEBUG asked for the token {"method":"GET","path":"/api/health","bearer":true}');
   });
 
-  it('shows the page form without any alert when no token was offered, word for word', async () => {
+  it('shows the page form without any alert when no token was offered', async () => {
     const response = await built.request('/c/abc');
     expect(response.status).toBe(401);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    expect(await response.text()).toBe(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
-<title>Easel: enter the token</title>
-</head>
-<body>
-<main>
-<h1>Easel needs its token</h1>
-<p>This Easel can be reached from other machines, so it asks for the token it printed when it started
-(the part after <code>?token=</code> in the address it showed), or the one it was given with <code>--token</code>.</p>
-
-<form method="get" action="/c/abc">
-<label for="token">Token</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
-<button type="submit">Open Easel</button>
-</form>
-</main>
-</body>
-</html>`);
+    const page = await response.text();
+    expect(page).toMatch(/^<!doctype html>\n<html lang="en">/);
+    expect(page).toContain('<title>Easel: enter the token</title>');
+    expect(page).toContain('<h1>Easel needs its token</h1>');
+    // The form sends the token back to the page that asked for it.
+    expect(page).toContain('<form method="get" action="/c/abc">');
+    expect(page).toContain('<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>');
+    expect(page).not.toContain('role="alert"');
   });
 
   it('answers a wrong ?token= with the form and its alert, and logs a warning without the token', async () => {
