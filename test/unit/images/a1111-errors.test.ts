@@ -6,7 +6,7 @@ import { readPngSize } from '../../../server/png/index.ts';
 import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
 import type { FakeA1111, FakeA1111Options } from '../../fakes/fake-a1111.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, startCuttingServer, waitForFirstProgress } from './helpers.ts';
+import { REQUEST, expectBackendError, startCuttingServer, cancelAtFirstProgress } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -25,12 +25,7 @@ const run = (signal = new AbortController().signal) => ({ signal, onProgress: ()
 describe('the A1111 adapter when no image comes', () => {
   it('a cancel says A1111 was asked to stop; a timeout says how long it waited and that it asked A1111 to stop', async () => {
     const fake = await startFake({ stepDelayMs: 50 });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-    const generation = createA1111Backend({ url: fake.url, pollIntervalMs: 5 }).generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-    const cancelled = await expectBackendError(generation, 'cancelled');
+    const cancelled = await cancelAtFirstProgress(createA1111Backend({ url: fake.url, pollIntervalMs: 5 }), { ...REQUEST, steps: 100 });
     expect(cancelled.message).toBe(`The image was cancelled; AUTOMATIC1111 at ${fake.url} was asked to stop.`);
 
     const hanging = await startFake({ hang: true });

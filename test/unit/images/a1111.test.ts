@@ -4,7 +4,7 @@ import { readPngSize } from '../../../server/png/index.ts';
 import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
 import type { FakeA1111, FakeA1111Options } from '../../fakes/fake-a1111.ts';
 import { decodeSolidPng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startStatusServer, waitForFirstProgress } from './helpers.ts';
+import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startStatusServer, cancelAtFirstProgress } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -67,14 +67,7 @@ describe('createA1111Backend', () => {
   it('cancels on the backend when the signal aborts and rejects with cancelled', async () => {
     const fake = await startFake({ stepDelayMs: 50 });
     const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5 });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-
-    const generation = backend.generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-
-    const error = await expectBackendError(generation, 'cancelled');
+    const error = await cancelAtFirstProgress(backend, { ...REQUEST, steps: 100 });
     expect(error.message).toContain(fake.url);
     expect(fake.interrupts).toBe(1);
   });
@@ -85,14 +78,7 @@ describe('createA1111Backend', () => {
     const stubbornFetch: typeof fetch = (input, init) =>
       String(input).endsWith('/txt2img') ? fetch(input, { ...init, signal: null }) : fetch(input, init);
     const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5, fetch: stubbornFetch });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-
-    const generation = backend.generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-
-    await expectBackendError(generation, 'cancelled');
+    await cancelAtFirstProgress(backend, { ...REQUEST, steps: 100 });
     expect(fake.interrupts).toBe(1);
   });
 

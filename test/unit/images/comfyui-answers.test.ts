@@ -14,7 +14,7 @@ import type { ImageProgress } from '../../../server/core/ports.ts';
 import { readErrorCode } from '../../../server/util/index.ts';
 import { readBody } from '../../fakes/http-body.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, waitForFirstProgress, startFakeComfyUi } from './helpers.ts';
+import { REQUEST, abortedSignal, expectBackendError, findClosedUrl, recordProgress, waitForFirstProgress, startFakeComfyUi, cancelAtFirstProgress } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 let workflow: Record<string, unknown>;
@@ -52,6 +52,8 @@ interface ComfyScript {
   frames?: (promptId: string) => Frame[];
   /** The /ws upgrade: accepted (default), never answered, refused with a status, or a broken handshake. */
   ws?: 'accept' | 'hang' | 'bad-accept' | { status: number };
+  /** Where GET /queue lists the latest prompt: running, waiting, or nowhere (default). */
+  queued?: 'running' | 'pending';
 }
 interface ScriptedComfy {
   url: string;
@@ -76,6 +78,11 @@ const finished = (promptId: string): Frame[] => [
   { type: 'execution_success', data: { prompt_id: promptId } },
 ];
 
+/** The prompt id of the latest POST /prompt (the adapter makes its own). */
+function latestPromptId(server: ScriptedComfy): string {
+  return String(server.prompts.at(-1)?.prompt_id);
+}
+
 async function serveComfy(script: ComfyScript = {}): Promise<ScriptedComfy> {
   const requests: Recorded[] = [];
   const prompts: ScriptedComfy['prompts'] = [];
@@ -99,7 +106,12 @@ async function serveComfy(script: ComfyScript = {}): Promise<ScriptedComfy> {
       return { json: sent === undefined ? {} : historyEntry(id, sent.prompt) };
     }
     if (recorded.path === '/view') return { bytes: PNG };
-    if (recorded.path === '/queue' && recorded.method === 'GET') return { json: { queue_running: [], queue_pending: [] } };
+    if (recorded.path === '/queue' && recorded.method === 'GET') {
+      // ComfyUI's queue items: [number, prompt_id, prompt, extra_data, outputs_to_execute] (server.py:667-671, execution.py:1137-1142).
+      const latest = prompts.at(-1)?.prompt_id;
+      const item = (number: number) => (latest === undefined ? [] : [[number, latest, {}, {}, ['9']]]);
+      return { json: { queue_running: script.queued === 'running' ? item(0) : [], queue_pending: script.queued === 'pending' ? item(1) : [] } };
+    }
     if (recorded.path === '/queue' || recorded.path === '/interrupt') return { text: '' };
     // aiohttp's answer to a path it has no route for.
     return { status: 404, text: '404: Not Found' };
@@ -242,25 +254,13 @@ describe('describeComfyUiError', () => {
 describe('what the ComfyUI adapter sends', () => {
   it('sends every POST as JSON and every GET without a body, the cancel calls included', async () => {
     // A 0.3.64 server (no /api/jobs): /queue lists our prompt as running, so the cancel is an /interrupt.
-    let promptId = '';
     const server = await serveComfy({
-      routes: {
-        '/prompt': (request) => {
-          promptId = (request.body as { prompt_id: string }).prompt_id;
-          return { json: { prompt_id: promptId, number: 0, node_errors: {} } };
-        },
-        '/queue': (request) => (request.method === 'GET' ? { json: { queue_running: [[0, promptId, {}, {}, ['9']]], queue_pending: [] } } : { text: '' }),
-      },
+      queued: 'running',
       frames: (id) => [{ type: 'progress', data: { value: 1, max: 6, prompt_id: id, node: '3' } }],
     });
     const backend = createComfyUiBackend({ url: server.url, workflow });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-
-    const generation = backend.generate(REQUEST, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-    await expectBackendError(generation, 'cancelled');
+    await cancelAtFirstProgress(backend);
+    const promptId = latestPromptId(server);
 
     const calls = server.requests.filter((request) => request.path !== '/ws').map((request) => [request.method, request.path, request.headers['content-type']]);
     expect(calls).toEqual([
@@ -617,12 +617,7 @@ describe('cancel and timeout', () => {
     const fake = await startFakeComfyUi({ stepDelayMs: 30 });
     const backend = createComfyUiBackend({ url: fake.url, workflow });
     for (let i = 0; i < 2; i++) {
-      const controller = new AbortController();
-      const { onProgress, started } = waitForFirstProgress();
-      const generation = backend.generate({ ...REQUEST, steps: 100, seed: i }, { signal: controller.signal, onProgress });
-      await started;
-      controller.abort();
-      await expectBackendError(generation, 'cancelled');
+      await cancelAtFirstProgress(backend, { ...REQUEST, steps: 100, seed: i });
     }
     const [first, second] = fake.promptIds;
     expect(fake.requests.filter((request) => request.method === 'POST' && request.path !== '/prompt').map((request) => request.path)).toEqual([
@@ -635,28 +630,16 @@ describe('cancel and timeout', () => {
 
   it('keeps using /api/jobs once it answered, and asks it again after a cancel it did not answer', async () => {
     // The first cancel's /api/jobs call times out (no answer: nothing learnt), the next two are answered.
-    let promptId = '';
     const server = await serveComfy({
-      routes: {
-        '/prompt': (request) => {
-          promptId = (request.body as { prompt_id: string }).prompt_id;
-          return { json: { prompt_id: promptId, number: 0, node_errors: {} } };
-        },
-        '/api/jobs/*/cancel': (_request, count) => (count === 1 ? 'hang' : { json: { cancelled: true } }),
-        '/queue': (request) => (request.method === 'GET' ? { json: { queue_running: [[0, promptId, {}, {}, ['9']]], queue_pending: [] } } : { text: '' }),
-      },
+      queued: 'running',
+      routes: { '/api/jobs/*/cancel': (_request, count) => (count === 1 ? 'hang' : { json: { cancelled: true } }) },
       frames: (id) => [{ type: 'progress', data: { value: 1, max: 6, prompt_id: id } }],
     });
     const backend = createComfyUiBackend({ url: server.url, workflow, healthTimeoutMs: 100 });
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const controller = new AbortController();
-      const { onProgress, started } = waitForFirstProgress();
-      const generation = backend.generate(REQUEST, { signal: controller.signal, onProgress });
-      await started;
-      controller.abort();
-      await expectBackendError(generation, 'cancelled');
-      ids.push(promptId);
+      await cancelAtFirstProgress(backend);
+      ids.push(latestPromptId(server));
     }
     const calls = server.requests.filter((request) => request.path !== '/ws' && request.path !== '/prompt').map((request) => `${request.method} ${request.path}`);
     expect(calls).toEqual([
@@ -673,38 +656,19 @@ describe('cancel and timeout', () => {
     // A proxy's or a failing server's error page that happens to be JSON: only a 200 is the jobs API's answer.
     ['a 500 with {cancelled}', { status: 500, json: { cancelled: true } }],
   ] as const)('%s from /api/jobs is not the jobs API: the cancel goes on through /queue', async (_name, jobsAnswer) => {
-    let promptId = '';
     const server = await serveComfy({
-      routes: {
-        '/prompt': (request) => {
-          promptId = (request.body as { prompt_id: string }).prompt_id;
-          return { json: { prompt_id: promptId, number: 0, node_errors: {} } };
-        },
-        '/api/jobs/*/cancel': jobsAnswer,
-        '/queue': (request) => (request.method === 'GET' ? { json: { queue_running: [], queue_pending: [[1, promptId, {}, {}, ['9']]] } } : { text: '' }),
-      },
+      queued: 'pending',
+      routes: { '/api/jobs/*/cancel': jobsAnswer },
       frames: (id) => [{ type: 'progress', data: { value: 1, max: 6, prompt_id: id } }],
     });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-    const generation = createComfyUiBackend({ url: server.url, workflow }).generate(REQUEST, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-
-    await expectBackendError(generation, 'cancelled');
-    expect(server.requests.find((request) => request.method === 'POST' && request.path === '/queue')?.body).toEqual({ delete: [promptId] });
+    await cancelAtFirstProgress(createComfyUiBackend({ url: server.url, workflow }));
+    expect(server.requests.find((request) => request.method === 'POST' && request.path === '/queue')?.body).toEqual({ delete: [latestPromptId(server)] });
   });
 
   it('a timeout after a cancel, while the cancel is still being sent, leaves it a cancel, sent once', async () => {
     // /interrupt takes 300 ms to answer; the 150 ms timeout falls inside it.
     const fake = await startFakeComfyUi({ stepDelayMs: 30, interruptDelayMs: 300 });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-    const generation = createComfyUiBackend({ url: fake.url, workflow, timeoutMs: 150 }).generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-
-    await expectBackendError(generation, 'cancelled');
+    await cancelAtFirstProgress(createComfyUiBackend({ url: fake.url, workflow, timeoutMs: 150 }), { ...REQUEST, steps: 100 });
     expect(fake.interrupts).toBe(1);
   });
 

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createComfyUiBackend, fillWorkflow, loadDefaultWorkflow, loadWorkflow } from '../../../server/comfyui/index.ts';
 import { readPngSize } from '../../../server/png/index.ts';
 import { decodeSolidPng } from '../../fakes/png-bytes.ts';
-import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startStatusServer, waitForFirstProgress, startFakeComfyUi } from './helpers.ts';
+import { REQUEST, expectBackendError, findClosedUrl, recordProgress, startStatusServer, waitForFirstProgress, startFakeComfyUi, cancelAtFirstProgress } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 let defaultWorkflow: Record<string, unknown>;
@@ -120,14 +120,7 @@ describe('createComfyUiBackend', () => {
   it('cancels only our running prompt: /interrupt with its prompt_id, sent once /queue shows it running', async () => {
     const fake = await startFakeComfyUi({ stepDelayMs: 30 });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-
-    const generation = backend.generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-
-    await expectBackendError(generation, 'cancelled');
+    await cancelAtFirstProgress(backend, { ...REQUEST, steps: 100 });
     const promptId = fake.promptIds[0];
     expect(fake.interrupts).toBe(1);
     expect(fake.requests.find((request) => request.path === '/interrupt')?.body).toEqual({ prompt_id: promptId });
@@ -144,14 +137,7 @@ describe('createComfyUiBackend', () => {
   it('cancels through /api/jobs/{id}/cancel where the server has it, and sends no /interrupt', async () => {
     const fake = await startFakeComfyUi({ stepDelayMs: 30, jobsApi: true });
     const backend = createComfyUiBackend({ url: fake.url, workflow: defaultWorkflow });
-    const controller = new AbortController();
-    const { onProgress, started } = waitForFirstProgress();
-
-    const generation = backend.generate({ ...REQUEST, steps: 100 }, { signal: controller.signal, onProgress });
-    await started;
-    controller.abort();
-
-    await expectBackendError(generation, 'cancelled');
+    await cancelAtFirstProgress(backend, { ...REQUEST, steps: 100 });
     const promptId = fake.promptIds[0]!;
     await expect.poll(() => fake.outcomes[promptId]).toBe('interrupted');
     expect(fake.requests.filter((request) => request.method === 'POST').map((request) => request.path)).toEqual(['/prompt', `/api/jobs/${promptId}/cancel`]);

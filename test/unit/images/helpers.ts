@@ -7,7 +7,7 @@ import type { FakeComfyUi, FakeComfyUiOptions } from '../../fakes/fake-comfyui.t
 import { readBody } from '../../fakes/http-body.ts';
 import { ImageBackendError } from '../../../server/core/errors.ts';
 import type { ImageBackendErrorCode } from '../../../server/core/errors.ts';
-import type { ImageProgress, ImageRequest } from '../../../server/core/ports.ts';
+import type { ImageBackend, ImageProgress, ImageRequest } from '../../../server/core/ports.ts';
 
 export const REQUEST: ImageRequest = {
   prompt: 'a red fox in fresh snow, golden hour',
@@ -100,6 +100,16 @@ export function waitForFirstProgress(): { onProgress: (progress: ImageProgress) 
   let resolve: () => void = () => {};
   const started = new Promise<void>((done) => (resolve = done));
   return { onProgress: () => resolve(), started };
+}
+
+/** Starts an image, aborts it at its first progress report, and returns the `cancelled` error it must end with. */
+export async function cancelAtFirstProgress(backend: ImageBackend, request: ImageRequest = REQUEST): Promise<ImageBackendError> {
+  const controller = new AbortController();
+  const { onProgress, started } = waitForFirstProgress();
+  const generation = backend.generate(request, { signal: controller.signal, onProgress });
+  await started;
+  controller.abort();
+  return expectBackendError(generation, 'cancelled');
 }
 
 /** What a route of `startRouteServer` answers: JSON or text with a status, after a delay; 'hang' never answers, 'cut' closes the connection. */
