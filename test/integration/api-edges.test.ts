@@ -54,43 +54,25 @@ describe('a JSON body of the wrong type or shape', () => {
   });
 
   // JSON that is not an object (null, a number, a string, an array) is a missing field, not a crash.
-  it.each(['null', '5', '"a cat"', '[]'])('PATCH with %s is 422 "title is required"', async (body) => {
-    const id = await easel.newConversation();
-    expect(await answer(await send('PATCH', `/api/conversations/${id}`, body))).toEqual({
-      status: 422,
-      body: { error: 'Send {"title": "…"} ("" gives it back its title from the first message).', fields: { title: 'title is required.' } },
-    });
-  });
-
-  it.each(['null', '5', '{}'])('PUT …/prompt with %s is 422 "prompt is required"', async (body) => {
-    const id = await easel.newConversation();
-    expect(await answer(await send('PUT', `/api/conversations/${id}/prompt`, body))).toEqual({
-      status: 422,
-      body: { error: 'Send {"prompt": "…"}.', fields: { prompt: 'prompt is required.' } },
-    });
-  });
-
-  it.each(['null', '5', '[]'])('POST …/messages with %s is 422 "text is required"', async (body) => {
-    const id = await easel.newConversation();
-    expect(await answer(await send('POST', `/api/conversations/${id}/messages`, body))).toEqual({
-      status: 422,
-      body: { error: 'Send {"text": "…"}.', fields: { text: 'text is required.' } },
-    });
-  });
+  const notAnObject: Array<[string, string, string[], { error: string; fields?: Record<string, string> }]> = [
+    ['PATCH', '', ['null', '5', '"a cat"', '[]'], { error: 'Send {"title": "…"} ("" gives it back its title from the first message).', fields: { title: 'title is required.' } }],
+    ['PUT', '/prompt', ['null', '5', '{}'], { error: 'Send {"prompt": "…"}.', fields: { prompt: 'prompt is required.' } }],
+    ['POST', '/messages', ['null', '5', '[]'], { error: 'Send {"text": "…"}.', fields: { text: 'text is required.' } }],
+    ['POST', '/generations', ['null', '"a cat"', '[]'], { error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }],
+  ];
+  it.each(notAnObject.flatMap(([method, path, bodies, refusal]) => bodies.map((body) => [method, path, body, refusal] as const)))(
+    '%s …%s with %s is 422 and says what to send',
+    async (method, path, body, refusal) => {
+      const id = await easel.newConversation();
+      expect(await answer(await send(method, `/api/conversations/${id}${path}`, body))).toEqual({ status: 422, body: refusal });
+    },
+  );
 
   it('POST …/messages with a replaceLast that is not a boolean is 422, naming the field', async () => {
     const id = await easel.newConversation();
     expect(await answer(await send('POST', `/api/conversations/${id}/messages`, '{"text":"a cat","replaceLast":"yes"}'))).toEqual({
       status: 422,
       body: { error: 'replaceLast must be true or false.', fields: { replaceLast: 'replaceLast must be true or false.' } },
-    });
-  });
-
-  it.each(['null', '"a cat"', '[]'])('POST …/generations with %s is 422 and says what to send', async (body) => {
-    const id = await easel.newConversation();
-    expect(await answer(await send('POST', `/api/conversations/${id}/generations`, body))).toEqual({
-      status: 422,
-      body: { error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' },
     });
   });
 });
