@@ -695,14 +695,13 @@ function corruptMessage(path: string, detail: string): string {
 
 /** Why the database could not be opened, in words that say what to do. Exported for its tests. */
 export function describeOpenFailure(error: unknown, path: string): StoreOpenError {
-  const known = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code;
-  const code = known ?? '';
+  const code = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code;
   // An error with no code (better-sqlite3's own, a failed migration) is told in its words alone.
-  const detail = known === undefined ? (error as Error).message : `${known}: ${(error as Error).message}`;
-  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+  const detail = code === undefined ? (error as Error).message : `${code}: ${(error as Error).message}`;
+  if (code === 'SQLITE_NOTADB' || code?.startsWith('SQLITE_CORRUPT')) {
     return new StoreOpenError('corrupt', corruptMessage(path, detail), { cause: error });
   }
-  if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EROFS') {
+  if (code?.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EROFS') {
     return new StoreOpenError(
       'read_only',
       `The database ${path} cannot be written (${detail}). Make it and its folder writable for Easel, or start it with another --data-dir.`,
