@@ -1,9 +1,9 @@
 // The HTML renderer of turn events, without a browser: every event renders, and nothing a model or a
 // user wrote can become markup.
 import { describe, expect, it } from 'vitest';
-import type { DoneEvent, TurnEvent } from '../../server/core/index.ts';
-import { renderEventHtml, renderTurnStart } from '../../server/http/page/index.ts';
-import { renderMessage } from '../../server/http/page/markup.ts';
+import type { DoneEvent, TurnEvent } from '../../../server/core/index.ts';
+import { renderEventHtml, renderTurnStart } from '../../../server/http/page/index.ts';
+import { renderMessage } from '../../../server/http/page/markup.ts';
 
 const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)><hx-partial hx-target="#log">x</hx-partial>" hx-get="/x';
 const view = { conversationId: 'c1', bubbleId: 'reply-1', userText: HOSTILE };
