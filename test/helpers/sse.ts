@@ -4,11 +4,12 @@ export interface SseEvent {
   data: Record<string, unknown>;
 }
 
-export async function* iterateSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+/** The frames of an event stream as sent: the event's name and its data lines joined (the page's are HTML). */
+export async function* iterateSseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
   const decoder = new TextDecoder();
   let buffer = '';
-  let type = 'message';
-  let data = '';
+  let event = 'message';
+  let data: string[] = [];
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
     let newline: number;
@@ -16,13 +17,27 @@ export async function* iterateSse(body: ReadableStream<Uint8Array>): AsyncGenera
       const line = buffer.slice(0, newline).replace(/\r$/, '');
       buffer = buffer.slice(newline + 1);
       if (line === '') {
-        if (data) yield { type, data: JSON.parse(data) as Record<string, unknown> };
-        type = 'message';
-        data = '';
-      } else if (line.startsWith('event:')) type = line.slice(6).trim();
-      else if (line.startsWith('data:')) data += line.slice(5).trimStart();
+        if (data.length > 0 || event !== 'message') yield { event, data: data.join('\n') };
+        event = 'message';
+        data = [];
+      } else if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
     }
   }
+}
+
+export async function* iterateSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  for await (const frame of iterateSseFrames(body)) {
+    if (frame.data) yield { type: frame.event, data: JSON.parse(frame.data) as Record<string, unknown> };
+  }
+}
+
+/** Every frame of a page stream, read to its end. */
+export async function readSseFrames(response: Response): Promise<Array<{ event: string; data: string }>> {
+  if (!response.body) throw new Error(`no body (status ${response.status})`);
+  const frames: Array<{ event: string; data: string }> = [];
+  for await (const frame of iterateSseFrames(response.body)) frames.push(frame);
+  return frames;
 }
 
 export async function readSse(response: Response): Promise<SseEvent[]> {

@@ -1,0 +1,518 @@
+// The page's routes answer by answer, on a real port with the real server and the fakes, without Chromium:
+// each status, header and htmx partial a route sends, and what it stores. page-routes.test.ts pins the
+// send keys, a second tab and a reload; the browser suite what a person sees. These pin the server's side.
+import { randomUUID } from 'node:crypto';
+import { parse, type HTMLElement } from 'node-html-parser';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
+import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { readSseFrames } from '../helpers/sse.ts';
+
+const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
+const READY = { prompt: 'a red fox in snow', generate_image: false, steps: 24, cfg: 6, seed: 5 };
+
+let fake: FakeOllama;
+let a1111: FakeA1111;
+let easel: TestEasel;
+
+beforeEach(async () => {
+  fake = await createFakeOllama();
+  a1111 = await createFakeA1111({ stepDelayMs: 5 });
+  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
+});
+
+afterEach(async () => {
+  await easel.close();
+  await a1111.close();
+  await fake.close();
+});
+
+const newSendKey = () => randomUUID();
+
+/** A form as the page's htmx sends it (same origin); `headers` adds htmx's own. */
+function send(method: string, path: string, fields: Record<string, string> | FormData = {}, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(easel.url + path, {
+    method,
+    headers: { 'sec-fetch-site': 'same-origin', ...headers },
+    body: fields instanceof FormData ? fields : new URLSearchParams(fields),
+  });
+}
+
+/** The service's words for an id it does not know. */
+const missing = (id: string) => `There is no conversation "${id}". Start a new one.`;
+
+const getPage = (path: string, headers: Record<string, string> = {}) => fetch(easel.url + path, { headers });
+
+const read = (markup: string): HTMLElement => parse(markup);
+
+function find(root: HTMLElement, selector: string): HTMLElement {
+  const element = root.querySelector(selector);
+  if (!element) throw new Error(`no ${selector} in ${root.toString().slice(0, 2000)}`);
+  return element;
+}
+
+/** The target and swap of each partial, and the text inside it, in order. */
+const partials = (markup: string) =>
+  read(markup)
+    .querySelectorAll('hx-partial')
+    .map((partial) => ({ target: partial.getAttribute('hx-target'), swap: partial.getAttribute('hx-swap'), text: partial.text }));
+
+const partialText = (markup: string, target: string) => partials(markup).find((partial) => partial.target === target)?.text;
+
+async function stored(id: string) {
+  return (await (await easel.get(`/api/conversations/${id}`)).json()) as {
+    title: string;
+    prompt: string;
+    turns: Array<{ role: string; text: string; status: string }>;
+    images: Array<{ id: string; prompt: string; steps: number; seed: number }>;
+    pinned: string[];
+    settingSuggestions: Record<string, unknown>;
+    suggestion: { prompt: string } | null;
+    settings: Record<string, unknown>;
+  };
+}
+
+/** A conversation with one answered message (the model's prompt `READY.prompt`, not generated). */
+async function conversationWithReply(): Promise<string> {
+  const id = await easel.newConversation();
+  fake.enqueue(scriptReply('Here it is.', READY));
+  await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'a fox', sendKey: newSendKey() }));
+  return id;
+}
+
+describe('pages', () => {
+  it('"/" is a whole page for a navigation and the conversation\'s part for an htmx switch, never cached', async () => {
+    const full = await getPage('/?q=fox');
+    expect(full.status).toBe(200);
+    expect(full.headers.get('cache-control')).toBe('no-store');
+    expect(full.headers.get('vary')).toBe('HX-Request');
+    const page = await full.text();
+    expect(page.startsWith('<!doctype html>')).toBe(true);
+    // The search survives a reload of "/?q=…".
+    expect(find(read(page), '#conversation-search').getAttribute('value')).toBe('fox');
+
+    const part = await (await getPage('/', { 'hx-request': 'true' })).text();
+    expect(part).not.toContain('<!doctype html>');
+    expect(find(read(part), 'main#conversation').getAttribute('data-conversation-id')).toMatch(/^[0-9a-f-]{36}$/);
+    // A history restore asks for the whole page (htmx 4 sends both headers).
+    const restored = await (await getPage('/', { 'hx-request': 'true', 'hx-history-restore-request': 'true' })).text();
+    expect(restored.startsWith('<!doctype html>')).toBe(true);
+  });
+
+  it('a conversation that does not exist is a 404 page, or its part when switched to', async () => {
+    const full = await getPage('/c/nope');
+    expect(full.status).toBe(404);
+    expect(full.headers.get('cache-control')).toBe('no-store');
+    expect(find(read(await full.text()), 'h1').text).toBe('This conversation does not exist');
+    const part = await getPage('/c/nope', { 'hx-request': 'true' });
+    expect(part.status).toBe(404);
+    expect(find(read(await part.text()), 'main#conversation h2').text).toBe('This conversation does not exist any more');
+  });
+
+  it('a stored conversation\'s page shows its title, and its query in the search', async () => {
+    const id = await conversationWithReply();
+    await easel.post(`/api/conversations/${id}`, { title: 'Fox' }, { method: 'PATCH' });
+    const response = await getPage(`/c/${id}?q=fo`);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const root = read(await response.text());
+    expect(find(root, 'title').text).toBe('Fox · Easel');
+    expect(find(root, '#conversation-search').getAttribute('value')).toBe('fo');
+    expect(find(root, `#item-${id} a`).getAttribute('aria-current')).toBe('page');
+  });
+
+  it('the list answers a search with the open conversation marked', async () => {
+    const id = await conversationWithReply();
+    const response = await getPage(`/conversations?q=fox&current=${id}`);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const root = read(await response.text());
+    expect(find(root, `#item-${id} a`).getAttribute('aria-current')).toBe('page');
+    expect(find(read(await (await getPage('/conversations?q=zebra')).text()), '.conversation-none').text).toBe('No conversation holds these words.');
+    expect(read(await (await getPage(`/conversations?current=other`)).text()).querySelector(`#item-${id} a[aria-current]`)).toBeNull();
+  });
+});
+
+describe('rename and delete', () => {
+  it('a rename answers the new head (with its image count) and tells the list to refresh', async () => {
+    const id = await conversationWithReply();
+    const response = await send('PATCH', `/c/${id}`, { title: 'Snow fox' });
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.headers.get('hx-trigger')!)).toEqual({ 'easel:list': { target: 'body' } });
+    const body = await response.text();
+    expect(partials(body).map((p) => `${p.target} ${p.swap}`)).toEqual(['#chat-head outerHTML']);
+    expect(find(read(body), '#conversation-title').text).toBe('Snow fox');
+    expect(find(read(body), '#delete-button').getAttribute('hx-confirm')).toBe('Delete “Snow fox”? This cannot be undone; Export keeps a copy.');
+    expect((await stored(id)).title).toBe('Snow fox');
+  });
+
+  it('a refused rename says why beside the field, with the service\'s status; an unknown conversation is 404', async () => {
+    const id = await conversationWithReply();
+    const blank = await send('PATCH', `/c/${id}`, { title: 'x'.repeat(121) });
+    expect(blank.status).toBe(422);
+    expect(blank.headers.get('hx-trigger')).toBeNull();
+    const said = partials(await blank.text());
+    expect(said.map((p) => `${p.target} ${p.swap}`)).toEqual(['#rename-error innerHTML']);
+    expect(said[0]?.text).toMatch(/120/);
+    const unknown = await send('PATCH', '/c/nope', { title: 'x' });
+    expect(unknown.status).toBe(404);
+    expect(partialText(await unknown.text(), '#rename-error')).toBe(missing('nope'));
+  });
+
+  it('a delete sends the page to "/"; an unknown conversation is said in the composer with 404', async () => {
+    const id = await conversationWithReply();
+    const response = await send('DELETE', `/c/${id}`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('hx-redirect')).toBe('/');
+    expect(await response.text()).toBe('');
+    expect((await easel.get(`/api/conversations/${id}`)).status).toBe(404);
+    const again = await send('DELETE', `/c/${id}`);
+    expect(again.status).toBe(404);
+    expect(partialText(await again.text(), '#composer-status')).toBe(missing(id));
+  });
+});
+
+describe('import from the page', () => {
+  it('no file, or an empty one, asks for a .zip made with Export', async () => {
+    const none = await send('POST', '/c/import', new FormData());
+    expect(none.status).toBe(422);
+    const empty = new FormData();
+    empty.set('file', new File([], 'a.zip', { type: 'application/zip' }));
+    const zero = await send('POST', '/c/import', empty);
+    expect(zero.status).toBe(422);
+    for (const answer of [none, zero]) {
+      const said = partials(await answer.text());
+      expect(said.map((p) => `${p.target} ${p.swap}`)).toEqual(['#import-status innerHTML']);
+      expect(said[0]?.text).toBe('Choose a .zip made with Export.');
+    }
+  });
+
+  it('a file that is not an export is refused with the archive\'s words; an export opens as a new conversation', async () => {
+    const bad = new FormData();
+    bad.set('file', new File([new Uint8Array([1, 2, 3, 4])], 'a.zip', { type: 'application/zip' }));
+    const refused = await send('POST', '/c/import', bad);
+    expect(refused.status).toBe(400);
+    expect(partialText(await refused.text(), '#import-status')).toMatch(/zip/i);
+
+    const id = await conversationWithReply();
+    const zip = new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer());
+    const good = new FormData();
+    good.set('file', new File([zip], 'fox.zip', { type: 'application/zip' }));
+    const imported = await send('POST', '/c/import', good);
+    expect(imported.status).toBe(201);
+    const path = imported.headers.get('hx-redirect')!;
+    expect(path).toMatch(/^\/c\/[0-9a-f-]{36}$/);
+    expect(path).not.toBe(`/c/${id}`);
+    expect((await stored(path.slice(3))).turns.map((t) => t.text)).toEqual(['a fox', 'Here it is.']);
+  });
+});
+
+describe('sending', () => {
+  it('a message without a valid send key is refused with 400 and its text kept', async () => {
+    const id = await easel.newConversation();
+    const response = await send('POST', `/c/${id}/messages`, { text: 'hello', sendKey: 'short' });
+    expect(response.status).toBe(400);
+    expect(partialText(await response.text(), '#composer-status')).toBe('This page is out of date: reload it, then send again. Your text is kept.');
+    expect(fake.chatRequests()).toHaveLength(0);
+  });
+
+  it('to a conversation that is gone: 404, its text kept; an empty message: 422 with the field\'s words', async () => {
+    const gone = await send('POST', '/c/nope/messages', { text: 'hello', sendKey: newSendKey() });
+    expect(gone.status).toBe(404);
+    expect(partialText(await gone.text(), '#composer-status')).toBe('This conversation no longer exists. Start a new one; your text is kept.');
+    const id = await easel.newConversation();
+    const empty = await send('POST', `/c/${id}/messages`, { text: '  ', sendKey: newSendKey() });
+    expect(empty.status).toBe(422);
+    expect(partialText(await empty.text(), '#composer-status')).toMatch(/message/i);
+  });
+
+  it('a prompt the pane cannot hold stops the message: said beside the prompt and in the composer', async () => {
+    const id = await easel.newConversation();
+    const response = await send('POST', `/c/${id}/messages`, { text: 'hello', prompt: 'x'.repeat(2001), sendKey: newSendKey() });
+    expect(response.status).toBe(422);
+    const said = partials(await response.text());
+    expect(said.map((p) => p.target)).toEqual(['#prompt-error', '#prompt-saved', '#composer-status']);
+    expect(said[0]?.text).toMatch(/2000/);
+    expect(said[2]?.text).toBe('Not sent: fix the prompt first.');
+    expect(fake.chatRequests()).toHaveLength(0);
+  });
+
+  it('the first message on the empty page creates the conversation with the form\'s settings and prompt', async () => {
+    const id = randomUUID();
+    fake.enqueue(scriptReply('Hi.', ASKING));
+    const response = await send('POST', `/c/${id}/messages`, {
+      text: ' a fox ',
+      startNew: '1',
+      prompt: 'my own prompt',
+      steps: '33',
+      cfg: '5',
+      seed: '9',
+      width: '512',
+      height: '768',
+      negativePrompt: 'blurry',
+      sendKey: newSendKey(),
+    });
+    expect(response.status).toBe(200);
+    const frames = await readSseFrames(response);
+    // The first frame: the user's bubble (its text trimmed) and the reply's, before any word.
+    expect(find(read(frames[0]!.data), 'article.msg.user .text').text).toBe('a fox');
+    // The turn is stored: the head appears, and the sidebar is told to refresh.
+    const created = frames.findIndex((frame) => frame.data.includes('hx-target="#chat-head"'));
+    expect(created).toBeGreaterThan(0);
+    expect(frames[created + 1]).toEqual({ event: 'easel:list', data: '' });
+    const record = await stored(id);
+    expect(record.settings).toMatchObject({ steps: 33, cfg: 5, seed: 9, width: 512, height: 768, negativePrompt: 'blurry' });
+    expect(record.prompt).toBe('my own prompt');
+    expect(fake.chatRequests()[0]?.messages?.at(-1)?.content).toContain('a fox');
+  });
+
+  it('Edit sends with replaceLast: the last message is replaced, not added', async () => {
+    const id = await conversationWithReply();
+    fake.enqueue(scriptReply('Changed.', READY));
+    await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'a wolf', replaceLast: '1', sendKey: newSendKey() }));
+    const turns = (await stored(id)).turns;
+    expect(turns.filter((t) => t.status !== 'replaced').map((t) => t.text)).toEqual(['a wolf', 'Changed.']);
+    expect(turns.filter((t) => t.status === 'replaced').map((t) => t.text)).toEqual(['a fox', 'Here it is.']);
+  });
+
+  it('Regenerate streams a new reply with no user bubble; an unknown conversation is said with 404', async () => {
+    const id = await conversationWithReply();
+    fake.enqueue(scriptReply('Again.', READY));
+    const response = await send('POST', `/c/${id}/regenerate`);
+    expect(response.status).toBe(200);
+    const frames = await readSseFrames(response);
+    const start = read(frames[0]!.data);
+    expect(start.querySelector('article.msg.user')).toBeNull();
+    expect(start.querySelector('article.msg.assistant[aria-busy="true"]')).not.toBeNull();
+    // Regenerate asks the same message: no list refresh of a new conversation, but the stored turn's.
+    expect(frames.filter((frame) => frame.event === 'easel:list')).toHaveLength(1);
+    const unknown = await send('POST', '/c/nope/regenerate');
+    expect(unknown.status).toBe(404);
+    expect(partialText(await unknown.text(), '#composer-status')).toBe(missing('nope'));
+  });
+
+  it('Stop and Cancel answer 204 with no body', async () => {
+    const id = await easel.newConversation();
+    for (const path of ['/stop', '/images/cancel']) {
+      const response = await send('POST', `/c/${id}${path}`);
+      expect(response.status).toBe(204);
+      expect(await response.text()).toBe('');
+    }
+  });
+});
+
+describe('Generate', () => {
+  it('without a valid send key: "out of date", 409, and no image', async () => {
+    const id = await conversationWithReply();
+    const response = await send('POST', `/c/${id}/generations`, { prompt: 'x', sendKey: 'short' });
+    expect(response.status).toBe(409);
+    expect(partialText(await response.text(), '#image-error')).toBe('This page is out of date: reload it.');
+    expect(a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img')).toHaveLength(0);
+  });
+
+  it('saves the prompt on screen first, and makes the image from it and the settings on screen', async () => {
+    const id = await conversationWithReply();
+    const response = await send('POST', `/c/${id}/generations`, { prompt: 'a blue fox', steps: '12', cfg: '4', seed: '77', width: '512', height: '512', negativePrompt: '', sendKey: newSendKey() });
+    expect(response.status).toBe(200);
+    const frames = await readSseFrames(response);
+    expect(frames.some((frame) => frame.data.includes('hx-target="#image-frame"'))).toBe(true);
+    const record = await stored(id);
+    expect(record.prompt).toBe('a blue fox');
+    expect(record.images.map((image) => [image.prompt, image.steps, image.seed])).toEqual([['a blue fox', 12, 77]]);
+    // Made with the screen's settings, not stored as the conversation's.
+    expect(record.settings.steps).toBe(24);
+  });
+
+  it('without settings in the form, the stored ones are used', async () => {
+    const id = await conversationWithReply();
+    await readSseFrames(await send('POST', `/c/${id}/generations`, { prompt: 'a blue fox', sendKey: newSendKey() }));
+    expect((await stored(id)).images.map((image) => [image.steps, image.seed])).toEqual([[24, 5]]);
+  });
+
+  it('a first Generate on the empty page creates the conversation, and its head comes first', async () => {
+    const id = randomUUID();
+    const response = await send('POST', `/c/${id}/generations`, { prompt: 'a blue fox', startNew: '1', steps: '8', sendKey: newSendKey() });
+    const frames = await readSseFrames(response);
+    expect(partials(frames[0]!.data).map((p) => p.target)).toEqual(['#start-new', '#chat-head', '#current-conversation']);
+    expect(frames[1]).toEqual({ event: 'easel:list', data: '' });
+    expect((await stored(id)).images).toHaveLength(1);
+  });
+
+  it('a refused Generate is said in the image area with the service\'s status', async () => {
+    const id = await easel.newConversation();
+    const response = await send('POST', `/c/${id}/generations`, { prompt: '', sendKey: newSendKey() });
+    expect(response.status).toBe(422);
+    const said = partials(await response.text());
+    expect(said.map((p) => `${p.target} ${p.swap}`)).toEqual(['#image-error innerHTML']);
+    expect(said[0]?.text).toMatch(/prompt/i);
+  });
+
+  it('following an image that has ended removes its block at once', async () => {
+    const id = await easel.newConversation();
+    const response = await getPage(`/c/${id}/images/gone"1/events?bubble=turn-1`);
+    expect(response.status).toBe(200);
+    const frames = await readSseFrames(response);
+    expect(frames.map((frame) => partials(frame.data).map((p) => `${p.target} ${p.swap}`))).toEqual([['#generation-gone1 delete']]);
+  });
+});
+
+describe('the prompt pane', () => {
+  it('a prompt save answers "Saved." and the pane, without replacing typing; a gone conversation is 404', async () => {
+    const id = await conversationWithReply();
+    const response = await send('PUT', `/c/${id}/prompt`, { prompt: 'a grey fox' });
+    expect(response.status).toBe(200);
+    const body = await response.text();
+    expect(partialText(body, '#prompt-saved')).toBe('Saved.');
+    expect(partialText(body, '#prompt-error')).toBe('');
+    const values = find(read(body), '.pane-values');
+    expect(values.getAttribute('data-prompt')).toBe('a grey fox');
+    expect(values.hasAttribute('data-force')).toBe(false);
+    expect((await stored(id)).prompt).toBe('a grey fox');
+
+    const gone = await send('PUT', '/c/nope/prompt', { prompt: 'x' });
+    expect(gone.status).toBe(404);
+    expect(partialText(await gone.text(), '#prompt-error')).toBe('This conversation no longer exists. Start a new one.');
+    const tooLong = await send('PUT', `/c/${id}/prompt`, { prompt: 'x'.repeat(2001) });
+    expect(tooLong.status).toBe(422);
+    expect(partialText(await tooLong.text(), '#prompt-error')).toMatch(/2000/);
+  });
+
+  it('Undo saves the typing on screen first, then goes back, replacing the fields (forced)', async () => {
+    const id = await conversationWithReply();
+    const undo = await send('POST', `/c/${id}/prompt/undo`, { prompt: 'typed, not saved' });
+    expect(undo.status).toBe(200);
+    const values = find(read(await undo.text()), '.pane-values');
+    expect(values.getAttribute('data-prompt')).toBe(READY.prompt);
+    expect(values.getAttribute('data-force')).toBe('yes');
+    const redo = await send('POST', `/c/${id}/prompt/redo`);
+    expect(find(read(await redo.text()), '.pane-values').getAttribute('data-prompt')).toBe('typed, not saved');
+    const nothing = await send('POST', `/c/${id}/prompt/redo`);
+    expect(nothing.status).toBe(409);
+    expect(partialText(await nothing.text(), '#prompt-saved')).toMatch(/redo/i);
+  });
+
+  it('"Use suggestion" saves the typing as a version and takes the model\'s prompt; "Keep mine" lets it go', async () => {
+    const id = await conversationWithReply();
+    for (const accept of ['1', '0']) {
+      let release!: () => void;
+      fake.enqueue({ ...scriptReply('New idea.', { ...READY, prompt: `the model's ${accept}` }), gate: new Promise<void>((resolve) => (release = resolve)) });
+      const reply = send('POST', `/c/${id}/messages`, { text: 'more', sendKey: newSendKey() });
+      await fake.waitForRequests(accept === '1' ? 2 : 3, '/api/chat');
+      await send('PUT', `/c/${id}/prompt`, { prompt: `mine ${accept}` });
+      release();
+      await readSseFrames(await reply);
+      expect((await stored(id)).suggestion?.prompt).toBe(`the model's ${accept}`);
+      const answer = await send('POST', `/c/${id}/suggestion`, { accept, prompt: `typed ${accept}` });
+      expect(answer.status).toBe(200);
+      const record = await stored(id);
+      expect(record.suggestion).toBeNull();
+      // Taken: the model's prompt; kept: the user's saved one (the typing is not saved by "Keep mine").
+      expect(record.prompt).toBe(accept === '1' ? "the model's 1" : 'mine 0');
+      // Taking it kept the typing on screen as the version before it: Undo goes back to it.
+      if (accept === '1') expect(find(read(await (await send('POST', `/c/${id}/prompt/undo`)).text()), '.pane-values').getAttribute('data-prompt')).toBe('typed 1');
+    }
+  });
+});
+
+describe('settings', () => {
+  it('a save sets (and pins) only the fields named as changed, and answers "Saved." with the pane', async () => {
+    const id = await conversationWithReply();
+    const response = await send('PUT', `/c/${id}/settings`, { steps: '31', cfg: '9', seed: '5', changed: 'steps,bogus' });
+    expect(response.status).toBe(200);
+    const body = await response.text();
+    expect(partialText(body, '#settings-status')).toBe('Saved.');
+    expect(partialText(body, '#error-steps')).toBe('');
+    expect(find(read(body), '#meta-steps .pin')).toBeTruthy();
+    expect(read(body).querySelector('#meta-cfg .pin')).toBeNull();
+    const record = await stored(id);
+    expect(record.settings).toMatchObject({ steps: 31, cfg: 6 });
+    expect(record.pinned).toEqual(['steps']);
+  });
+
+  it('without `changed`, every field of the form is saved', async () => {
+    const id = await conversationWithReply();
+    await send('PUT', `/c/${id}/settings`, { steps: '31', cfg: '9' });
+    expect((await stored(id)).settings).toMatchObject({ steps: 31, cfg: 9 });
+  });
+
+  it('a refused value is marked at its field with a summary, and every other field\'s old message cleared', async () => {
+    const id = await conversationWithReply();
+    const response = await send('PUT', `/c/${id}/settings`, { steps: '0', changed: 'steps' });
+    expect(response.status).toBe(422);
+    const said = partials(await response.text());
+    expect(said.map((p) => p.target)).toEqual(['#error-steps', '#error-cfg', '#error-seed', '#error-width', '#error-height', '#error-negativePrompt', '#error-autoGenerate', '#settings-status']);
+    expect(said[0]?.text).toBe('Steps must be at least 1.');
+    expect(said.slice(1, -1).every((p) => p.text === '')).toBe(true);
+    expect(said.at(-1)?.text).toBe('Not saved: fix the marked field.');
+    const gone = await send('PUT', '/c/nope/settings', { steps: '3' });
+    expect(gone.status).toBe(404);
+    expect(partialText(await gone.text(), '#settings-status')).toBe(missing('nope'));
+  });
+
+  it('a pinned field keeps the user\'s value; the model\'s is offered, can be taken, and the pin removed', async () => {
+    const id = await conversationWithReply();
+    await send('PUT', `/c/${id}/settings`, { steps: '31', changed: 'steps' });
+    fake.enqueue(scriptReply('More steps.', { ...READY, steps: 40 }));
+    await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'more', sendKey: newSendKey() }));
+    expect((await stored(id)).settingSuggestions).toEqual({ steps: 40 });
+
+    const take = await send('POST', `/c/${id}/settings/suggestion`, { field: 'steps' });
+    expect(take.status).toBe(200);
+    expect(find(read(await take.text()), '.pane-values').attributes).toMatchObject({ 'data-steps': '40', 'data-force': 'yes' });
+    expect((await stored(id)).settingSuggestions).toEqual({});
+
+    const unpin = await send('POST', `/c/${id}/settings/unpin`, { field: 'steps' });
+    expect(unpin.status).toBe(200);
+    const body = await unpin.text();
+    expect(read(body).querySelector('#meta-steps .pin')).toBeNull();
+    expect(find(read(body), '.pane-values').getAttribute('data-force')).toBe('yes');
+    expect((await stored(id)).pinned).toEqual([]);
+  });
+
+  it('unpin and take are refused with the service\'s words for an unknown field or conversation', async () => {
+    const id = await conversationWithReply();
+    const badField = await send('POST', `/c/${id}/settings/unpin`, { field: 'width' });
+    expect(badField.status).toBe(422);
+    expect(partialText(await badField.text(), '#prompt-saved')).not.toBe('');
+    const gone = await send('POST', '/c/nope/settings/unpin', { field: 'steps' });
+    expect(gone.status).toBe(404);
+    expect(partialText(await gone.text(), '#prompt-saved')).toBe(missing('nope'));
+    const none = await send('POST', `/c/${id}/settings/suggestion`, { field: 'steps' });
+    expect(none.status).toBe(409);
+    expect(partialText(await none.text(), '#prompt-saved')).not.toBe('');
+  });
+});
+
+describe('status and assets', () => {
+  it('the status line and Generate follow the backend, and a page opened after shows Generate ready', async () => {
+    const body = await (await getPage('/status')).text();
+    expect(partials(body).map((p) => `${p.target} ${p.swap}`)).toEqual(['#generate outerMorph', '#generate-help innerHTML']);
+    expect(find(read(body), '#generate').getAttribute('data-backend-ready')).toBe('yes');
+    expect(partialText(body, '#generate-help')).toBe('Generate makes an image from this prompt and the settings below.');
+    expect(find(read(await (await getPage('/')).text()), '#generate').getAttribute('data-backend-ready')).toBe('yes');
+  });
+
+  it('an asset has its type and ETag, answers 304 to its ETag, and an unknown one is 404', async () => {
+    const response = await getPage('/assets/easel.css');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/css; charset=utf-8');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    const etag = response.headers.get('etag')!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    expect((await response.text()).length).toBeGreaterThan(100);
+    const again = await getPage('/assets/easel.css', { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect((await getPage('/assets/easel.css', { 'if-none-match': '"other"' })).status).toBe(200);
+    const unknown = await getPage('/assets/nope.js');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.text()).toBe('Not found');
+  });
+
+  it('a write under /c that is not a form is refused with 415; reads pass', async () => {
+    const id = await easel.newConversation();
+    const json = await fetch(`${easel.url}/c/${id}/stop`, { method: 'POST', headers: { 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' }, body: '{}' });
+    expect(json.status).toBe(415);
+    expect(await json.text()).toContain('application/x-www-form-urlencoded or multipart/form-data');
+    expect((await getPage(`/c/${id}`)).status).toBe(200);
+  });
+});

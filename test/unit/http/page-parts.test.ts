@@ -1,0 +1,291 @@
+// The page's small parts without a browser: what the prompt pane, the library and the chat's head
+// render, read as HTML (node-html-parser) for the ids, htmx attributes and words that web/easel.js, htmx
+// and a person depend on; the settings form's reading; the send keys; the served assets.
+import { createHash } from 'node:crypto';
+import { parse, type HTMLElement } from 'node-html-parser';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS, type PaneView } from '../../../server/core/index.ts';
+import { loadAssets } from '../../../server/http/page/assets.ts';
+import { renderChatHead, renderConversationItems, renderCreated, renderLibrary } from '../../../server/http/page/library.ts';
+import { html, renderMessage, renderPartial } from '../../../server/http/page/markup.ts';
+import { renderFieldMeta, renderPaneUpdate, renderPromptHistory, renderSuggestion } from '../../../server/http/page/pane.ts';
+import { createSendGuard, isSendKey } from '../../../server/http/page/send-guard.ts';
+import { readSettingsForm } from '../../../server/http/page/settings-form.ts';
+
+const read = (markup: unknown): HTMLElement => parse(String(markup));
+
+/** The element matching `selector`, failing the test when there is none. */
+function find(root: HTMLElement, selector: string): HTMLElement {
+  const element = root.querySelector(selector);
+  if (!element) throw new Error(`no ${selector} in ${root.toString()}`);
+  return element;
+}
+
+/** Each `<hx-partial>` as the target and swap htmx reads. */
+const partials = (markup: unknown) =>
+  read(markup)
+    .querySelectorAll('hx-partial')
+    .map((partial) => `${partial.getAttribute('hx-target')} ${partial.getAttribute('hx-swap')}`);
+
+const PANE: PaneView = {
+  prompt: 'a lighthouse at dusk',
+  promptVersion: 4,
+  suggestion: null,
+  settings: { ...DEFAULT_SETTINGS, steps: 30, cfg: 6.5, seed: 42, negativePrompt: 'blurry' },
+  pinned: [],
+  settingSuggestions: {},
+  canUndo: true,
+  canRedo: false,
+};
+
+describe('the prompt pane', () => {
+  it('Undo and Redo post to the conversation with the prompt, each enabled only when it can act', () => {
+    const root = read(renderPromptHistory('c 1', { canUndo: true, canRedo: false }));
+    const undo = find(root, '#prompt-history > #prompt-undo');
+    const redo = find(root, '#prompt-history > #prompt-redo');
+    expect(undo.getAttribute('hx-post')).toBe('/c/c%201/prompt/undo');
+    expect(redo.getAttribute('hx-post')).toBe('/c/c%201/prompt/redo');
+    for (const button of [undo, redo]) {
+      expect(button.getAttribute('hx-include')).toBe('#prompt');
+      expect(button.getAttribute('hx-swap')).toBe('none');
+      expect(button.getAttribute('type')).toBe('button');
+    }
+    expect([undo.text, redo.text]).toEqual(['Undo', 'Redo']);
+    expect([undo.getAttribute('aria-keyshortcuts'), redo.getAttribute('aria-keyshortcuts')]).toEqual(['Control+Z', 'Control+Shift+Z']);
+    expect(undo.getAttribute('title')).toBe('Back to the previous version of the prompt (Ctrl+Z outside a text field)');
+    expect(redo.getAttribute('title')).toBe('Forward to the next version of the prompt (Ctrl+Shift+Z outside a text field)');
+    expect([undo.hasAttribute('disabled'), redo.hasAttribute('disabled')]).toEqual([false, true]);
+    const swapped = read(renderPromptHistory('c1', { canUndo: false, canRedo: true }));
+    expect([find(swapped, '#prompt-undo').hasAttribute('disabled'), find(swapped, '#prompt-redo').hasAttribute('disabled')]).toEqual([true, false]);
+  });
+
+  it('the waiting suggestion shows the model\'s prompt with "Use suggestion" and "Keep mine", and hides when there is none', () => {
+    const root = read(renderSuggestion('c1', { suggestion: { prompt: 'a <b>red</b> lighthouse', turnId: 3 } }));
+    const box = find(root, '#suggestion');
+    expect(box.hasAttribute('hidden')).toBe(false);
+    expect(find(box, '#suggestion-text').text).toBe('a <b>red</b> lighthouse');
+    const use = find(box, '#use-suggestion');
+    const keep = find(box, '#dismiss-suggestion');
+    expect([use.getAttribute('hx-post'), keep.getAttribute('hx-post')]).toEqual(['/c/c1/suggestion', '/c/c1/suggestion']);
+    expect([JSON.parse(use.getAttribute('hx-vals')!), JSON.parse(keep.getAttribute('hx-vals')!)]).toEqual([{ accept: '1' }, { accept: '0' }]);
+    // Taking it saves the user's current text as a version first, so the prompt goes with it.
+    expect(use.getAttribute('hx-include')).toBe('#prompt');
+    expect([use.text, keep.text]).toEqual(['Use suggestion', 'Keep mine']);
+
+    const none = find(read(renderSuggestion('c1', { suggestion: null })), '#suggestion');
+    expect(none.hasAttribute('hidden')).toBe(true);
+    expect(find(none, '#suggestion-text').text).toBe('');
+  });
+
+  it('a pinned setting says so and offers to unpin; the model\'s different value is offered beside it', () => {
+    const root = read(renderFieldMeta('c1', 'steps', { pinned: ['steps'], settingSuggestions: { steps: 40 } }));
+    const meta = find(root, '#meta-steps.field-meta');
+    const pin = find(meta, 'button.pin');
+    expect(pin.getAttribute('hx-post')).toBe('/c/c1/settings/unpin');
+    expect(JSON.parse(pin.getAttribute('hx-vals')!)).toEqual({ field: 'steps' });
+    expect(pin.getAttribute('aria-label')).toBe('Steps is set by you; let the assistant set it again');
+    expect(pin.text).toBe('Set by you ✕');
+    const take = find(meta, 'button.setting-suggestion');
+    expect(take.getAttribute('hx-post')).toBe('/c/c1/settings/suggestion');
+    expect(JSON.parse(take.getAttribute('hx-vals')!)).toEqual({ field: 'steps' });
+    expect(take.text).toBe('Assistant suggests 40');
+    expect(take.getAttribute('title')).toBe('40');
+
+    const free = find(read(renderFieldMeta('c1', 'cfg', { pinned: ['steps'], settingSuggestions: {} })), '#meta-cfg');
+    expect(free.childNodes).toHaveLength(0);
+  });
+
+  it('a suggested value reads as a person reads it: the random seed named, text quoted and cut after 60 characters', () => {
+    const offered = (field: 'seed' | 'cfg' | 'negativePrompt', value: number | string) =>
+      find(read(renderFieldMeta('c1', field, { pinned: [field], settingSuggestions: { [field]: value } })), '.setting-suggestion');
+    expect(offered('seed', -1).text).toBe('Assistant suggests -1 (random)');
+    expect(offered('seed', 7).text).toBe('Assistant suggests 7');
+    expect(offered('cfg', -1).text).toBe('Assistant suggests -1');
+    expect(offered('negativePrompt', 'x'.repeat(60)).text).toBe(`Assistant suggests “${'x'.repeat(60)}”`);
+    const long = `${'y'.repeat(60)}z and more`;
+    expect(offered('negativePrompt', long).text).toBe(`Assistant suggests “${'y'.repeat(60)}…”`);
+    // The whole value stays readable on hover.
+    expect(offered('negativePrompt', long).getAttribute('title')).toBe(long);
+  });
+
+  it('an update replaces Undo/Redo, the suggestion and each setting\'s note, and hands the values over last', () => {
+    const update = renderPaneUpdate('c1', PANE);
+    expect(partials(update)).toEqual([
+      '#prompt-history outerHTML',
+      '#suggestion outerHTML',
+      '#meta-steps outerHTML',
+      '#meta-cfg outerHTML',
+      '#meta-seed outerHTML',
+      '#meta-negativePrompt outerHTML',
+      '#pane-inbox innerHTML',
+    ]);
+    const root = read(update);
+    expect(find(root, 'hx-partial[hx-target="#prompt-history"] #prompt-undo').hasAttribute('disabled')).toBe(false);
+    expect(root.querySelector('hx-partial[hx-target="#suggestion"] #suggestion')).not.toBeNull();
+    expect(root.querySelector('hx-partial[hx-target="#meta-seed"] #meta-seed')).not.toBeNull();
+    const values = find(root, 'hx-partial[hx-target="#pane-inbox"] .pane-values');
+    expect(values.attributes).toEqual({
+      class: 'pane-values',
+      'data-prompt': 'a lighthouse at dusk',
+      'data-version': '4',
+      'data-steps': '30',
+      'data-cfg': '6.5',
+      'data-seed': '42',
+      'data-negative-prompt': 'blurry',
+    });
+    const forced = find(read(renderPaneUpdate('c1', { ...PANE, promptVersion: null }, { force: true })), '.pane-values');
+    expect(forced.getAttribute('data-force')).toBe('yes');
+    expect(forced.getAttribute('data-version')).toBe('');
+  });
+});
+
+const SUMMARY = (id: string, title: string) => ({ id, title, createdAt: '2026-11-20T08:00:00.000Z', updatedAt: '2026-11-21T09:30:12.000Z', preview: '' });
+
+describe('the library', () => {
+  it('New conversation and each item switch the conversation in place, keeping the address and the search', () => {
+    const root = read(renderLibrary({ conversations: [SUMMARY('a1', 'Lighthouse'), SUMMARY('b2', 'Fox <in> snow')], currentId: 'b2', query: 'fo"x' }));
+    const fresh = find(root, 'nav#library a.new-conversation');
+    expect(fresh.text).toBe('New conversation');
+    expect(fresh.attributes).toMatchObject({
+      href: '/',
+      'hx-get': '/',
+      'hx-target': '#conversation',
+      'hx-swap': 'outerHTML settle:0',
+      'hx-push-url': '/',
+      'hx-include': '#conversation-search',
+    });
+    expect(find(root, '#conversation-search').getAttribute('value')).toBe('fo"x');
+    expect(find(root, '#current-conversation').attributes).toMatchObject({ type: 'hidden', name: 'current', value: 'b2' });
+    const links = root.querySelectorAll('#conversation-list li a.conversation-link');
+    expect(links.map((link) => [link.getAttribute('href'), link.getAttribute('hx-get'), link.getAttribute('hx-push-url')])).toEqual([
+      ['/c/a1', '/c/a1', '/c/a1'],
+      ['/c/b2', '/c/b2', '/c/b2'],
+    ]);
+    expect(links.map((link) => link.getAttribute('aria-current') ?? null)).toEqual([null, 'page']);
+    expect(find(root, '#item-b2 .conversation-title').text).toBe('Fox <in> snow');
+    expect(find(root, '#item-a1 time.conversation-time').getAttribute('datetime')).toBe('2026-11-21T09:30:12.000Z');
+  });
+
+  it('an empty list says why: nothing yet, or nothing that holds the words searched for', () => {
+    const none = (query: string) => find(read(renderConversationItems({ conversations: [], currentId: '', query })), 'li.conversation-none').text;
+    expect(none('')).toBe('Your conversations appear here.');
+    expect(none('   ')).toBe('Your conversations appear here.');
+    expect(none('fox')).toBe('No conversation holds these words.');
+    expect(read(renderConversationItems({ conversations: [SUMMARY('a1', 'x')], currentId: '', query: '' })).querySelector('.conversation-none')).toBeNull();
+  });
+
+  it('the chat head of a stored conversation offers Rename, Export and Delete, whose question counts its images', () => {
+    const head = (imageCount: number) => read(renderChatHead({ id: 'c 1', title: 'Fox "snow"', isNew: false, imageCount }));
+    const root = head(0);
+    expect(find(root, '#chat-head #conversation-title').text).toBe('Fox "snow"');
+    expect(find(root, '#export-link').getAttribute('href')).toBe('/api/conversations/c%201/export');
+    expect(find(root, '#export-link').hasAttribute('download')).toBe(true);
+    const remove = find(root, '#delete-button');
+    expect(remove.attributes).toMatchObject({ 'hx-delete': '/c/c%201', 'hx-swap': 'none' });
+    expect(remove.getAttribute('hx-confirm')).toBe('Delete “Fox "snow"”? This cannot be undone; Export keeps a copy.');
+    expect(find(head(1), '#delete-button').getAttribute('hx-confirm')).toBe('Delete “Fox "snow"” and its image? This cannot be undone; Export keeps a copy.');
+    expect(find(head(3), '#delete-button').getAttribute('hx-confirm')).toBe('Delete “Fox "snow"” and its 3 images? This cannot be undone; Export keeps a copy.');
+    const rename = find(root, 'form#rename-form');
+    expect(rename.attributes).toMatchObject({ 'hx-patch': '/c/c%201', 'hx-swap': 'none' });
+    expect(rename.hasAttribute('hidden')).toBe(true);
+    expect(find(rename, '#rename-title').attributes).toMatchObject({ name: 'title', value: 'Fox "snow"', maxlength: '120' });
+    expect(find(root, '#rename-button').getAttribute('aria-controls')).toBe('rename-form');
+  });
+
+  it('the new-conversation page has only its title: nothing to rename, export or delete yet', () => {
+    const root = read(renderChatHead({ id: 'c1', title: 'New conversation', isNew: true, imageCount: 0 }));
+    expect(find(root, '#chat-head #conversation-title').text).toBe('New conversation');
+    expect(root.querySelectorAll('button, a, form')).toHaveLength(0);
+  });
+
+  it('a conversation that came into being removes the start hint, shows its head and is marked in the list', () => {
+    const created = renderCreated({ id: 'c9', title: 'Fox', isNew: false, imageCount: 0 });
+    expect(partials(created)).toEqual(['#start-new delete', '#chat-head outerHTML', '#current-conversation outerHTML']);
+    expect(find(read(created), 'hx-partial[hx-target="#chat-head"] #delete-button').getAttribute('hx-delete')).toBe('/c/c9');
+    expect(find(read(created), 'hx-partial[hx-target="#current-conversation"] #current-conversation').getAttribute('value')).toBe('c9');
+  });
+});
+
+describe('markup', () => {
+  it('a message of ours shows each backticked command as code, escapes the rest, and leaves an unpaired backtick as it is', () => {
+    expect(String(renderMessage('Run `ollama pull mistral:7b` then <reload>.'))).toBe('Run <code>ollama pull mistral:7b</code> then &lt;reload&gt;.');
+    expect(String(renderMessage('`a` and `b`'))).toBe('<code>a</code> and <code>b</code>');
+    expect(String(renderMessage('one ` tick <b>'))).toBe('one ` tick &lt;b&gt;');
+    expect(String(renderMessage('plain'))).toBe('plain');
+  });
+
+  it('a partial names its target and swap; markup given a promise is refused', () => {
+    expect(String(renderPartial('#a', 'delete'))).toBe('<hx-partial hx-target="#a" hx-swap="delete"></hx-partial>');
+    expect(() => html`${Promise.resolve('x')}`).toThrow(new TypeError('page markup must be synchronous: do not interpolate promises.'));
+  });
+});
+
+describe('the settings form', () => {
+  it('numbers are read from their text, trimmed; other text is passed on for the schema to name', () => {
+    expect(readSettingsForm({ steps: ' 30 ', cfg: '6.5', seed: '-1', width: 'wide', height: '' })).toEqual({
+      steps: 30,
+      cfg: 6.5,
+      seed: -1,
+      width: 'wide',
+      height: '',
+      autoGenerate: false,
+    });
+    // A field the form did not send is left out (not set to undefined); a non-string is passed on as it is.
+    expect(readSettingsForm({ steps: 5 })).toEqual({ steps: 5, autoGenerate: false });
+    expect(Object.keys(readSettingsForm({}))).toEqual(['autoGenerate']);
+    expect(readSettingsForm({ steps: 'Infinity' })).toEqual({ steps: 'Infinity', autoGenerate: false });
+  });
+
+  it('the negative prompt is passed as typed, and the box is on only when checked', () => {
+    expect(readSettingsForm({ negativePrompt: '  blurry ' })).toEqual({ negativePrompt: '  blurry ', autoGenerate: false });
+    expect(readSettingsForm({ autoGenerate: 'on' }).autoGenerate).toBe(true);
+    expect(readSettingsForm({ autoGenerate: 'true' }).autoGenerate).toBe(true);
+    expect(readSettingsForm({ autoGenerate: 'off' }).autoGenerate).toBe(false);
+    expect(readSettingsForm({ autoGenerate: '' }).autoGenerate).toBe(false);
+  });
+});
+
+describe('send keys', () => {
+  it('a key is 16 to 64 letters, digits, - or _', () => {
+    expect(isSendKey('a'.repeat(16))).toBe(true);
+    expect(isSendKey('A-_9'.repeat(16))).toBe(true);
+    expect(isSendKey('a'.repeat(15))).toBe(false);
+    expect(isSendKey('a'.repeat(65))).toBe(false);
+    expect(isSendKey(`${'a'.repeat(16)}!`)).toBe(false);
+    expect(isSendKey(12345678901234567)).toBe(false);
+  });
+
+  it('a key is claimed once; past the capacity the oldest key is forgotten, and only it', () => {
+    const guard = createSendGuard(2);
+    expect(guard.claim('k1')).toBe(true);
+    expect(guard.claim('k1')).toBe(false);
+    expect(guard.claim('k2')).toBe(true);
+    expect(guard.claim('k2')).toBe(false);
+    expect(guard.claim('k1')).toBe(false);
+    expect(guard.claim('k3')).toBe(true);
+    // k1 went to make room for k3; k2 and k3 are still known.
+    expect(guard.claim('k2')).toBe(false);
+    expect(guard.claim('k3')).toBe(false);
+    expect(guard.claim('k1')).toBe(true);
+  });
+});
+
+describe('assets', () => {
+  it('each file has the content type of its extension and an ETag from its bytes', () => {
+    const assets = loadAssets();
+    expect(Object.fromEntries([...assets].map(([name, asset]) => [name, asset.contentType]))).toEqual({
+      'htmx.min.js': 'text/javascript; charset=utf-8',
+      'htmx.min.js.map': 'application/json; charset=utf-8',
+      'hx-sse.min.js': 'text/javascript; charset=utf-8',
+      'hx-sse.min.js.map': 'application/json; charset=utf-8',
+      'easel.css': 'text/css; charset=utf-8',
+      'easel.js': 'text/javascript; charset=utf-8',
+      'favicon.svg': 'image/svg+xml',
+    });
+    for (const asset of assets.values()) {
+      expect(asset.body.length).toBeGreaterThan(0);
+      expect(asset.etag).toBe(`"${createHash('sha256').update(asset.body).digest('base64url').slice(0, 22)}"`);
+    }
+    expect(new Set([...assets.values()].map((asset) => asset.etag)).size).toBe(assets.size);
+  });
+});
