@@ -234,6 +234,8 @@ describe('the settings form', () => {
     expect(readSettingsForm({ steps: 5 })).toEqual({ steps: 5, autoGenerate: false });
     expect(Object.keys(readSettingsForm({}))).toEqual(['autoGenerate']);
     expect(readSettingsForm({ steps: 'Infinity' })).toEqual({ steps: 'Infinity', autoGenerate: false });
+    // Blank is not 0: the schema says the field needs a number.
+    expect(readSettingsForm({ seed: '   ' })).toEqual({ seed: '   ', autoGenerate: false });
   });
 
   it('the negative prompt is passed as typed, and the box is on only when checked', () => {

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DoneEvent, TurnEvent } from '../../../server/core/index.ts';
 import { renderEventHtml, renderTurnStart } from '../../../server/http/page/index.ts';
+import { isBubbleId, type StreamView } from '../../../server/http/page/render-event.ts';
 import { renderMessage } from '../../../server/http/page/markup.ts';
 
 const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)><hx-partial hx-target="#log">x</hx-partial>" hx-get="/x';
@@ -192,5 +193,165 @@ describe('renderMessage', () => {
 
   it('leaves unpaired backticks as text', () => {
     expect(String(renderMessage('a ` lone tick'))).toBe('a ` lone tick');
+  });
+});
+
+describe('each event of a turn, as the page receives it', () => {
+  // A view of its own per call: the module's `view` carries the Markdown state earlier tests left in it.
+  const fresh = (): StreamView => ({ conversationId: 'c1', bubbleId: 'reply-1', userText: HOSTILE });
+  const targets = (markup: unknown) => [...String(markup).matchAll(/<hx-partial hx-target="([^"]*)" hx-swap="([^"]*)">/g)].map((m) => `${m[1]} ${m[2]}`);
+  const done = (level: DoneEvent['level']): DoneEvent => ({ type: 'done', attempts: 1, repairs: [], level, evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 });
+
+  it('a retry empties the reply for the new attempt, and its Markdown starts again', () => {
+    const stream = { ...fresh() };
+    renderEventHtml({ type: 'delta', text: 'Old **text**.\n\nMore' }, stream);
+    expect(String(renderEventHtml({ type: 'retry', attempt: 2, level: 'reminder' }, stream))).toBe(
+      '<hx-partial hx-target="#reply-1-text" hx-swap="outerHTML"><div class="text md" id="reply-1-text"><div class="md-live" id="reply-1-live"></div></div></hx-partial>',
+    );
+    expect(String(renderEventHtml({ type: 'delta', text: 'New' }, stream))).toBe('<hx-partial hx-target="#reply-1-live" hx-swap="beforeend">New</hx-partial>');
+    expect(String(renderEventHtml({ type: 'metadata', prompt: 'p', generate_image: false, steps: 20, cfg: 7, seed: -1, notices: ['Note <1>.', 'Two.'] }, stream))).toBe(
+      '<hx-partial hx-target="#reply-1-live" hx-swap="outerHTML"><p>New</p></hx-partial><hx-partial hx-target="#reply-1-notes" hx-swap="beforeend"><p class="notice">Note &lt;1&gt;.</p><p class="notice">Two.</p></hx-partial>',
+    );
+  });
+
+  it('a reply with no words left ends by removing its empty block; the end is rendered once', () => {
+    const stream = { ...fresh() };
+    const metadata: TurnEvent = { type: 'metadata', prompt: 'p', generate_image: false, steps: 20, cfg: 7, seed: -1, notices: [] };
+    expect(String(renderEventHtml(metadata, stream))).toBe('<hx-partial hx-target="#reply-1-live" hx-swap="delete"></hx-partial>');
+    expect(targets(renderEventHtml(done('clean'), stream))).not.toContain('#reply-1-live delete');
+  });
+
+  it('a reset replaces the text with its message, offers the message again, and draws the divider', () => {
+    const reset: TurnEvent = { type: 'reset', message: 'Starting **fresh**.' };
+    const started = String(renderEventHtml(reset, { ...fresh(), userText: 'my "text"', started: true }));
+    expect(targets(started)).toEqual(['#reply-1-text outerHTML', '#reply-1-notes beforeend', '#reply-1 afterend']);
+    expect(started).toContain('<strong>fresh</strong>');
+    expect(started).toContain('data-text="my &quot;text&quot;"');
+    expect(started).toContain('<div class="divider" role="separator" aria-label="Fresh start">');
+    // Regenerate has no text of its own: the last stored message is sent again.
+    expect(String(renderEventHtml(reset, { conversationId: 'c1', bubbleId: 'reply-1', started: true, findLastMessage: () => 'the last' }))).toContain('data-text="the last"');
+    // A message that was not stored has nothing to send again.
+    expect(targets(renderEventHtml(reset, { ...fresh(), started: false }))).toEqual(['#reply-1-text outerHTML', '#reply-1 afterend']);
+    // The text is final: the turn's end does not render it again.
+    const stream = { ...fresh(), started: true };
+    renderEventHtml(reset, stream);
+    expect(targets(renderEventHtml(done('reset'), stream))).toEqual(['#reply-1-cursor delete', '#reply-1-actions beforeend', '#reply-1-user .msg-actions beforeend']);
+  });
+
+  it('the turn\'s end: Copy always, Regenerate only on a stored reply that did not fail or reset, "Stopped." for a Stop', () => {
+    const end = (level: DoneEvent['level'], started: boolean) => String(renderEventHtml(done(level), { conversationId: 'c1', bubbleId: 'reply-1', started, replyEnded: true }));
+    expect(end('clean', true)).toBe(
+      '<hx-partial hx-target="#reply-1-cursor" hx-swap="delete"></hx-partial><hx-partial hx-target="#reply-1-actions" hx-swap="beforeend"><button type="button" class="copy-message">Copy</button><button type="button" class="regenerate-button last-only">Regenerate</button></hx-partial>',
+    );
+    for (const level of ['error', 'reset'] as const) expect(end(level, true)).not.toContain('regenerate-button');
+    expect(end('stopped', true)).toContain('<hx-partial hx-target="#reply-1-notes" hx-swap="beforeend"><p class="notice">Stopped.</p></hx-partial>');
+    expect(end('clean', true)).not.toContain('Stopped.');
+    // The image's bar ends with the reply's stream.
+    expect(targets(renderEventHtml(done('clean'), { ...fresh(), replyEnded: true, generationId: 'g1' }))).toContain('#generation-g1 delete');
+  });
+
+  it('a stream without a bubble (Generate) ends its image\'s bar, or renders nothing', () => {
+    expect(String(renderEventHtml(done('clean'), { conversationId: 'c1', generationId: 'g7' }))).toBe('<hx-partial hx-target="#generation-g7" hx-swap="delete"></hx-partial>');
+    expect(String(renderEventHtml(done('clean'), { conversationId: 'c1' }))).toBe('');
+    for (const event of [{ type: 'delta', text: 'x' }, { type: 'status', message: 'x' }, { type: 'retry', attempt: 2, level: 'reminder' }, { type: 'reset', message: 'x' }, { type: 'image_not_made', reason: 'auto_off', message: 'x' }] as TurnEvent[]) {
+      expect(String(renderEventHtml(event, { conversationId: 'c1', statusShown: true }))).toBe('');
+    }
+  });
+
+  it('an error of the reply ends it with the error and Retry when the message is stored', () => {
+    const markup = String(renderEventHtml({ type: 'error', code: 'ollama_down', message: 'Run `ollama serve`.' }, { ...fresh(), started: true }));
+    expect(targets(markup)).toEqual(['#reply-1-live delete', '#reply-1-cursor delete', '#reply-1-notes beforeend']);
+    expect(markup).toContain('<p class="error-text">Run <code>ollama serve</code>.</p><button type="button" class="retry-button last-only">Retry</button>');
+    expect(String(renderEventHtml({ type: 'error', code: 'x', message: 'm' }, { ...fresh(), started: false }))).not.toContain('retry-button');
+  });
+
+  it('a reply cut by its length limit is a notice, not an error', () => {
+    expect(String(renderEventHtml({ type: 'error', code: 'reply_truncated', message: 'Cut <here>.' }, { ...fresh() }))).toBe(
+      '<hx-partial hx-target="#reply-1-notes" hx-swap="beforeend"><p class="notice">Cut &lt;here&gt;.</p></hx-partial>',
+    );
+  });
+
+  it('a cancelled image is a quiet note; another image error an alert; neither names a bar it does not know', () => {
+    const cancelled = String(renderEventHtml({ type: 'error', code: 'image_cancelled', message: 'Cancelled.' }, { conversationId: 'c1' }));
+    expect(cancelled).toBe('<hx-partial hx-target="#image-error" hx-swap="innerHTML"><p class="image-note" role="status">Cancelled.</p></hx-partial>');
+    expect(String(renderEventHtml({ type: 'error', code: 'image_failed', message: 'Run `x`.' }, { conversationId: 'c1' }))).toBe(
+      '<hx-partial hx-target="#image-error" hx-swap="innerHTML"><p class="image-error" role="alert">Run <code>x</code>.</p></hx-partial>',
+    );
+  });
+
+  it('the pane event updates the prompt pane; "image not made" says why with Generate', () => {
+    const pane: TurnEvent = {
+      type: 'pane',
+      prompt: 'p',
+      promptVersion: 1,
+      suggestion: null,
+      settings: { steps: 20, cfg: 7, seed: -1, width: 512, height: 512, negativePrompt: '', autoGenerate: false },
+      pinned: [],
+      settingSuggestions: {},
+      canUndo: false,
+      canRedo: false,
+    };
+    expect(targets(renderEventHtml(pane, fresh()))).toContain('#pane-inbox innerHTML');
+    expect(String(renderEventHtml(pane, fresh()))).not.toContain('data-force');
+    const note = String(renderEventHtml({ type: 'image_not_made', reason: 'auto_off', message: 'Turn on `auto`.' }, fresh()));
+    expect(note).toBe(
+      '<hx-partial hx-target="#reply-1-notes" hx-swap="beforeend"><div class="image-note" data-reason="auto_off"><p class="image-note-text">Turn on <code>auto</code>.</p><button type="submit" form="generate-form" class="note-generate last-only">Generate</button></div></hx-partial>',
+    );
+  });
+
+  it('the first event of a new conversation shows its head; of a stored one, nothing', () => {
+    const head = { id: 'c1', title: 'Fox', isNew: false, imageCount: 0 };
+    expect(targets(renderEventHtml({ type: 'started', turnId: 1 } as TurnEvent, { ...fresh(), describeCreated: () => head }))).toEqual([
+      '#start-new delete',
+      '#chat-head outerHTML',
+      '#current-conversation outerHTML',
+    ]);
+    expect(String(renderEventHtml({ type: 'started', turnId: 1 } as TurnEvent, { ...fresh(), describeCreated: () => undefined }))).toBe('');
+    expect(String(renderEventHtml({ type: 'started', turnId: 1 } as TurnEvent, fresh()))).toBe('');
+  });
+
+  it('an image starts its block, clears an old error and is announced; queued, it says it waits', () => {
+    const queued = String(renderEventHtml({ type: 'generation', id: 'g1', queued: true }, fresh()));
+    expect(targets(queued)).toEqual(['#image-error innerHTML', '#image-status beforeend', '#image-announce textContent']);
+    expect(queued).toContain('<p class="image-state" id="generation-g1-state">Waiting for the image backend: another image is being made first.</p>');
+    expect(queued).toMatch(/textContent">Waiting for the image backend: another image is being made first\.<\/hx-partial>$/);
+    expect(String(renderEventHtml({ type: 'generation', id: 'g1' }, fresh()))).toMatch(/textContent">Making the image…<\/hx-partial>$/);
+    // After the reply's end, the block follows the image on a stream of its own.
+    expect(String(renderEventHtml({ type: 'generation', id: 'g1' }, { ...fresh(), bubbleId: 'reply-0123456789ab', replied: true }))).toContain(
+      '<div class="image-follower" hidden hx-get="/c/c1/images/g1/events?bubble=reply-0123456789ab" hx-trigger="load" hx-swap="none"></div>',
+    );
+    // Only an id the page makes goes into the follower's address.
+    expect(String(renderEventHtml({ type: 'generation', id: 'g1' }, { ...fresh(), replied: true }))).not.toContain('image-follower');
+    expect(String(renderEventHtml({ type: 'generation', id: 'g1' }, fresh()))).not.toContain('image-follower');
+  });
+
+  it('a finished image fills the image area, ends its bar, is announced and lands in its reply', () => {
+    const image: TurnEvent = { type: 'image', id: 'g1', url: '/images/a.png', seed: 3, width: 8, height: 8, prompt: 'p' };
+    expect(targets(renderEventHtml(image, fresh()))).toEqual(['#image-frame innerHTML', '#generation-g1 delete', '#image-announce textContent', '#reply-1-images beforeend']);
+    expect(String(renderEventHtml(image, fresh()))).toContain('<hx-partial hx-target="#image-announce" hx-swap="textContent">The image is ready.</hx-partial>');
+    expect(targets(renderEventHtml(image, { conversationId: 'c1' })).slice(3)).toEqual(['#log-empty delete', '#log beforeend']);
+  });
+
+  it('progress: a queued line becomes "Making the image…", the fraction is clamped, long waits in minutes', () => {
+    const progress = (event: Omit<Extract<TurnEvent, { type: 'progress' }>, 'type' | 'id'>) => String(renderEventHtml({ type: 'progress', id: 'g1', ...event }, fresh()));
+    expect(progress({})).toContain('<hx-partial hx-target="#generation-g1-state" hx-swap="innerMorph">Making the image…</hx-partial>');
+    expect(progress({ fraction: 1.7 })).toContain('aria-valuenow="100" aria-valuetext="100%"');
+    expect(progress({ fraction: -0.2 })).toContain('aria-valuenow="0"');
+    expect(progress({ fraction: Number.NaN })).not.toContain('aria-valuenow');
+    expect(progress({ fraction: 0.5, etaSeconds: 89.4 })).toContain('<span class="step">50% · about 89 s left</span>');
+    expect(progress({ fraction: 0.5, etaSeconds: 150 })).toContain('about 3 min left');
+    expect(progress({ fraction: 0.5, etaSeconds: 0.2 })).toContain('about 1 s left');
+    expect(progress({ fraction: 0.5, etaSeconds: Number.POSITIVE_INFINITY })).toContain('<span class="step">50%</span>');
+    expect(progress({ step: 2, steps: 8 })).toContain('<span class="step">25% · step 2 of 8</span>');
+    // Steps without a total are no fraction: the bar stays indeterminate and says it works.
+    expect(progress({ step: 2, steps: 0 })).toContain('aria-valuetext="Working"');
+    expect(progress({ step: 2, steps: 0 })).not.toContain('class="step"');
+  });
+});
+
+describe('isBubbleId', () => {
+  it('accepts only the ids the page makes', () => {
+    expect(['turn-1', 'turn-123456789012345', 'reply-0123456789ab'].every(isBubbleId)).toBe(true);
+    expect(['turn-', 'turn-1234567890123456', 'reply-0123456789aB', 'reply-0123456789a', 'xturn-1', 'turn-1 ', 7].some(isBubbleId)).toBe(false);
   });
 });
