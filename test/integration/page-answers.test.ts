@@ -95,6 +95,15 @@ describe('pages', () => {
     const part = await (await getPage('/', { 'hx-request': 'true' })).text();
     expect(part).not.toContain('<!doctype html>');
     expect(find(read(part), 'main#conversation').getAttribute('data-conversation-id')).toMatch(/^[0-9a-f-]{36}$/);
+    // Nothing is stored yet: no id marked in the list, an empty prompt with nothing to undo, an empty search.
+    const fresh = read(page);
+    expect(find(fresh, '#current-conversation').getAttribute('value')).toBe('');
+    const plain = read(await (await getPage('/')).text());
+    expect(find(plain, '#conversation-search').getAttribute('value')).toBe('');
+    expect(find(plain, '.conversation-none').text).toBe('Your conversations appear here.');
+    expect(find(fresh, 'textarea#prompt').text).toBe('');
+    expect(find(fresh, '#prompt-undo').hasAttribute('disabled')).toBe(true);
+    expect(find(fresh, '#prompt-redo').hasAttribute('disabled')).toBe(true);
     // A history restore asks for the whole page (htmx 4 sends both headers).
     const restored = await (await getPage('/', { 'hx-request': 'true', 'hx-history-restore-request': 'true' })).text();
     expect(restored.startsWith('<!doctype html>')).toBe(true);
@@ -119,6 +128,23 @@ describe('pages', () => {
     expect(find(root, 'title').text).toBe('Fox · Easel');
     expect(find(root, '#conversation-search').getAttribute('value')).toBe('fo');
     expect(find(root, `#item-${id} a`).getAttribute('aria-current')).toBe('page');
+    expect(find(root, '#current-conversation').getAttribute('value')).toBe(id);
+    expect(root.querySelectorAll('.edit-message, .regenerate-button')).toHaveLength(2);
+    // A read is never refused for its content type (only writes must be forms).
+    expect((await fetch(`${easel.url}/c/${id}`, { headers: { 'content-type': 'application/json' } })).status).toBe(200);
+  });
+
+  it('while a reply is written (in another tab) a reload offers no Edit or Regenerate, and says it is being written', async () => {
+    const id = await conversationWithReply();
+    let release!: () => void;
+    fake.enqueue({ ...scriptReply('Slow.', READY), gate: new Promise<void>((resolve) => (release = resolve)) });
+    const reply = send('POST', `/c/${id}/messages`, { text: 'more', sendKey: newSendKey() });
+    await fake.waitForRequests(2, '/api/chat');
+    const root = read(await (await getPage(`/c/${id}`)).text());
+    expect(root.querySelectorAll('.edit-message, .regenerate-button')).toHaveLength(0);
+    expect(root.querySelectorAll('.notice').map((notice) => notice.text)).toContain('Still being written…');
+    release();
+    await readSseFrames(await reply);
   });
 
   it('the list answers a search with the open conversation marked', async () => {
@@ -258,6 +284,7 @@ describe('sending', () => {
     // The turn is stored: the head appears, and the sidebar is told to refresh.
     const created = frames.findIndex((frame) => frame.data.includes('hx-target="#chat-head"'));
     expect(created).toBeGreaterThan(0);
+    expect(find(read(frames[created]!.data), '#delete-button').getAttribute('hx-delete')).toBe(`/c/${id}`);
     expect(frames[created + 1]).toEqual({ event: 'easel:list', data: '' });
     const record = await stored(id);
     expect(record.settings).toMatchObject({ steps: 33, cfg: 5, seed: 9, width: 512, height: 768, negativePrompt: 'blurry' });
@@ -315,6 +342,9 @@ describe('Generate', () => {
     expect(response.status).toBe(200);
     const frames = await readSseFrames(response);
     expect(frames.some((frame) => frame.data.includes('hx-target="#image-frame"'))).toBe(true);
+    // The thumbnail carries what only the stored record knows (the image event has no steps or CFG).
+    const entry = find(read(frames.find((frame) => frame.data.includes('hx-target="#log"'))!.data), 'article.generated button.thumb');
+    expect(entry.attributes).toMatchObject({ 'data-steps': '12', 'data-cfg': '4', 'data-seed': '77' });
     const record = await stored(id);
     expect(record.prompt).toBe('a blue fox');
     expect(record.images.map((image) => [image.prompt, image.steps, image.seed])).toEqual([['a blue fox', 12, 77]]);
@@ -334,7 +364,18 @@ describe('Generate', () => {
     const frames = await readSseFrames(response);
     expect(partials(frames[0]!.data).map((p) => p.target)).toEqual(['#start-new', '#chat-head', '#current-conversation']);
     expect(frames[1]).toEqual({ event: 'easel:list', data: '' });
-    expect((await stored(id)).images).toHaveLength(1);
+    expect(find(read(frames[0]!.data), '#delete-button').getAttribute('hx-delete')).toBe(`/c/${id}`);
+    // The form held steps and no negative prompt: its settings are used.
+    expect((await stored(id)).images.map((image) => image.steps)).toEqual([8]);
+  });
+
+  it('a Generate from a page that still says "new" (its first send made the conversation) does not create it again', async () => {
+    const id = await conversationWithReply();
+    const frames = await readSseFrames(await send('POST', `/c/${id}/generations`, { prompt: 'again', startNew: '1', negativePrompt: 'blur', sendKey: newSendKey() }));
+    expect(frames.some((frame) => frame.data.includes('hx-target="#chat-head"'))).toBe(false);
+    expect(frames.some((frame) => frame.event === 'easel:list')).toBe(false);
+    // Only a negative prompt on screen: the screen's settings are used, the rest as stored.
+    expect((await stored(id)).images.map((image) => [image.steps, image.seed])).toEqual([[24, 5]]);
   });
 
   it('a refused Generate is said in the image area with the service\'s status', async () => {
@@ -352,6 +393,51 @@ describe('Generate', () => {
     expect(response.status).toBe(200);
     const frames = await readSseFrames(response);
     expect(frames.map((frame) => partials(frame.data).map((p) => `${p.target} ${p.swap}`))).toEqual([['#generation-gone1 delete']]);
+  });
+});
+
+describe('an automatic image', () => {
+  it('the reply\'s stream ends once the image has its block; the block\'s follower brings the image into the reply', async () => {
+    const id = await easel.newConversation();
+    await easel.put(`/api/conversations/${id}/settings`, { autoGenerate: true });
+    fake.enqueue(scriptReply('Making it.', { ...READY, generate_image: true, steps: 30 }));
+    const frames = await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'a fox', sendKey: newSendKey() }));
+    // No empty message is ever sent (events that change nothing on the page render nothing).
+    expect(frames.filter((frame) => frame.event === 'message' && frame.data === '')).toEqual([]);
+    const done = frames.findIndex((frame) => frame.data.includes('regenerate-button'));
+    expect(done).toBeGreaterThan(0);
+    // The message is stored: Edit joins it at the end.
+    expect(frames[done]!.data).toContain('class="edit-message last-only"');
+    const last = frames.at(-1)!.data;
+    expect(last).toContain('hx-target="#image-status" hx-swap="beforeend"');
+    expect(frames.some((frame) => frame.data.includes('hx-target="#image-frame"'))).toBe(false);
+    const follower = find(read(last), '.image-follower').getAttribute('hx-get')!;
+    const bubble = find(read(frames[0]!.data), 'article.msg.assistant').id;
+    expect(follower).toMatch(new RegExp(`^/c/${id}/images/[A-Za-z0-9_-]+/events\\?bubble=${bubble}$`));
+
+    const followed = await readSseFrames(await getPage(follower));
+    const shown = followed.flatMap((frame) => partials(frame.data).map((p) => `${p.target} ${p.swap}`));
+    // Its block is on the page already: no second one.
+    expect(shown).not.toContain('#image-status beforeend');
+    expect(shown).toContain(`#${bubble}-images beforeend`);
+    expect(shown).toContain('#image-frame innerHTML');
+    const image = (await stored(id)).images[0]!;
+    expect(shown).toContain(`#generation-${image.id} delete`);
+    // The thumbnail has the stored record's settings.
+    const thumb = find(read(followed.find((frame) => frame.data.includes(`${bubble}-images`))!.data), `hx-partial[hx-target="#${bubble}-images"] button.thumb`);
+    expect(thumb.getAttribute('data-steps')).toBe('30');
+  });
+
+  it('a follower without a bubble of the page\'s making puts the image nowhere but the image area', async () => {
+    const id = await easel.newConversation();
+    await easel.put(`/api/conversations/${id}/settings`, { autoGenerate: true });
+    fake.enqueue(scriptReply('Making it.', { ...READY, generate_image: true }));
+    const frames = await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'a fox', sendKey: newSendKey() }));
+    const follower = find(read(frames.at(-1)!.data), '.image-follower').getAttribute('hx-get')!;
+    const followed = await readSseFrames(await getPage(follower.replace(/bubble=.*$/, 'bubble=%23log')));
+    const shown = followed.flatMap((frame) => partials(frame.data).map((p) => p.target));
+    expect(shown).toContain('#image-frame');
+    expect(shown.filter((target) => target!.endsWith('-images'))).toEqual([]);
   });
 });
 
@@ -487,6 +573,8 @@ describe('status and assets', () => {
     const body = await (await getPage('/status')).text();
     expect(partials(body).map((p) => `${p.target} ${p.swap}`)).toEqual(['#generate outerMorph', '#generate-help innerHTML']);
     expect(find(read(body), '#generate').getAttribute('data-backend-ready')).toBe('yes');
+    // Enabled: web/easel.js disables it again while the prompt is empty.
+    expect(find(read(body), '#generate').hasAttribute('disabled')).toBe(false);
     expect(partialText(body, '#generate-help')).toBe('Generate makes an image from this prompt and the settings below.');
     expect(find(read(await (await getPage('/')).text()), '#generate').getAttribute('data-backend-ready')).toBe('yes');
   });
