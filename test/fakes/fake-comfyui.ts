@@ -177,7 +177,8 @@ function validatePrompt(prompt: unknown, checkpoints: string[]): Validation {
     if (!KNOWN_NODES.has(node['class_type'])) {
       return {
         ok: false,
-        error: promptError('missing_node_type', `Cannot execute because node ${node['class_type']} does not exist.`, `Node ID '#${id}'`),
+        // execution.py:980-987 (0.3.64): an unknown class_type is an `invalid_prompt` with these words.
+        error: promptError('invalid_prompt', `Cannot execute because node ${node['class_type']} does not exist.`, `Node ID '#${id}'`),
         nodeErrors: {},
       };
     }
