@@ -134,8 +134,14 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         // gets the documented error and done events, and the details go to the log.
         logger.error('event stream failed', { path: c.req.path, error });
         if (!ended && !stream.aborted) {
-          await send({ type: 'error', code: 'internal_error', message: INTERNAL_ERROR_MESSAGE });
-          await send({ type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
+          try {
+            await send({ type: 'error', code: 'internal_error', message: INTERNAL_ERROR_MESSAGE });
+            await send({ type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
+          } catch (failure) {
+            // The renderer fails even for these: the stream ends without them rather than reach hono's last
+            // resort, which would send the exception's own words to the client as `event: error`.
+            logger.error('event stream could not send its error', { path: c.req.path, error: failure });
+          }
         }
       } finally {
         while (buffered !== '' || flushing) await flush();

@@ -50,7 +50,7 @@ describe('a failure inside the stream', () => {
     expect(logs[0]).toMatch(/ ERROR event stream failed \{"path":"\/stream","error":.*boom inside/);
   });
 
-  it('a renderer that fails even for the error event is logged twice, by the stream and by its last resort', async () => {
+  it('a renderer that fails even for the error event ends the stream without its words reaching the client, and says so in the log', async () => {
     const { app, logs } = createStreamingApp(
       async function* () {
         yield { type: 'delta', text: 'Hello' };
@@ -61,9 +61,12 @@ describe('a failure inside the stream', () => {
         },
       },
     );
-    await readText(await app.request('/stream'));
+    const body = await readText(await app.request('/stream'));
+    expect(body).not.toContain('render broke');
+    expect(body).not.toContain('event: error');
     expect(logs).toHaveLength(2);
-    for (const line of logs) expect(line).toMatch(/ ERROR event stream failed \{"path":"\/stream","error":.*render broke/);
+    expect(logs[0]).toMatch(/ ERROR event stream failed \{"path":"\/stream","error":.*render broke/);
+    expect(logs[1]).toMatch(/ ERROR event stream could not send its error \{"path":"\/stream","error":.*render broke/);
   });
 });
 
