@@ -2,6 +2,8 @@
 // each status, header and htmx partial a route sends, and what it stores. page-routes.test.ts pins the
 // send keys, a second tab and a reload; the browser suite what a person sees. These pin the server's side.
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { parse, type HTMLElement } from 'node-html-parser';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
@@ -65,7 +67,7 @@ async function stored(id: string) {
     title: string;
     prompt: string;
     turns: Array<{ role: string; text: string; status: string }>;
-    images: Array<{ id: string; prompt: string; steps: number; seed: number }>;
+    images: Array<{ id: string; prompt: string; steps: number; seed: number; negativePrompt: string }>;
     pinned: string[];
     settingSuggestions: Record<string, unknown>;
     suggestion: { prompt: string } | null;
@@ -132,6 +134,12 @@ describe('pages', () => {
     expect(root.querySelectorAll('.edit-message, .regenerate-button')).toHaveLength(2);
     // A read is never refused for its content type (only writes must be forms).
     expect((await fetch(`${easel.url}/c/${id}`, { headers: { 'content-type': 'application/json' } })).status).toBe(200);
+    expect((await fetch(`${easel.url}/c/${id}`, { method: 'HEAD', headers: { 'content-type': 'application/json' } })).status).toBe(200);
+    // Without a search, the box is empty and the list whole.
+    const plain = read(await (await getPage(`/c/${id}`)).text());
+    expect(find(plain, '#conversation-search').getAttribute('value')).toBe('');
+    expect(plain.querySelectorAll('#conversation-list a.conversation-link')).toHaveLength(1);
+    expect(read(await (await getPage('/conversations')).text()).querySelectorAll('a.conversation-link')).toHaveLength(1);
   });
 
   it('while a reply is written (in another tab) a reload offers no Edit or Regenerate, and says it is being written', async () => {
@@ -279,6 +287,8 @@ describe('sending', () => {
     });
     expect(response.status).toBe(200);
     const frames = await readSseFrames(response);
+    // No status line was shown, so no frame removes one.
+    expect(frames.filter((frame) => frame.data.includes('-status" hx-swap="delete"'))).toEqual([]);
     // The first frame: the user's bubble (its text trimmed) and the reply's, before any word.
     expect(find(read(frames[0]!.data), 'article.msg.user .text').text).toBe('a fox');
     // The turn is stored: the head appears, and the sidebar is told to refresh.
@@ -290,6 +300,22 @@ describe('sending', () => {
     expect(record.settings).toMatchObject({ steps: 33, cfg: 5, seed: 9, width: 512, height: 768, negativePrompt: 'blurry' });
     expect(record.prompt).toBe('my own prompt');
     expect(fake.chatRequests()[0]?.messages?.at(-1)?.content).toContain('a fox');
+  });
+
+  it('a message that could not be stored: its text goes back into the composer, and no Retry is offered', async () => {
+    const id = await conversationWithReply();
+    const db = new Database(join(easel.dataDir, 'easel.db'));
+    try {
+      db.exec(`CREATE TRIGGER no_running BEFORE INSERT ON turns WHEN NEW.status = 'running' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+      const frames = await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'my <lost> words', sendKey: newSendKey() }));
+      const markup = frames.map((frame) => frame.data).join('');
+      expect(find(read(markup), '.restore-text').getAttribute('data-text')).toBe('my <lost> words');
+      expect(markup).not.toContain('retry-button');
+      expect(markup).not.toContain('regenerate-button');
+    } finally {
+      db.exec('DROP TRIGGER IF EXISTS no_running');
+      db.close();
+    }
   });
 
   it('Edit sends with replaceLast: the last message is replaced, not added', async () => {
@@ -332,7 +358,8 @@ describe('Generate', () => {
     const id = await conversationWithReply();
     const response = await send('POST', `/c/${id}/generations`, { prompt: 'x', sendKey: 'short' });
     expect(response.status).toBe(409);
-    expect(partialText(await response.text(), '#image-error')).toBe('This page is out of date: reload it.');
+    const said = partials(await response.text());
+    expect(said).toEqual([{ target: '#image-error', swap: 'innerHTML', text: 'This page is out of date: reload it.' }]);
     expect(a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img')).toHaveLength(0);
   });
 
@@ -355,7 +382,14 @@ describe('Generate', () => {
   it('without settings in the form, the stored ones are used', async () => {
     const id = await conversationWithReply();
     await readSseFrames(await send('POST', `/c/${id}/generations`, { prompt: 'a blue fox', sendKey: newSendKey() }));
-    expect((await stored(id)).images.map((image) => [image.steps, image.seed])).toEqual([[24, 5]]);
+    expect((await stored(id)).images.map((image) => [image.steps, image.seed, image.negativePrompt])).toEqual([[24, 5, '']]);
+  });
+
+  it('to a conversation that does not exist, without the new page\'s mark: 404, and nothing is created', async () => {
+    const id = randomUUID();
+    const response = await send('POST', `/c/${id}/generations`, { prompt: 'a fox', sendKey: newSendKey() });
+    expect(response.status).toBe(404);
+    expect((await easel.get(`/api/conversations/${id}`)).status).toBe(404);
   });
 
   it('a first Generate on the empty page creates the conversation, and its head comes first', async () => {
@@ -375,7 +409,14 @@ describe('Generate', () => {
     expect(frames.some((frame) => frame.data.includes('hx-target="#chat-head"'))).toBe(false);
     expect(frames.some((frame) => frame.event === 'easel:list')).toBe(false);
     // Only a negative prompt on screen: the screen's settings are used, the rest as stored.
-    expect((await stored(id)).images.map((image) => [image.steps, image.seed])).toEqual([[24, 5]]);
+    expect((await stored(id)).images.map((image) => [image.steps, image.seed, image.negativePrompt])).toEqual([[24, 5, 'blur']]);
+  });
+
+  it('to a conversation that does not exist, without the new page\'s mark: 404, and nothing is created', async () => {
+    const id = randomUUID();
+    const response = await send('POST', `/c/${id}/generations`, { prompt: 'a fox', sendKey: newSendKey() });
+    expect(response.status).toBe(404);
+    expect((await easel.get(`/api/conversations/${id}`)).status).toBe(404);
   });
 
   it('a refused Generate is said in the image area with the service\'s status', async () => {
@@ -473,7 +514,9 @@ describe('the prompt pane', () => {
     expect(find(read(await redo.text()), '.pane-values').getAttribute('data-prompt')).toBe('typed, not saved');
     const nothing = await send('POST', `/c/${id}/prompt/redo`);
     expect(nothing.status).toBe(409);
-    expect(partialText(await nothing.text(), '#prompt-saved')).toMatch(/redo/i);
+    const refused = partials(await nothing.text());
+    expect(refused.map((p) => `${p.target} ${p.swap}`)).toEqual(['#prompt-saved innerHTML']);
+    expect(refused[0]?.text).toMatch(/redo/i);
   });
 
   it('"Use suggestion" saves the typing as a version and takes the model\'s prompt; "Keep mine" lets it go', async () => {

@@ -85,8 +85,8 @@ export function renderRegenerateForm(conversationId: string): Html {
 }
 
 /**
- * What a picture shows about itself. The `image` event carries only the first fields; the stored
- * record adds the rest, and the large view shows whatever is known.
+ * What a picture shows about itself: the `image` event and the stored record carry the same settings, and
+ * the large view shows whatever is known.
  */
 export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> &
   Partial<Pick<ImageRecord, 'seed' | 'negativePrompt' | 'steps' | 'cfg' | 'sampler' | 'model'>>;

@@ -20,7 +20,6 @@ import {
   renderThumbnail,
   renderUserBubble,
   type BubbleIds,
-  type ImageDetails,
 } from './bubbles.ts';
 import { renderCreated, type ChatHead } from './library.ts';
 import { createMarkdownStream, type MarkdownStream } from './markdown.ts';
@@ -37,8 +36,6 @@ export interface StreamView {
   imageStarted?: boolean;
   /** The id of that generation, set by the caller with `imageStarted`: an `error` event names none. */
   generationId?: string;
-  /** The stored record of a finished image, so its thumbnail carries every setting for the large view. */
-  findImage?: (imageId: string) => ImageDetails | undefined;
   /** Set by the caller while the last event rendered was a `status`: the next event removes that line. */
   statusShown?: boolean;
   /** Set by the caller once the `started` event passed: the message is stored (Edit and Regenerate may follow). */
@@ -127,7 +124,8 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'progress':
       return renderGenerationProgress(event);
     case 'image': {
-      const image = { ...event, ...view.findImage?.(event.id) };
+      // The event carries every setting the image was made with, as stored: the thumbnail needs nothing else.
+      const image = event;
       return joinHtml([
         renderPartial('#image-frame', 'innerHTML', renderImage(image)),
         renderGenerationEnd(event.id),

@@ -43,8 +43,6 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const page = new Hono();
   const assets = loadAssets();
   const sends = createSendGuard();
-  const findImage = (conversationId: string) => (imageId: string) =>
-    service.getConversation(conversationId)?.images.find((image) => image.id === imageId);
 
   // The page's writes (all under /c) are htmx form posts; anything else (JSON, text/plain) was not sent
   // by the page. Not '*': mounted at '/', that would reach the API's unknown routes too.
@@ -183,7 +181,6 @@ export function createPageRoutes(deps: PageDeps): Hono {
       conversationId: id,
       bubbleId: newBubbleId(),
       userText: String(form.text).trim(),
-      findImage: findImage(id),
       at: new Date().toISOString(),
       ...(creating ? { describeCreated: () => headOf(id) } : {}),
     };
@@ -195,7 +192,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const hangup = new AbortController();
     const result = service.regenerate(id, hangup.signal);
     if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.message), STATUS[result.error.code]);
-    const view: StreamView & { bubbleId: string; at: string } = { conversationId: id, bubbleId: newBubbleId(), findImage: findImage(id), at: new Date().toISOString() };
+    const view: StreamView & { bubbleId: string; at: string } = { conversationId: id, bubbleId: newBubbleId(), at: new Date().toISOString() };
     return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
@@ -222,7 +219,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     if (!result.ok) {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
-    const view: StreamView = { conversationId: id, imageStarted: true, findImage: findImage(id) };
+    const view: StreamView = { conversationId: id, imageStarted: true };
     // A first Generate made the conversation: the page takes its place in the library at once.
     const head = creating ? headOf(id) : undefined;
     const first = head ? [{ data: String(renderCreated(head)) }, LIST_CHANGED] : undefined;
@@ -241,7 +238,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const imageId = c.req.param('imageId');
     const bubble = c.req.query('bubble');
     const result = service.followImage(id, imageId);
-    const view: StreamView = { conversationId: id, imageStarted: true, generationId: imageId, findImage: findImage(id), ...(isBubbleId(bubble) ? { bubbleId: bubble } : {}) };
+    const view: StreamView = { conversationId: id, imageStarted: true, generationId: imageId, ...(isBubbleId(bubble) ? { bubbleId: bubble } : {}) };
     // Gone already (ended a while ago): its block goes; a reload shows the image where it belongs.
     const events: AsyncIterable<TurnEvent> = result.ok ? result.value : (async function* () {})();
     return streamHtml(c, {

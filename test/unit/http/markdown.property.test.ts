@@ -220,6 +220,11 @@ describe('a reply rendered as Markdown', () => {
     );
   });
 
+  it('makes no link of a bare address, and none of a URL that only holds http(s) somewhere inside', () => {
+    expect(whole('see https://example.com or www.example.com')).toBe('<p>see https://example.com or www.example.com</p>');
+    expect(whole('[x](javascript:alert(1)//https://x)')).not.toContain('<a');
+  });
+
   it('aligns table cells with a class, never a style attribute (the CSP refuses inline styles)', () => {
     const table = whole('| a | b |\n|--:|:-|\n| 1 | 2 |');
     expect(table).toContain('<th class="align-right">a</th>');
@@ -255,5 +260,63 @@ describe('the cost of streaming Markdown', () => {
     // A fence inside a list item that the line scanner misreads: markdown-it refuses the splits it proposes.
     const misread = `- item\n  \`\`\`\n  code\n\n\`\`\`\n${Array.from({ length: 400 }, (_, index) => `line ${index}\n\ntext ${index}`).join('\n')}\n\`\`\`\n\nend`;
     for (const text of [paragraphs, code, misread]) expect(parsedChars(text, 4)).toBeLessThanOrEqual(4 * text.length);
+  });
+});
+
+describe('the stream\'s own rules, one at a time', () => {
+  /** A renderer that counts markdown-it's parses: a split the stream's own rules refuse is never even tried. */
+  function countingRenderer(): { renderer: MarkdownRenderer; parses: () => number } {
+    const renderer = createMarkdownRenderer();
+    let parses = 0;
+    return {
+      renderer: { ...renderer, parse: (...args: Parameters<MarkdownRenderer['parse']>) => (parses++, renderer.parse(...args)), render: renderer.render.bind(renderer) },
+      parses: () => parses,
+    };
+  }
+
+  it('inside a code fence no split is tried, whatever looks like a fence\'s end but is not one', () => {
+    for (const [open, inside] of [
+      ['```', ['x ```', '```js', '~~~']],
+      ['~~~', ['~', '~~']],
+      ['````', ['```']],
+    ] as const) {
+      const { renderer, parses } = countingRenderer();
+      const markdown = createMarkdownStream(renderer);
+      markdown.push(`${open}\n`);
+      for (const line of inside) expect(markdown.push(`${line}\n\nmargin\n\n`)).toMatchObject({ kind: 'append' });
+      expect(parses()).toBe(0);
+      // The fence's real end: the next block after it finishes the fence.
+      expect(markdown.push(`${open}\n\nafter\n`).kind).toBe('blocks');
+    }
+  });
+
+  it('a backtick fence whose info string holds a backtick is no fence: the lines after it split as usual', () => {
+    expect(stream(['```a`b\n\nnext\n']).states[0]!.html).toBe('<p>```a`b</p>');
+  });
+
+  it('each chunk that completes a block renders it, after earlier splits too', () => {
+    const { states } = stream(['a\n\nb', '\n\nc', '\n\nd']);
+    expect(states.map((state) => state.html)).toEqual(['<p>a</p>', '<p>a</p><p>b</p>', '<p>a</p><p>b</p><p>c</p>']);
+  });
+
+  it('a block that starts a chunk splits at the right place after a split in the chunk before', () => {
+    expect(stream(['x\n\ny\n\n', 'z\n']).states.map((state) => state.html)).toEqual(['<p>x</p>', '<p>x</p><p>y</p>']);
+  });
+
+  it('a line of spaces is a blank line; a complete line of digits is a paragraph, not a list item waiting', () => {
+    expect(stream(['a\n \nb\n']).states[0]!.html).toBe('<p>a</p>');
+    expect(stream(['a\n\n12\nmore']).states[0]!.html).toBe('<p>a</p>');
+  });
+
+  it('a lone carriage return ends a line as a newline does', () => {
+    expect(stream(['a\r\rb\r']).states[0]!.html).toBe('<p>a</p>');
+  });
+
+  it('an empty reply flushes to nothing', () => {
+    expect(createMarkdownStream().flush()).toBe('');
+  });
+
+  it('a list that starts at another number keeps no stray newline after its tag', () => {
+    expect(whole('3. a\n4. b')).toBe('<ol start="3"><li>a</li><li>b</li></ol>');
   });
 });

@@ -224,6 +224,21 @@ describe('the page of a conversation', () => {
     expect(root.querySelectorAll('#image-status .generation').map((block) => block.id)).toEqual(['generation-g1']);
     expect(find(root, '#generation-g1 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g1/events?bubble=turn-7');
     expect(find(root, '#generation-g1-bar').getAttribute('aria-valuenow')).toBe('50');
+    expect(find(root, '#generation-g1-state').text).toBe('Making the image…');
+  });
+
+  it('a conversation with only Generate\'s images shows them, not the invitation to start', () => {
+    const root = page(conversation({ images: [makeImageRecord({ url: '/images/one.png', prompt: 'only' })] }));
+    expect(root.querySelector('#log-empty')).toBeNull();
+    expect(find(root, '#log article.generated .generated-prompt').text).toBe('only');
+  });
+
+  it('an image of a reply stays in its reply, not among Generate\'s entries; one made as a turn began comes after it', () => {
+    const t = [turn('user', 'a'), turn('assistant', 'b', { images: [makeImageRecord({ id: 'r', url: '/images/reply.png', turnId: 0 })] })];
+    const images = [makeImageRecord({ id: 'r', url: '/images/reply.png', turnId: t[1]!.id, createdAt: t[0]!.createdAt }), makeImageRecord({ id: 'g', url: '/images/same.png', prompt: 'same time', createdAt: t[1]!.createdAt })];
+    const root = page(conversation({ turns: t, images }));
+    expect(root.querySelectorAll('#log article.generated').map((entry) => find(entry, '.generated-prompt').text)).toEqual(['same time']);
+    expect(root.querySelectorAll('#log > article').map((article) => article.classList.contains('generated'))).toEqual([false, false, true]);
   });
 
   it('no image yet: a placeholder', () => {
@@ -244,6 +259,7 @@ describe('the prompt pane and the settings on the page', () => {
     expect(find(root, '#prompt-undo').hasAttribute('disabled')).toBe(false);
     expect(find(root, '#prompt-redo').hasAttribute('disabled')).toBe(true);
     expect(find(root, '#prompt-count').getAttribute('data-token-limit')).toBe('75');
+    expect(prompt.getAttribute('placeholder')).toBe('The image prompt appears here once the assistant has one. You can edit it at any time.');
   });
 
   it('an empty prompt, or no backend, leaves Generate disabled and says why', () => {
@@ -281,6 +297,18 @@ describe('the prompt pane and the settings on the page', () => {
       expect.arrayContaining(['error-steps', 'error-cfg', 'error-seed', 'error-width', 'error-height', 'error-negativePrompt', 'error-autoGenerate']),
     );
 
+    expect(root.querySelectorAll('#settings-form label').map((label) => `${label.getAttribute('for')}=${label.text}`)).toEqual([
+      'setting-steps=Steps',
+      'setting-cfg=CFG',
+      'setting-seed=Seed',
+      'size-preset=Size',
+      'setting-width=Width',
+      'setting-height=Height',
+      'setting-negativePrompt=Negative prompt',
+      'setting-autoGenerate=Generate automatically when the assistant is ready',
+    ]);
+    expect(find(root, '.field-seed #random-seed').text).toBe('Random');
+    expect(find(root, '#random-seed').getAttribute('title')).toBe('Set the seed to -1: a new random seed for every image');
     const custom = page(conversation({ settings: { ...DEFAULT_SETTINGS, width: 640, height: 640, autoGenerate: false } }));
     expect(custom.querySelectorAll('#size-preset option[selected]')).toHaveLength(0);
     expect(find(custom, '#setting-autoGenerate').hasAttribute('checked')).toBe(false);
@@ -364,6 +392,7 @@ describe('small answers', () => {
 
   it('a settings answer fills or clears each field\'s slot and the summary', () => {
     const said = partials(renderSettingsSaved({ cfg: 'CFG must be at most 30.' }, 'Not saved.'));
+    expect(said.every((p) => p.swap === 'innerHTML')).toBe(true);
     expect(said.map((p) => `${p.target}=${p.text}`)).toEqual([
       '#error-steps=',
       '#error-cfg=CFG must be at most 30.',
@@ -444,6 +473,10 @@ describe('bubbles', () => {
     const bare = find(read(renderThumbnail(makeImageRecord({ url: '/images/a.png', seed: null, steps: null, cfg: null, model: null }))), 'button.thumb');
     expect(['data-seed', 'data-steps', 'data-cfg', 'data-model'].filter((name) => bare.hasAttribute(name))).toEqual([]);
     expect(find(read(renderThumbnail(makeImageRecord({ url: '/images/a.png', prompt: 'short' }))), 'img').getAttribute('alt')).toBe('Image: short');
+    expect(find(read(renderThumbnail(makeImageRecord({ url: '/images/a.png', prompt: 'q'.repeat(120) }))), 'img').getAttribute('alt')).toBe(`Image: ${'q'.repeat(120)}`);
+    // What an image event leaves out (undefined) is left out too, as a stored null is.
+    const fromEvent = find(read(renderThumbnail({ url: '/images/a.png', prompt: 'p', width: 8, height: 8 })), 'button.thumb');
+    expect(['data-seed', 'data-steps', 'data-cfg', 'data-model', 'data-negative-prompt'].filter((name) => fromEvent.hasAttribute(name))).toEqual([]);
   });
 
   it('only our own image URLs are shown: anything else renders nothing (or the placeholder)', () => {
@@ -458,5 +491,6 @@ describe('bubbles', () => {
 
   it('the image area\'s caption leaves out an unknown seed and model', () => {
     expect(find(read(renderImage(makeImageRecord({ url: '/images/a.png', seed: null, model: null, width: 64, height: 128 }))), '.image-caption').text).toBe('64 × 128 · Download');
+    expect(find(read(renderImage({ url: '/images/a.png', prompt: 'p', width: 64, height: 128 })), '.image-caption').text).toBe('64 × 128 · Download');
   });
 });

@@ -113,8 +113,10 @@ describe('renderEventHtml', () => {
     expect(String(renderEventHtml({ type: 'progress', id: 'a b', fraction: 0.5 }, view))).toBe('');
   });
 
-  it('gives a thumbnail every stored setting, escaped, for the large view', () => {
-    const record = {
+  it('gives a thumbnail every setting the image event carries, escaped, for the large view', () => {
+    const event: TurnEvent = {
+      type: 'image',
+      id: 'g1',
       url: '/images/0123456789abcdef0123456789abcdef.png',
       prompt: HOSTILE,
       negativePrompt: HOSTILE,
@@ -125,8 +127,7 @@ describe('renderEventHtml', () => {
       height: 448,
       model: HOSTILE,
     };
-    const event: TurnEvent = { type: 'image', id: 'g1', url: record.url, seed: 9, width: 640, height: 448, prompt: HOSTILE };
-    const markup = String(renderEventHtml(event, { ...view, findImage: (id) => (id === 'g1' ? record : undefined) }));
+    const markup = String(renderEventHtml(event, { ...view }));
     expect(markup).toContain('hx-target="#reply-1-images"');
     expect(markup).toContain('data-steps="6" data-cfg="5.5"');
     expect(markup).toContain('data-negative-prompt="&lt;script&gt;');
@@ -310,7 +311,29 @@ describe('each event of a turn, as the page receives it', () => {
     expect(String(renderEventHtml({ type: 'started', turnId: 1 } as TurnEvent, fresh()))).toBe('');
   });
 
+  it('a turn starts by clearing the empty log and the last turn\'s controls, then adds both bubbles', () => {
+    const start = String(renderTurnStart({ conversationId: 'c1', bubbleId: 'reply-1', userText: 'hi', at: '2026-11-23T10:00:00.000Z' }));
+    expect(targets(start)).toEqual(['#log-empty delete', '#log .last-only delete', '#log beforeend']);
+    expect(start).toContain('<article class="msg user" id="reply-1-user">');
+    expect(start).toMatch(/id="reply-1-user">[^]*<time class="msg-time" datetime="2026-11-23T10:00:00.000Z">[^]*<article class="msg assistant"/);
+    // Regenerate asks the same message: no user bubble.
+    expect(String(renderTurnStart({ conversationId: 'c1', bubbleId: 'reply-1', at: '2026-11-23T10:00:00.000Z' }))).not.toContain('msg user');
+  });
+
+  it('a second status replaces nothing: only what follows a status removes it', () => {
+    expect(String(renderEventHtml({ type: 'status', message: 'Still loading…' }, { ...fresh(), statusShown: true }))).toBe(
+      '<hx-partial hx-target="#reply-1-text" hx-swap="beforeend"><span class="status" id="reply-1-status">Still loading…</span></hx-partial>',
+    );
+  });
+
+  it('an empty piece of text renders nothing; an error before the turn was stored puts back only text there is', () => {
+    expect(String(renderEventHtml({ type: 'delta', text: '' }, fresh()))).toBe('');
+    const regenerate = String(renderEventHtml({ type: 'error', code: 'storage_full', message: 'full' }, { conversationId: 'c1', bubbleId: 'reply-1' }));
+    expect(regenerate).not.toContain('composer-inbox');
+  });
+
   it('an image starts its block, clears an old error and is announced; queued, it says it waits', () => {
+    expect(String(renderEventHtml({ type: 'generation', id: 'g1', queued: false }, fresh()))).toContain('<p class="image-state" id="generation-g1-state">Making the image…</p>');
     const queued = String(renderEventHtml({ type: 'generation', id: 'g1', queued: true }, fresh()));
     expect(targets(queued)).toEqual(['#image-error innerHTML', '#image-status beforeend', '#image-announce textContent']);
     expect(queued).toContain('<p class="image-state" id="generation-g1-state">Waiting for the image backend: another image is being made first.</p>');
@@ -340,6 +363,9 @@ describe('each event of a turn, as the page receives it', () => {
     expect(progress({ fraction: Number.NaN })).not.toContain('aria-valuenow');
     expect(progress({ fraction: 0.5, etaSeconds: 89.4 })).toContain('<span class="step">50% · about 89 s left</span>');
     expect(progress({ fraction: 0.5, etaSeconds: 150 })).toContain('about 3 min left');
+    expect(progress({ fraction: 0.5, etaSeconds: 90 })).toContain('about 2 min left');
+    // The label starts with a capital whatever comes first.
+    expect(progress({ etaSeconds: 8 })).toContain('<span class="step">About 8 s left</span>');
     expect(progress({ fraction: 0.5, etaSeconds: 0.2 })).toContain('about 1 s left');
     expect(progress({ fraction: 0.5, etaSeconds: Number.POSITIVE_INFINITY })).toContain('<span class="step">50%</span>');
     expect(progress({ step: 2, steps: 8 })).toContain('<span class="step">25% · step 2 of 8</span>');
