@@ -469,6 +469,22 @@ describe('an automatic image', () => {
     expect(thumb.getAttribute('data-steps')).toBe('30');
   });
 
+  it('a Cancel while it is followed is said quietly in the image area, not as a failed reply', async () => {
+    const id = await easel.newConversation();
+    await easel.put(`/api/conversations/${id}/settings`, { autoGenerate: true });
+    fake.enqueue(scriptReply('Making it.', { ...READY, generate_image: true, steps: 150 }));
+    const frames = await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'a fox', sendKey: newSendKey() }));
+    const follower = find(read(frames.at(-1)!.data), '.image-follower').getAttribute('hx-get')!;
+    const following = getPage(follower);
+    await expect.poll(() => a1111.requests.some((request) => request.path === '/sdapi/v1/txt2img')).toBe(true);
+    expect((await send('POST', `/c/${id}/images/cancel`)).status).toBe(204);
+    const shown = (await readSseFrames(await following)).map((frame) => frame.data).join('');
+    const said = partials(shown).find((p) => p.target === '#image-error');
+    expect(said).toMatchObject({ swap: 'innerHTML' });
+    expect(find(read(shown), 'hx-partial[hx-target="#image-error"] p.image-note').getAttribute('role')).toBe('status');
+    expect(shown).not.toContain('-notes');
+  });
+
   it('a follower without a bubble of the page\'s making puts the image nowhere but the image area', async () => {
     const id = await easel.newConversation();
     await easel.put(`/api/conversations/${id}/settings`, { autoGenerate: true });

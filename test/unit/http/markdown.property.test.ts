@@ -223,6 +223,7 @@ describe('a reply rendered as Markdown', () => {
   it('makes no link of a bare address, and none of a URL that only holds http(s) somewhere inside', () => {
     expect(whole('see https://example.com or www.example.com')).toBe('<p>see https://example.com or www.example.com</p>');
     expect(whole('[x](javascript:alert(1)//https://x)')).not.toContain('<a');
+    expect(whole('[plain](http://example.com)')).toBe('<p><a href="http://example.com" target="_blank" rel="noopener noreferrer">plain</a></p>');
   });
 
   it('aligns table cells with a class, never a style attribute (the CSP refuses inline styles)', () => {
