@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { parse, type HTMLElement } from 'node-html-parser';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import type { FakeA1111 } from '../fakes/fake-a1111.ts';
+import { scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import type { TestEasel } from '../helpers/easel.ts';
+import { sendForm, startPageStage, type PageStage } from '../helpers/page-stage.ts';
 import { readSseFrames } from '../helpers/sse.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
@@ -17,29 +18,18 @@ const READY = { prompt: 'a red fox in snow', generate_image: false, steps: 24, c
 let fake: FakeOllama;
 let a1111: FakeA1111;
 let easel: TestEasel;
+let stage: PageStage;
 
 beforeEach(async () => {
-  fake = await createFakeOllama();
-  a1111 = await createFakeA1111({ stepDelayMs: 5 });
-  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
+  stage = await startPageStage();
+  ({ fake, a1111, easel } = stage);
 });
 
-afterEach(async () => {
-  await easel.close();
-  await a1111.close();
-  await fake.close();
-});
+afterEach(() => stage.close());
 
 const newSendKey = () => randomUUID();
 
-/** A form as the page's htmx sends it (same origin); `headers` adds htmx's own. */
-function send(method: string, path: string, fields: Record<string, string> | FormData = {}, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(easel.url + path, {
-    method,
-    headers: { 'sec-fetch-site': 'same-origin', ...headers },
-    body: fields instanceof FormData ? fields : new URLSearchParams(fields),
-  });
-}
+const send = (method: string, path: string, fields?: Record<string, string> | FormData, headers?: Record<string, string>) => sendForm(easel, method, path, fields, headers);
 
 /** The service's words for an id it does not know. */
 const missing = (id: string) => `There is no conversation "${id}". Start a new one.`;

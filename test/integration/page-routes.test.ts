@@ -3,38 +3,28 @@
 // the server's answers, and run without Chromium.
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import type { FakeA1111 } from '../fakes/fake-a1111.ts';
+import { scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import type { TestEasel } from '../helpers/easel.ts';
+import { sendForm, startPageStage, type PageStage } from '../helpers/page-stage.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 
 let fake: FakeOllama;
 let a1111: FakeA1111;
 let easel: TestEasel;
+let stage: PageStage;
 
 beforeEach(async () => {
-  fake = await createFakeOllama();
-  a1111 = await createFakeA1111({ stepDelayMs: 5 });
-  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
+  stage = await startPageStage();
+  ({ fake, a1111, easel } = stage);
 });
 
-afterEach(async () => {
-  await easel.close();
-  await a1111.close();
-  await fake.close();
-});
+afterEach(() => stage.close());
 
 const newSendKey = () => randomUUID();
 
-/** A form post as the page's htmx sends it (same origin). */
-function postForm(path: string, fields: Record<string, string>): Promise<Response> {
-  return fetch(easel.url + path, {
-    method: 'POST',
-    headers: { 'sec-fetch-site': 'same-origin' },
-    body: new URLSearchParams(fields),
-  });
-}
+const postForm = (path: string, fields: Record<string, string>) => sendForm(easel, 'POST', path, fields);
 
 async function stored(id: string) {
   return (await (await easel.get(`/api/conversations/${id}`)).json()) as {
