@@ -263,6 +263,8 @@ describe('the prompt pane and the settings on the page', () => {
   });
 
   it('an empty prompt, or no backend, leaves Generate disabled and says why', () => {
+    // A prompt never set has no version.
+    expect(find(page(conversation({ pane: { ...conversation().pane, promptVersion: null } })), 'textarea#prompt').getAttribute('data-version')).toBe('');
     const empty = page(conversation({ prompt: '  ' }));
     expect(find(empty, '#generate').hasAttribute('disabled')).toBe(true);
     expect(find(empty, '#generate').getAttribute('data-backend-ready')).toBe('yes');
