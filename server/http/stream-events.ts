@@ -92,20 +92,22 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
       let flushing: Promise<void> | undefined;
       const flush = (): Promise<void> => {
         flushing ??= (async () => {
-          await new Promise<void>((resolve) => setImmediate(resolve));
-          while (buffered !== '') {
-            const chunk = buffered;
-            buffered = '';
-            // After a hang-up nothing is written, and nothing fails.
-            if (stream.aborted) return;
-            await stream.write(chunk);
-            keepAlive.refresh();
+          try {
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            while (buffered !== '') {
+              const chunk = buffered;
+              buffered = '';
+              // After a hang-up nothing is written, and nothing fails.
+              if (stream.aborted) return;
+              await stream.write(chunk);
+              keepAlive.refresh();
+            }
+          } finally {
+            // In the same step as the loop's last look at the buffer: a frame added after it finds no flush
+            // running and starts one (a `.finally()` here would leave a microtask in which it waits unsent).
+            flushing = undefined;
           }
-        })().finally(() => {
-          flushing = undefined;
-          // Frames added between the loop's end and here go out on the next turn.
-          if (buffered !== '') void flush();
-        });
+        })();
         return flushing;
       };
       const write = async (messages: SseMessage | readonly SseMessage[] | undefined) => {
