@@ -123,16 +123,14 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       return renderGenerationStart(event, view.conversationId, view.replied && view.bubbleId ? { bubbleId: view.bubbleId } : undefined);
     case 'progress':
       return renderGenerationProgress(event);
-    case 'image': {
+    case 'image':
       // The event carries every setting the image was made with, as stored: the thumbnail needs nothing else.
-      const image = event;
       return joinHtml([
-        renderPartial('#image-frame', 'innerHTML', renderImage(image)),
+        renderPartial('#image-frame', 'innerHTML', renderImage(event)),
         renderGenerationEnd(event.id),
         renderPartial('#image-announce', 'textContent', html`The image is ready.`),
-        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(image)) : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(image))]),
+        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(event)) : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(event))]),
       ]);
-    }
     case 'error':
       if (!ids || view.imageStarted) {
         return joinHtml([
