@@ -4,11 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { parse, type HTMLElement } from 'node-html-parser';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FakeA1111 } from '../fakes/fake-a1111.ts';
 import { scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import type { TestEasel } from '../helpers/easel.ts';
+import { find, partials, read, targets } from '../helpers/html.ts';
 import { sendForm, startPageStage, type PageStage } from '../helpers/page-stage.ts';
 import { readSseFrames } from '../helpers/sse.ts';
 
@@ -35,20 +35,6 @@ const send = (method: string, path: string, fields?: Record<string, string> | Fo
 const missing = (id: string) => `There is no conversation "${id}". Start a new one.`;
 
 const getPage = (path: string, headers: Record<string, string> = {}) => fetch(easel.url + path, { headers });
-
-const read = (markup: string): HTMLElement => parse(markup);
-
-function find(root: HTMLElement, selector: string): HTMLElement {
-  const element = root.querySelector(selector);
-  if (!element) throw new Error(`no ${selector} in ${root.toString().slice(0, 2000)}`);
-  return element;
-}
-
-/** The target and swap of each partial, and the text inside it, in order. */
-const partials = (markup: string) =>
-  read(markup)
-    .querySelectorAll('hx-partial')
-    .map((partial) => ({ target: partial.getAttribute('hx-target'), swap: partial.getAttribute('hx-swap'), text: partial.text }));
 
 const partialText = (markup: string, target: string) => partials(markup).find((partial) => partial.target === target)?.text;
 
@@ -163,7 +149,7 @@ describe('rename and delete', () => {
     expect(response.status).toBe(200);
     expect(JSON.parse(response.headers.get('hx-trigger')!)).toEqual({ 'easel:list': { target: 'body' } });
     const body = await response.text();
-    expect(partials(body).map((p) => `${p.target} ${p.swap}`)).toEqual(['#chat-head outerHTML']);
+    expect(targets(body)).toEqual(['#chat-head outerHTML']);
     expect(find(read(body), '#conversation-title').text).toBe('Snow fox');
     expect(find(read(body), '#delete-button').getAttribute('hx-confirm')).toBe('Delete “Snow fox”? This cannot be undone; Export keeps a copy.');
     expect((await stored(id)).title).toBe('Snow fox');
@@ -423,7 +409,7 @@ describe('Generate', () => {
     const response = await getPage(`/c/${id}/images/gone"1/events?bubble=turn-1`);
     expect(response.status).toBe(200);
     const frames = await readSseFrames(response);
-    expect(frames.map((frame) => partials(frame.data).map((p) => `${p.target} ${p.swap}`))).toEqual([['#generation-gone1 delete']]);
+    expect(frames.map((frame) => targets(frame.data))).toEqual([['#generation-gone1 delete']]);
   });
 });
 
@@ -447,7 +433,7 @@ describe('an automatic image', () => {
     expect(follower).toMatch(new RegExp(`^/c/${id}/images/[A-Za-z0-9_-]+/events\\?bubble=${bubble}$`));
 
     const followed = await readSseFrames(await getPage(follower));
-    const shown = followed.flatMap((frame) => partials(frame.data).map((p) => `${p.target} ${p.swap}`));
+    const shown = followed.flatMap((frame) => targets(frame.data));
     // Its block is on the page already: no second one.
     expect(shown).not.toContain('#image-status beforeend');
     expect(shown).toContain(`#${bubble}-images beforeend`);
@@ -620,7 +606,7 @@ describe('settings', () => {
 describe('status and assets', () => {
   it('the status line and Generate follow the backend, and a page opened after shows Generate ready', async () => {
     const body = await (await getPage('/status')).text();
-    expect(partials(body).map((p) => `${p.target} ${p.swap}`)).toEqual(['#generate outerMorph', '#generate-help innerHTML']);
+    expect(targets(body)).toEqual(['#generate outerMorph', '#generate-help innerHTML']);
     expect(find(read(body), '#generate').getAttribute('data-backend-ready')).toBe('yes');
     // Enabled: web/easel.js disables it again while the prompt is empty.
     expect(find(read(body), '#generate').hasAttribute('disabled')).toBe(false);

@@ -2,7 +2,6 @@
 // render, read as HTML (node-html-parser) for the ids, htmx attributes and words that web/easel.js, htmx
 // and a person depend on; the settings form's reading; the send keys; the served assets.
 import { createHash } from 'node:crypto';
-import { parse, type HTMLElement } from 'node-html-parser';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, type PaneView } from '../../../server/core/index.ts';
 import { loadAssets } from '../../../server/http/page/assets.ts';
@@ -11,21 +10,7 @@ import { html, renderMessage, renderPartial } from '../../../server/http/page/ma
 import { renderFieldMeta, renderPaneUpdate, renderPromptHistory, renderSuggestion } from '../../../server/http/page/pane.ts';
 import { createSendGuard, isSendKey } from '../../../server/http/page/send-guard.ts';
 import { readSettingsForm } from '../../../server/http/page/settings-form.ts';
-
-const read = (markup: unknown): HTMLElement => parse(String(markup));
-
-/** The element matching `selector`, failing the test when there is none. */
-function find(root: HTMLElement, selector: string): HTMLElement {
-  const element = root.querySelector(selector);
-  if (!element) throw new Error(`no ${selector} in ${root.toString()}`);
-  return element;
-}
-
-/** Each `<hx-partial>` as the target and swap htmx reads. */
-const partials = (markup: unknown) =>
-  read(markup)
-    .querySelectorAll('hx-partial')
-    .map((partial) => `${partial.getAttribute('hx-target')} ${partial.getAttribute('hx-swap')}`);
+import { find, read, targets } from '../../helpers/html.ts';
 
 const PANE: PaneView = {
   prompt: 'a lighthouse at dusk',
@@ -110,7 +95,7 @@ describe('the prompt pane', () => {
 
   it('an update replaces Undo/Redo, the suggestion and each setting\'s note, and hands the values over last', () => {
     const update = renderPaneUpdate('c1', PANE);
-    expect(partials(update)).toEqual([
+    expect(targets(update)).toEqual([
       '#prompt-history outerHTML',
       '#suggestion outerHTML',
       '#meta-steps outerHTML',
@@ -200,7 +185,7 @@ describe('the library', () => {
 
   it('a conversation that came into being removes the start hint, shows its head and is marked in the list', () => {
     const created = renderCreated({ id: 'c9', title: 'Fox', isNew: false, imageCount: 0 });
-    expect(partials(created)).toEqual(['#start-new delete', '#chat-head outerHTML', '#current-conversation outerHTML']);
+    expect(targets(created)).toEqual(['#start-new delete', '#chat-head outerHTML', '#current-conversation outerHTML']);
     expect(find(read(created), 'hx-partial[hx-target="#chat-head"] #delete-button').getAttribute('hx-delete')).toBe('/c/c9');
     expect(find(read(created), 'hx-partial[hx-target="#current-conversation"] #current-conversation').getAttribute('value')).toBe('c9');
   });

@@ -1,7 +1,6 @@
 // The whole page and its bubbles as a reload renders them from the store, read as HTML (node-html-parser):
 // every turn's state, the images in their places, the settings panel, the status line and the small answers
 // (saved, refused). The browser suite sees the same page in Chromium; these run in milliseconds.
-import { parse, type HTMLElement } from 'node-html-parser';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, type ConversationView, type ImageRecord, type TranscriptTurn } from '../../../server/core/index.ts';
 import {
@@ -28,22 +27,8 @@ import {
   renderStatus,
   type PageModel,
 } from '../../../server/http/page/views.ts';
+import { find, partials, read, targets, texts } from '../../helpers/html.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
-
-const read = (markup: unknown): HTMLElement => parse(String(markup));
-
-function find(root: HTMLElement, selector: string): HTMLElement {
-  const element = root.querySelector(selector);
-  if (!element) throw new Error(`no ${selector} in ${root.toString().slice(0, 3000)}`);
-  return element;
-}
-
-const texts = (root: HTMLElement, selector: string) => root.querySelectorAll(selector).map((element) => element.text);
-
-const partials = (markup: unknown) =>
-  read(markup)
-    .querySelectorAll('hx-partial')
-    .map((partial) => ({ target: partial.getAttribute('hx-target'), swap: partial.getAttribute('hx-swap'), text: partial.text }));
 
 let nextId = 1;
 function turn(role: 'user' | 'assistant', text: string, over: Partial<TranscriptTurn> = {}): TranscriptTurn {
@@ -337,7 +322,7 @@ describe('the prompt pane and the settings on the page', () => {
     const root = read(markup);
     expect(find(root, 'title').text).toBe('Fox <b> · Easel');
     expect(find(root, 'main#conversation').getAttribute('data-conversation-id')).toBe('c1');
-    expect(partials(markup).map((p) => `${p.target} ${p.swap}`)).toEqual(['#conversation-list innerMorph', '#current-conversation outerHTML']);
+    expect(targets(markup)).toEqual(['#conversation-list innerMorph', '#current-conversation outerHTML']);
     expect(find(root, 'hx-partial[hx-target="#conversation-list"] #item-c1 a').getAttribute('aria-current')).toBe('page');
   });
 });

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { DoneEvent, TurnEvent } from '../../../server/core/index.ts';
 import { renderEventHtml, renderTurnStart } from '../../../server/http/page/index.ts';
 import { isBubbleId, type StreamView } from '../../../server/http/page/render-event.ts';
+import { targets } from '../../helpers/html.ts';
 import { renderMessage } from '../../../server/http/page/markup.ts';
 
 const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)><hx-partial hx-target="#log">x</hx-partial>" hx-get="/x';
@@ -200,7 +201,6 @@ describe('renderMessage', () => {
 describe('each event of a turn, as the page receives it', () => {
   // A view of its own per call: the module's `view` carries the Markdown state earlier tests left in it.
   const fresh = (): StreamView => ({ conversationId: 'c1', bubbleId: 'reply-1', userText: HOSTILE });
-  const targets = (markup: unknown) => [...String(markup).matchAll(/<hx-partial hx-target="([^"]*)" hx-swap="([^"]*)">/g)].map((m) => `${m[1]} ${m[2]}`);
   const done = (level: DoneEvent['level']): DoneEvent => ({ type: 'done', attempts: 1, repairs: [], level, evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 });
 
   it('a retry empties the reply for the new attempt, and its Markdown starts again', () => {
