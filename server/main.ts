@@ -59,7 +59,6 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     model: config.model,
     numCtx: config.numCtx,
     ...(config.llmSeed !== undefined ? { seed: config.llmSeed } : {}),
-    warn: (message) => logger.warn(message),
   });
   const imagesDir = join(config.dataDir, 'images');
   mkdirSync(imagesDir, { recursive: true });
@@ -71,6 +70,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     saveFile: (name, bytes) => writeFileAtomically(join(imagesDir, name), bytes),
     imagesDir,
     writer: `Easel ${VERSION}`,
+    maxImagePixels: config.maxImagePixels,
     ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
   });
   const replyTimeouts = {
@@ -88,6 +88,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     clock: Date,
     numCtx: config.numCtx,
     replyTimeouts,
+    maxImagePixels: config.maxImagePixels,
   });
   // Off loopback, other machines can connect: they need a token (128 random bits unless --token gave one).
   // A --token given on loopback is enforced too: it guards against other users of this machine.
@@ -118,7 +119,8 @@ export async function startServer(config: Config, logger: Logger, timing: Server
   void images.checkHealth().then((status) => {
     const server = status.server === undefined ? '' : ` (${status.server})`;
     if (!status.configured) logger.info(status.detail);
-    else if (status.reachable) logger.info(`Image backend ${status.backend}${server} answers at ${status.url}`);
+    // The adapter's own sentence: a server that answers with a redirect or without the API is reachable, not ready.
+    else if (status.reachable) logger.info(`Image backend ${status.backend}${server}: ${status.detail}`);
     else logger.warn(`Image backend ${status.backend} at ${status.url}: ${status.detail} Chat works meanwhile.`);
   });
   // Not fatal: Easel starts anyway and re-checks on every turn, so starting Ollama later just works.

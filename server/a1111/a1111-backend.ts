@@ -3,6 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
+import { createImageServerFetch } from '../image-backend/index.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import {
@@ -123,13 +124,14 @@ function readUsedSettings(info: Record<string, unknown>): Omit<ImageResult, 'png
 
 export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
-  const fetchImpl = options.fetch ?? globalThis.fetch;
   const pollIntervalMs = options.pollIntervalMs ?? 500;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   // Learnt from the server: its capabilities, a 404 on /progress, or `info.version` (routes_sdapi.cpp:299).
   let isSdServer = false;
   const label = () => (isSdServer ? "stable-diffusion.cpp's sd-server" : 'AUTOMATIC1111');
+  // Every request: a redirect is refused, never followed (server/image-backend/).
+  const fetchImpl = createImageServerFetch(options.fetch ?? globalThis.fetch, { label, url });
 
   function toConnectionError(error: unknown): ImageBackendError {
     const code = readErrorCode(error);
@@ -368,6 +370,8 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
       if (timeout.aborted) {
         return { reachable: false, detail: `The image backend at ${url} did not answer within ${formatDuration(healthTimeoutMs)}; it may be busy loading a model.` };
       }
+      // A redirect: something answers there, just not the image server itself.
+      if (error instanceof ImageBackendError) return { reachable: true, detail: error.message };
       return { reachable: false, detail: toConnectionError(error).message };
     }
   }

@@ -6,6 +6,7 @@ import type WebSocket from 'ws';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import { createImageServerFetch, createRedirectError, isRedirectStatus } from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import { fillWorkflow, findCheckpointName, findSamplerSettings } from './workflow.ts';
 import {
@@ -163,7 +164,8 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 
 export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
-  const fetchImpl = options.fetch ?? globalThis.fetch;
+  // Every request: a redirect is refused, never followed (server/image-backend/); the WebSocket's too, below.
+  const fetchImpl = createImageServerFetch(options.fetch ?? globalThis.fetch, { label: 'ComfyUI', url });
   // ws is loaded with the first generation, not at start (issue 12): only ComfyUI needs it.
   let webSocketClass: Promise<typeof WebSocket> | undefined;
   const loadWebSocket = () => (webSocketClass ??= options.WebSocket ? Promise.resolve(options.WebSocket) : import('ws').then((ws) => ws.default));
@@ -272,8 +274,10 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     const WebSocketImpl = await loadWebSocket();
     signal.throwIfAborted();
     return new Promise((resolve, reject) => {
-      // Previews are small; the cap keeps one hostile frame from costing ws's default 100 MB.
-      const socket = new WebSocketImpl(toWebSocketUrl(url, clientId), { maxPayload: MAX_IMAGE_BYTES });
+      // Previews are small; the cap keeps one hostile frame from costing ws's default 100 MB. followRedirects is
+      // ws's default (false), said here: a 3xx to the handshake becomes 'unexpected-response', refused below.
+      const address = toWebSocketUrl(url, clientId);
+      const socket = new WebSocketImpl(address, { maxPayload: MAX_IMAGE_BYTES, followRedirects: false });
       const onAbort = () => {
         socket.terminate();
         reject(signal.reason);
@@ -287,6 +291,11 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         signal.removeEventListener('abort', onAbort);
         response.resume();
         socket.terminate();
+        const status = response.statusCode ?? 0;
+        if (isRedirectStatus(status)) {
+          const location = response.headers.location ?? null;
+          return reject(createRedirectError({ label: 'ComfyUI', url }, { method: 'GET', requestUrl: address, status, location }));
+        }
         reject(
           new ImageBackendError(
             'backend_error',
@@ -509,6 +518,8 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     } catch (error) {
       if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
       if (timeout.aborted) return { reachable: false, detail: `ComfyUI at ${url} did not answer within ${formatDuration(healthTimeoutMs)}; it may be busy starting up.` };
+      // A redirect: something answers there, just not ComfyUI itself.
+      if (error instanceof ImageBackendError) return { reachable: true, detail: error.message };
       return { reachable: false, detail: toConnectionError(error).message };
     }
   }

@@ -41,6 +41,12 @@ const allowedHosts = z
 
 const MIN_TOKEN_CHARS = 16;
 
+/** --max-image-pixels: 8192×8192 by default (checkPngImage's DEFAULT_MAX_PNG_PIXELS), at most 16384×16384 (its per-side cap). */
+const DEFAULT_MAX_IMAGE_PIXELS = 8192 * 8192;
+const MAX_IMAGE_PIXELS_CEILING = 16_384 * 16_384;
+/** 64×64, the smallest image a Stable Diffusion server makes: a cap below it would refuse every image. */
+const MIN_IMAGE_PIXELS = 64 * 64;
+
 const secondsFlag = (max: number) =>
   z.coerce
     .number({ error: `must be a number of seconds from 0 (never give up) to ${max}` })
@@ -68,6 +74,7 @@ const configSchema = z.object({
   imageModel: z.string().min(1).optional(),
   comfyWorkflow: z.string().min(1).optional(),
   imageTimeout: intFlag(1, 86_400),
+  maxImagePixels: intFlag(MIN_IMAGE_PIXELS, MAX_IMAGE_PIXELS_CEILING),
   unloadLlm: z.boolean(),
 });
 
@@ -140,6 +147,12 @@ const FLAGS: Record<string, FlagSpec> = {
   'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', help: 'model name sent to an openai or localai backend' },
   'comfy-workflow': { key: 'comfyWorkflow', env: 'EASEL_COMFY_WORKFLOW', help: 'ComfyUI API-format workflow file (default: bundled SD 1.5 graph)' },
   'image-timeout': { key: 'imageTimeout', env: 'EASEL_IMAGE_TIMEOUT', help: 'seconds before an image generation is given up (default 600)', fallback: () => '600' },
+  'max-image-pixels': {
+    key: 'maxImagePixels',
+    env: 'EASEL_MAX_IMAGE_PIXELS',
+    help: `the most pixels (width × height) an image from the backend or an import may have, ${MIN_IMAGE_PIXELS}–${MAX_IMAGE_PIXELS_CEILING} (default ${DEFAULT_MAX_IMAGE_PIXELS} = 8192×8192)`,
+    fallback: () => String(DEFAULT_MAX_IMAGE_PIXELS),
+  },
   'unload-llm': { key: 'unloadLlm', env: 'EASEL_UNLOAD_LLM', help: 'unload the chat model from the GPU before each image (for small GPUs)', boolean: true },
 };
 

@@ -6,8 +6,9 @@ import { checkPngImage } from '../png/index.ts';
 import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
 import type { ConversationImport, ImageRecord, TranscriptTurn } from './conversation.ts';
 import { PINNABLE_FIELDS, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
+import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
 import { MAX_IMAGE_BYTES } from './image-limits.ts';
-import { MAX_TITLE_CHARS } from './library.ts';
+import { oneLineText, promptSchema, titleSchema, typedText } from './text.ts';
 import { settingsSchema, type Settings } from './settings.ts';
 
 export const ARCHIVE_FORMAT = 'easel-conversation';
@@ -173,11 +174,34 @@ function slugify(text: string, max: number): string {
 
 const isoDate = z.iso.datetime({ offset: true, error: 'must be a date and time like 2026-11-23T10:00:00.000Z' });
 const shortText = (max: number) => z.string().max(max);
+/** Text Easel or a person wrote: the API's rule (no control characters), with the manifest's own length. */
+const ruledText = (max: number, label: string) => typedText(z.string().max(max), label);
 
+/**
+ * The bounds conversation.json is read under before JSON.parse builds anything. An export nests 4 levels
+ * (manifest → transcript → turn → metadata); its largest list is the transcript or the prompt versions.
+ */
+export const MANIFEST_BOUNDS: JsonBounds = {
+  maxDepth: 16,
+  maxValues: 1_000_000,
+  maxContainers: 250_000,
+  maxMembers: 64,
+  maxItems: 20_000,
+  // The longest text, a reply of MAX_REPLY_CHARS, with every character escaped as \uXXXX.
+  maxStringBytes: MAX_REPLY_CHARS * 6 + 2,
+};
+
+// The model's metadata as Easel stores it: its prompt already had control characters removed (parse-reply).
+const storedMetadataSchema = metadataSchema.extend({
+  prompt: ruledText(LIMITS.promptMaxChars, 'The prompt'),
+  negative_prompt: ruledText(LIMITS.promptMaxChars, 'The negative prompt').optional(),
+});
+
+// The model's own words (a reply) are kept as it wrote them; everything else obeys the typed-text rule.
 const contextEntrySchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('user'), text: shortText(MAX_REPLY_CHARS), note: shortText(20_000).optional() }).strict(),
-  z.object({ kind: z.literal('assistant'), text: shortText(MAX_REPLY_CHARS), metadata: metadataSchema }).strict(),
-  z.object({ kind: z.literal('summary'), userWords: z.array(shortText(MAX_REPLY_CHARS)).max(MAX_TURNS), text: shortText(MAX_REPLY_CHARS) }).strict(),
+  z.object({ kind: z.literal('user'), text: ruledText(MAX_REPLY_CHARS, 'The message'), note: ruledText(20_000, 'The note').optional() }).strict(),
+  z.object({ kind: z.literal('assistant'), text: shortText(MAX_REPLY_CHARS), metadata: storedMetadataSchema }).strict(),
+  z.object({ kind: z.literal('summary'), userWords: z.array(ruledText(MAX_REPLY_CHARS, 'The message')).max(MAX_TURNS), text: shortText(MAX_REPLY_CHARS) }).strict(),
 ]);
 
 const turnSchema = z
@@ -185,27 +209,34 @@ const turnSchema = z
     role: z.enum(['user', 'assistant']),
     text: shortText(MAX_REPLY_CHARS),
     status: z.enum(['ok', 'error', 'stopped', 'reset', 'interrupted', 'replaced']),
-    metadata: metadataSchema.optional(),
-    error: z.object({ code: shortText(100), message: shortText(4000) }).strict().optional(),
-    notices: z.array(shortText(4000)).max(20).optional(),
+    metadata: storedMetadataSchema.optional(),
+    error: z.object({ code: ruledText(100, 'The error code'), message: ruledText(4000, 'The error message') }).strict().optional(),
+    notices: z.array(ruledText(4000, 'The notice')).max(20).optional(),
     createdAt: isoDate,
   })
   .strict();
+
+/** A user's turn holds a message they sent: the message rule applies to it as to the API's. */
+function checkUserText(turn: { role: 'user' | 'assistant'; text: string }, context: z.RefinementCtx): void {
+  if (turn.role !== 'user') return;
+  const checked = typedText(z.string(), 'The message').safeParse(turn.text);
+  if (!checked.success) context.addIssue({ code: 'custom', path: ['text'], message: checked.error.issues[0]?.message ?? 'is not valid' });
+}
 
 const imageSchema = z
   .object({
     file: z.string().regex(/^images\/[^/]+\.png$/, 'must be a PNG in the images/ folder'),
     turn: z.int().min(0).nullable(),
-    prompt: shortText(LIMITS.promptMaxChars),
-    negativePrompt: shortText(LIMITS.promptMaxChars),
+    prompt: ruledText(LIMITS.promptMaxChars, 'The prompt'),
+    negativePrompt: ruledText(LIMITS.promptMaxChars, 'The negative prompt'),
     // null: the backend ignored the value and did not say what it used (see ImageRecord).
     steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max).nullable(),
     cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max).nullable(),
     seed: z.int().min(0).max(LIMITS.seed.max).nullable(),
-    sampler: shortText(200).nullable().default(null),
+    sampler: oneLineText(shortText(200), 'The sampler').nullable().default(null),
     width: z.int().min(1),
     height: z.int().min(1),
-    model: shortText(500).nullable(),
+    model: oneLineText(shortText(500), 'The model name').nullable(),
     createdAt: isoDate,
   })
   .strict();
@@ -215,12 +246,12 @@ const manifestV1Schema = z
     format: z.literal(ARCHIVE_FORMAT),
     version: z.literal(1),
     exportedAt: isoDate.optional(),
-    title: shortText(MAX_TITLE_CHARS).nullable(),
+    title: titleSchema.nullable(),
     createdAt: isoDate,
     updatedAt: isoDate,
-    prompt: shortText(LIMITS.promptMaxChars),
+    prompt: promptSchema,
     settings: settingsSchema,
-    transcript: z.array(turnSchema).max(MAX_TURNS),
+    transcript: z.array(turnSchema.superRefine(checkUserText)).max(MAX_TURNS),
     context: z.array(contextEntrySchema).max(MAX_CONTEXT_ENTRIES),
     images: z.array(imageSchema).max(MAX_IMAGES),
   })
@@ -233,7 +264,7 @@ const promptVersionSchema = z
   .object({
     /** The version it was changed from, as a position in promptVersions (an earlier one). */
     parent: position.nullable(),
-    prompt: shortText(LIMITS.promptMaxChars),
+    prompt: promptSchema,
     source: z.enum(['user', 'model', 'suggestion', 'earlier']),
     turn: position.nullable(),
     createdAt: isoDate,
@@ -246,12 +277,16 @@ const manifestV2Schema = manifestV1Schema
   .extend({
     version: z.literal(2),
     transcript: z
-      .array(turnSchema.extend({ imageNote: z.object({ reason: z.enum(['no_backend', 'suggestion_pending', 'auto_off']), message: shortText(4000) }).strict().optional() }))
+      .array(
+        turnSchema
+          .extend({ imageNote: z.object({ reason: z.enum(['no_backend', 'suggestion_pending', 'auto_off']), message: ruledText(4000, 'The image note') }).strict().optional() })
+          .superRefine(checkUserText),
+      )
       .max(MAX_TURNS),
     images: z.array(imageSchema.extend({ promptVersion: position.nullable() })).max(MAX_IMAGES),
     promptVersions: z.array(promptVersionSchema).max(MAX_PROMPT_VERSIONS),
     promptVersion: position.nullable(),
-    suggestion: z.object({ prompt: shortText(LIMITS.promptMaxChars), turn: position }).strict().nullable(),
+    suggestion: z.object({ prompt: promptSchema, turn: position }).strict().nullable(),
     pinned: z.array(z.enum(PINNABLE_FIELDS)).max(PINNABLE_FIELDS.length),
     settingSuggestions: pinnableSettingsSchema.partial().strict(),
   })
@@ -301,9 +336,10 @@ export type ReadArchiveResult = { ok: true; value: ImportedArchive } | { ok: fal
  */
 export async function readArchiveFiles(
   files: ReadonlyMap<string, Uint8Array>,
-  ids: { conversationId: string; newImageId: () => string },
+  ids: { conversationId: string; newImageId: () => string; /** --max-image-pixels; default checkPngImage's. */ maxPixels?: number },
 ): Promise<ReadArchiveResult> {
   const refuse = (message: string): ReadArchiveResult => ({ ok: false, error: { code: 'invalid', message } });
+  files = toExportLayout(files);
   const manifestBytes = files.get(ARCHIVE_MANIFEST);
   if (!manifestBytes) return refuse(`The file holds no ${ARCHIVE_MANIFEST}: it is not a conversation exported by Easel.`);
   for (const name of files.keys()) {
@@ -311,12 +347,17 @@ export async function readArchiveFiles(
       return refuse(`The file holds "${name}", which is not part of an Easel export (only ${ARCHIVE_MANIFEST} and images/*.png are).`);
     }
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(manifestBytes));
-  } catch {
-    return refuse(`${ARCHIVE_MANIFEST} is not valid JSON: the file is damaged or was edited by hand.`);
+  // Bounded before anything is built, then parsed; the event loop gets a turn between the costly steps.
+  const json = parseBoundedJson(manifestBytes, MANIFEST_BOUNDS);
+  if (!json.ok) {
+    return refuse(
+      json.error.code === 'malformed'
+        ? `${ARCHIVE_MANIFEST} ${json.error.message}: the file is damaged or was edited by hand.`
+        : `${ARCHIVE_MANIFEST} ${json.error.message}, more than any conversation Easel exports: the file is damaged or was not made by Easel.`,
+    );
   }
+  const raw = json.value;
+  await yieldToEventLoop();
   const header = z.object({ format: z.unknown().optional(), version: z.unknown().optional() }).safeParse(raw);
   if (!header.success || header.data.format !== ARCHIVE_FORMAT) {
     return refuse(`${ARCHIVE_MANIFEST} is not an Easel conversation (its "format" is not "${ARCHIVE_FORMAT}").`);
@@ -328,11 +369,18 @@ export async function readArchiveFiles(
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'its contents';
-    return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${where} ${issue?.message ?? 'is not valid'}.`);
+    return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${where}: ${(issue?.message ?? 'is not valid').replace(/\.$/, '')}.`);
   }
   const manifest = parsed.data;
+  await yieldToEventLoop();
   const misplaced = checkPositions(manifest);
   if (misplaced) return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${misplaced}`);
+  // Every PNG an export holds is listed; one that is not was put there by something else.
+  const listed = new Set(manifest.images.map((image) => image.file));
+  const unlisted = [...files.keys()].find((name) => name !== ARCHIVE_MANIFEST && !listed.has(name));
+  if (unlisted !== undefined) {
+    return refuse(`The file holds ${unlisted}, which ${ARCHIVE_MANIFEST} does not list: Easel exports list every image they hold. Remove it from the file, or export the conversation again.`);
+  }
   const written: ImportedArchive['files'] = [];
   const images: ConversationImport['images'] = [];
   const seen = new Set<string>();
@@ -344,7 +392,7 @@ export async function readArchiveFiles(
     seen.add(image.file);
     const bytes = files.get(image.file);
     if (!bytes) return refuse(`${image.file} is listed in ${ARCHIVE_MANIFEST} but missing from the file.`);
-    const checked = await checkPngImage(bytes);
+    const checked = await checkPngImage(bytes, { maxPixels: ids.maxPixels });
     if (!checked.ok) return refuse(`${image.file} is not an image Easel can use: ${checked.error.message}`);
     const id = ids.newImageId();
     const name = `${id}.png`;
@@ -405,4 +453,24 @@ function toContextEntry(entry: z.infer<typeof contextEntrySchema>): ContextEntry
     return { kind: 'assistant', text: entry.text, metadata: { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) } };
   }
   return entry;
+}
+
+// What a file manager adds when it zips a folder again: macOS's resource forks and Finder's, Windows' thumbnails.
+const FILE_MANAGER_ENTRY = /(^|\/)(__MACOSX\/|\.DS_Store$|Thumbs\.db$|desktop\.ini$)/;
+
+/**
+ * An export unzipped and zipped again by the operating system: its file manager's own entries are left
+ * out, and when every entry sits in one folder (`easel-a-fox/conversation.json`) that folder is taken away.
+ */
+function toExportLayout(files: ReadonlyMap<string, Uint8Array>): ReadonlyMap<string, Uint8Array> {
+  const kept = [...files].filter(([name]) => !FILE_MANAGER_ENTRY.test(name));
+  const folders = new Set(kept.map(([name]) => (name.includes('/') ? name.slice(0, name.indexOf('/')) : '')));
+  const [folder] = folders;
+  const wrapped = folders.size === 1 && folder !== undefined && folder !== 'images' && files.has(`${folder}/${ARCHIVE_MANIFEST}`);
+  return new Map(wrapped ? kept.map(([name, bytes]) => [name.slice(folder.length + 1), bytes]) : kept);
+}
+
+/** Lets the requests waiting behind a long import run between its steps. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -3,7 +3,7 @@
 export type ChatModelErrorCode =
   | 'unreachable' // Ollama is not running / refused the connection
   | 'model_not_found' // the model is not pulled
-  | 'stream_failed' // Ollama sent an {"error"} line mid-stream, or the connection broke
+  | 'stream_failed' // Ollama sent an {"error"} line mid-stream, a line that is no chat chunk or too long, or the connection broke
   | 'aborted' // our own signal aborted the request
   | 'bad_response'; // an HTTP error or a body we could not read
 
@@ -41,21 +41,29 @@ export function isImageBackendError(error: unknown): error is ImageBackendError 
   return error instanceof ImageBackendError;
 }
 
-export type StorageErrorCode =
-  | 'full' // the disk holding the database is full (SQLITE_FULL)
-  | 'read_only' // the database or its folder cannot be written (read-only file system, permissions)
-  | 'failed'; // any other failure of the database
+export const STORAGE_ERROR_CODES = [
+  'full', // the disk holding the database is full (SQLITE_FULL)
+  'read_only', // the database or its folder cannot be written (read-only file system, permissions)
+  'gone', // the database file was deleted or replaced while Easel had it open
+  'corrupt', // SQLite found the file damaged (SQLITE_CORRUPT, SQLITE_NOTADB)
+  'failed', // any other failure of the database
+] as const;
 
-/** A write to the conversation store failed; nothing of the transaction was kept. */
+export type StorageErrorCode = (typeof STORAGE_ERROR_CODES)[number];
+
+/** The conversation store failed; nothing of the transaction was kept. */
 export class StorageError extends Error {
   override readonly name = 'StorageError';
   readonly code: StorageErrorCode;
   /** The database file, named in messages for a person. */
   readonly location: string;
-  constructor(code: StorageErrorCode, message: string, options: { location: string; cause?: unknown }) {
+  /** For 'gone': where Easel saved a copy of what it had, when it could. */
+  readonly recoveredTo: string | undefined;
+  constructor(code: StorageErrorCode, message: string, options: { location: string; recoveredTo?: string | undefined; cause?: unknown }) {
     super(message, { cause: options.cause });
     this.code = code;
     this.location = options.location;
+    this.recoveredTo = options.recoveredTo;
   }
 }
 

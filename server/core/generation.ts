@@ -58,6 +58,8 @@ export interface ImageGeneratorDeps {
   randomSeed?: (range: SeedRange) => number;
   /** Written as the PNG text's Version field ("Easel 0.1.0") when Easel writes that text. */
   writer?: string;
+  /** The most pixels an image may have (--max-image-pixels); default checkPngImage's, 8192×8192. */
+  maxImagePixels?: number;
   newImageId?: () => string;
 }
 
@@ -183,7 +185,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       const result = await job;
 
       // One check for every backend, before anything is written: a broken image is refused whole.
-      const checked = await checkPngImage(result.png);
+      const checked = await checkPngImage(result.png, { maxPixels: deps.maxImagePixels });
       if (!checked.ok) {
         throw new ImageBackendError(
           'bad_response',

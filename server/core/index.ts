@@ -24,7 +24,7 @@ export {
 } from './archive.ts';
 export type { ArchiveCodec, ArchiveErrorCode, ArchiveLimits, ImageFiles, UnpackResult } from './archive.ts';
 export { describeContextChange } from './context-change.ts';
-export { describeConversation, describeStorageFailure, MAX_TITLE_CHARS, UNTITLED, type ConversationSummary } from './library.ts';
+export { describeConversation, describeStorageFailure, UNTITLED, type ConversationSummary } from './library.ts';
 export { createReplySaver, type ReplySaver } from './reply-saver.ts';
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isStorageError, StorageError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
@@ -58,7 +58,7 @@ export { describeModelHealth } from './health.ts';
 export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
-export { createEaselService, isConversationId, MAX_MESSAGE_CHARS, REPLY_SAVE_INTERVAL_MS } from './service.ts';
+export { createEaselService, isConversationId, REPLY_SAVE_INTERVAL_MS } from './service.ts';
 export type { ConversationView, EaselService, Health, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
 export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
 export { createImageGenerator, NO_BACKEND_MESSAGE } from './generation.ts';
@@ -75,3 +75,4 @@ export {
 export type { ReplyTimeoutKind, ReplyTimeouts, ReplyWatchdog } from './reply-watchdog.ts';
 export { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 export type { GenerateInput, ImageBackendStatus, ImageGenerator, ImageGeneratorDeps } from './generation.ts';
+export { MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text.ts';

@@ -13,7 +13,6 @@ export interface ConversationSummary {
   preview: string;
 }
 
-export const MAX_TITLE_CHARS = 120;
 const DERIVED_TITLE_CHARS = 60;
 const PREVIEW_CHARS = 140;
 export const UNTITLED = 'New conversation';
@@ -41,9 +40,15 @@ export function shorten(text: string, max: number, firstLineOnly = true): string
 }
 
 /** What the user was doing when the store failed: it decides what they are told to do next. */
-export type StorageAction = 'message' | 'reply' | 'change' | 'import' | 'delete';
+export type StorageAction = 'message' | 'reply' | 'change' | 'import' | 'delete' | 'read';
 
-const STORAGE_CODES = { full: 'storage_full', read_only: 'storage_read_only', failed: 'storage_failed' } as const;
+const STORAGE_CODES: Record<StorageError['code'], 'storage_full' | 'storage_read_only' | 'storage_failed'> = {
+  full: 'storage_full',
+  read_only: 'storage_read_only',
+  gone: 'storage_failed',
+  corrupt: 'storage_failed',
+  failed: 'storage_failed',
+};
 
 /**
  * The `error` event (and the HTTP message) for a failed write: what happened, where, and what to do.
@@ -51,24 +56,31 @@ const STORAGE_CODES = { full: 'storage_full', read_only: 'storage_read_only', fa
  */
 export function describeStorageFailure(error: StorageError, action: StorageAction): { code: string; message: string } {
   const where = error.location;
-  const cause =
-    error.code === 'full'
-      ? `the disk holding ${where} is full`
-      : error.code === 'read_only'
-        ? `${where} cannot be written (a read-only disk, or Easel may not write there)`
-        : `the database ${where} reported an error (the details are in the server log)`;
-  const fix =
-    error.code === 'full'
-      ? 'Free some disk space'
-      : error.code === 'read_only'
-        ? 'Check that Easel may write to its data folder (--data-dir)'
-        : 'Check the server log and the disk';
+  const causes: Record<StorageError['code'], string> = {
+    full: `the disk holding ${where} is full`,
+    read_only: `${where} cannot be written (a read-only disk, or Easel may not write there)`,
+    gone: `the database file ${where} was deleted or replaced while Easel was running, so Easel stopped writing to it`,
+    corrupt: `the database ${where} is damaged (the details are in the server log)`,
+    failed: `the database ${where} reported an error (the details are in the server log)`,
+  };
+  const fixes: Record<StorageError['code'], string> = {
+    full: 'Free some disk space',
+    read_only: 'Check that Easel may write to its data folder (--data-dir)',
+    gone:
+      error.recoveredTo === undefined
+        ? 'Put the file back where it was, or stop Easel and start it again to begin a new library there'
+        : `Stop Easel, move ${error.recoveredTo} (a copy of everything it had) to ${where} and start Easel again`,
+    corrupt: `Stop Easel, move ${where} aside or restore it from a backup, and start Easel again`,
+    failed: 'Check the server log and the disk',
+  };
+  const fix = fixes[error.code];
   const outcome: Record<StorageAction, string> = {
     message: `Nothing was saved, and your message is back in the box: ${lower(fix)}, then send it again.`,
     reply: `The reply above was shown but may be incomplete after a reload; your message is kept. ${fix}, then press Regenerate.`,
     change: `Nothing was changed. ${fix}, then try again.`,
     import: `Nothing was imported. ${fix}, then import the file again.`,
     delete: `Nothing was deleted. ${fix}, then try again.`,
+    read: `Nothing was changed. ${fix}.`,
   };
   const failed: Record<StorageAction, string> = {
     message: 'save your message',
@@ -76,8 +88,9 @@ export function describeStorageFailure(error: StorageError, action: StorageActio
     change: 'save the change',
     import: 'store the imported conversation',
     delete: 'delete the conversation',
+    read: 'read its library',
   };
-  return { code: STORAGE_CODES[error.code], message: `Easel could not ${failed[action]}: ${cause}. ${outcome[action]}` };
+  return { code: STORAGE_CODES[error.code], message: `Easel could not ${failed[action]}: ${causes[error.code]}. ${outcome[action]}` };
 }
 
 function lower(text: string): string {

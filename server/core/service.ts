@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { formatUserNote, LIMITS, type ContextEntry } from '../protocol/index.ts';
+import { formatUserNote, type ContextEntry } from '../protocol/index.ts';
 import {
   buildArchiveFiles,
   IMPORT_LIMITS,
@@ -12,10 +12,10 @@ import {
 } from './archive.ts';
 import { describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
 import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, StartedTurn, TranscriptTurn } from './conversation.ts';
-import { isStorageError } from './errors.ts';
+import { isStorageError, type StorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 import type { DoneEvent, TurnEvent } from './events.ts';
-import { describeConversation, describeStorageFailure, MAX_TITLE_CHARS, type ConversationSummary, type StorageAction } from './library.ts';
+import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
 import type { Logger } from './logger.ts';
 import type { ChatModel, ModelHealth } from './ports.ts';
 import { createReplySaver } from './reply-saver.ts';
@@ -39,7 +39,7 @@ import {
   type PromptVersion,
 } from './pane.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
-import { typedText } from './text.ts';
+import { messageSchema, promptSchema, titleSchema } from './text.ts';
 
 export type ServiceErrorCode = 'not_found' | 'busy' | 'conflict' | 'invalid' | 'unavailable' | 'storage' | 'bad_archive' | 'too_large';
 
@@ -48,6 +48,8 @@ export interface ServiceError {
   message: string;
   /** Field → message, for 'invalid'. */
   fields?: Record<string, string>;
+  /** For 'storage': the documented code (storage_full, storage_read_only, storage_failed). */
+  storageCode?: string;
 }
 
 export type Result<T> = { ok: true; value: T } | { ok: false; error: ServiceError };
@@ -166,22 +168,8 @@ export interface EaselService {
 /** How long shutdown() waits for aborted work to settle: a stream whose client stopped reading may never finish. */
 export const SHUTDOWN_WAIT_MS = 3_000;
 
-export const MAX_MESSAGE_CHARS = 8000;
-
 /** How often the text of a streaming reply is saved: a crash loses at most this much of it. */
 export const REPLY_SAVE_INTERVAL_MS = 1000;
-
-const messageSchema = typedText(z.string({ error: 'text must be a string' }), 'The message')
-  .trim()
-  .min(1, 'Type a message first: it is empty.')
-  .max(MAX_MESSAGE_CHARS, `A message can hold at most ${MAX_MESSAGE_CHARS} characters; shorten it.`);
-
-const promptSchema = typedText(z.string({ error: 'prompt must be a string' }), 'The prompt').max(LIMITS.promptMaxChars, `A prompt can hold at most ${LIMITS.promptMaxChars} characters.`);
-
-const titleSchema = typedText(z.string({ error: 'title must be a string' }), 'The title')
-  .trim()
-  .max(MAX_TITLE_CHARS, `A title can hold at most ${MAX_TITLE_CHARS} characters.`)
-  .refine((title) => !title.includes('\n'), 'A title is one line.');
 
 const CONVERSATION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -208,6 +196,8 @@ export interface ServiceDeps {
   replySaveIntervalMs?: number;
   /** How long shutdown() waits for aborted work (default SHUTDOWN_WAIT_MS). */
   shutdownWaitMs?: number;
+  /** The most pixels an imported image may have (--max-image-pixels); default checkPngImage's, 8192×8192. */
+  maxImagePixels?: number;
 }
 
 /** One turn running as its own task. */
@@ -329,14 +319,21 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     return { ok: false, error: { code: 'busy', message: 'A reply is still being written in this conversation. Wait for it or press Stop.' } };
   }
 
+  /** A vanished or damaged database is logged once, with its path, by the store; any other failure at each write. */
+  function logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void {
+    if (error.code === 'gone' || error.code === 'corrupt') return;
+    deps.logger.error(message, { ...fields, error });
+  }
+
   /** Runs a write; a store failure becomes a result saying what happened and what to do. */
   function tryWrite<T>(action: StorageAction, work: () => T): Result<T> {
     try {
       return { ok: true, value: work() };
     } catch (error) {
       if (!isStorageError(error)) throw error;
-      deps.logger.error('a write to the conversation store failed', { action, error });
-      return { ok: false, error: { code: 'storage', message: describeStorageFailure(error, action).message } };
+      logStorageFailure('a write to the conversation store failed', error, { action });
+      const failure = describeStorageFailure(error, action);
+      return { ok: false, error: { code: 'storage', message: failure.message, storageCode: failure.code } };
     }
   }
 
@@ -403,7 +400,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       );
     } catch (error) {
       if (!isStorageError(error)) throw error;
-      deps.logger.error('the message could not be stored; nothing was sent to the model', { conversationId: id, error });
+      logStorageFailure('the message could not be stored; nothing was sent to the model', error, { conversationId: id });
       yield { type: 'error', ...describeStorageFailure(error, plan.kind === 'regenerate' ? 'change' : 'message') };
       yield FAILED_DONE;
       return;
@@ -458,7 +455,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       );
     } catch (error) {
       if (!isStorageError(error)) throw error;
-      deps.logger.error('the reply could not be stored', { conversationId: id, error });
+      logStorageFailure('the reply could not be stored', error, { conversationId: id });
       yield { type: 'error', ...describeStorageFailure(error, 'reply') };
       yield { ...outcome.done, level: 'error' };
       return;
@@ -617,7 +614,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         return { ok: false, error: { code, message: unpacked.error.message } };
       }
       const id = newId();
-      const read = await readArchiveFiles(unpacked.files, { conversationId: id, newImageId: () => randomBytes(16).toString('hex') });
+      const read = await readArchiveFiles(unpacked.files, { conversationId: id, newImageId: () => randomBytes(16).toString('hex'), maxPixels: deps.maxImagePixels });
       if (!read.ok) return { ok: false, error: { code: 'invalid', message: read.error.message } };
       const written: string[] = [];
       const removeWritten = async () => {

@@ -1,26 +1,76 @@
-import type { z } from 'zod';
+import { z } from 'zod';
+import { LIMITS } from '../protocol/limits.ts';
 
 // C0 control characters except tab (09), newline (0A) and carriage return (0D). No keyboard types
 // them; a NUL or an escape sequence only breaks what comes later (an image backend, a terminal, a log).
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 
+// In one line of text (a title) nothing may change how the text around it reads: no C0 control at all
+// (tab and line breaks included), DEL, no C1 control (U+0080–U+009F), and no bidirectional embedding,
+// override or isolate (U+202A–U+202E, U+2066–U+2069): U+202E turns `gnp.exe` into what reads as `exe.png`.
+const ONE_LINE_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/;
+
+const BIDI_NAMES: Readonly<Record<number, string>> = {
+  0x202a: 'a left-to-right embedding',
+  0x202b: 'a right-to-left embedding',
+  0x202c: 'a pop directional formatting',
+  0x202d: 'a left-to-right override',
+  0x202e: 'a right-to-left override',
+  0x2066: 'a left-to-right isolate',
+  0x2067: 'a right-to-left isolate',
+  0x2068: 'a first strong isolate',
+  0x2069: 'a pop directional isolate',
+};
+
+export const MAX_MESSAGE_CHARS = 8000;
+export const MAX_TITLE_CHARS = 120;
+
 /**
- * The one rule for text a person typed (messages, prompts, the negative prompt), shared by the page and
- * the API: control characters are refused with a message naming the field; CRLF and a lone CR become LF
- * (a browser's form sends CRLF for each line break in a textarea, and the model should see one kind).
+ * The one rule for text a person typed (messages, prompts, the negative prompt), shared by the page, the
+ * API and imports: control characters are refused with a message naming the field; CRLF and a lone CR
+ * become LF (a browser's form sends CRLF for each line break in a textarea, and the model should see one kind).
  */
 export function typedText(schema: z.ZodString, label: string): z.ZodString {
   return schema
     .refine((value) => !CONTROL_CHARACTER.test(value), {
-      error: (issue) => describeControlCharacter(label, String(issue.input)),
+      error: (issue) => describeForbidden(label, String(issue.input), CONTROL_CHARACTER),
       abort: true,
     })
     .overwrite((value) => value.replace(/\r\n?/g, '\n'));
 }
 
-function describeControlCharacter(label: string, value: string): string {
-  const match = CONTROL_CHARACTER.exec(value);
+/** The rule for one line of text (a title): as typedText, and no line break, C1 control or bidirectional control either. */
+export function oneLineText(schema: z.ZodString, label: string): z.ZodString {
+  return schema
+    .refine((value) => !/[\r\n]/.test(value), { error: `${label} is one line.`, abort: true })
+    .refine((value) => !ONE_LINE_FORBIDDEN.test(value), {
+      error: (issue) => describeForbidden(label, String(issue.input), ONE_LINE_FORBIDDEN),
+      abort: true,
+    });
+}
+
+/** A message sent to the model. */
+export const messageSchema = typedText(z.string({ error: 'text must be a string' }), 'The message')
+  .trim()
+  .min(1, 'Type a message first: it is empty.')
+  .max(MAX_MESSAGE_CHARS, `A message can hold at most ${MAX_MESSAGE_CHARS} characters; shorten it.`);
+
+/** The image prompt (the pane, a version of it, the prompt an image was made from). */
+export const promptSchema = typedText(z.string({ error: 'prompt must be a string' }), 'The prompt').max(
+  LIMITS.promptMaxChars,
+  `A prompt can hold at most ${LIMITS.promptMaxChars} characters.`,
+);
+
+/** A conversation's title; '' means "derive it from the first message again". */
+export const titleSchema = oneLineText(z.string({ error: 'title must be a string' }), 'A title')
+  .trim()
+  .max(MAX_TITLE_CHARS, `A title can hold at most ${MAX_TITLE_CHARS} characters.`);
+
+function describeForbidden(label: string, value: string, pattern: RegExp): string {
+  const match = pattern.exec(value);
   const index = match?.index ?? 0;
-  const code = `U+${value.charCodeAt(index).toString(16).toUpperCase().padStart(4, '0')}`;
-  return `${label} contains an invisible control character (${code}) at character ${index + 1}; remove it and try again.`;
+  const point = value.codePointAt(index) ?? 0;
+  const code = `U+${point.toString(16).toUpperCase().padStart(4, '0')}`;
+  const what = BIDI_NAMES[point] ? `${BIDI_NAMES[point]} character (${code})` : `an invisible control character (${code})`;
+  return `${label} contains ${what} at character ${index + 1}; remove it and try again.`;
 }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
+import { describeStorageFailure, isStorageError, MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
 import { isApiPath, respondMessage } from './errors.ts';
 import { addSecurityHeaders, allowListedHosts, refuseCrossSiteWrites, requireToken } from './middleware/index.ts';
@@ -71,6 +71,12 @@ export function createApp(deps: AppDeps): Hono {
     respondMessage(c, 404, isApiPath(c.req.path) ? `No API route ${c.req.method} ${c.req.path}. See docs/API.md.` : 'Not found'),
   );
   app.onError((error, c) => {
+    // A damaged or vanished database met by a read (writes report it as a value): the same 503 everywhere.
+    if (isStorageError(error)) {
+      if (error.code !== 'gone' && error.code !== 'corrupt') deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
+      const failure = describeStorageFailure(error, 'read');
+      return isApiPath(c.req.path) ? c.json({ error: failure.message, code: failure.code }, 503) : c.text(failure.message, 503);
+    }
     deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
     return respondMessage(c, 500, 'Easel hit an internal error; the details are in the server log.');
   });

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { parse as parseContentType } from 'content-type';
 import type { Context } from 'hono';
 import type { ServiceError } from '../core/index.ts';
@@ -19,7 +20,10 @@ export const STATUS: Record<ServiceError['code'], ServiceErrorStatus> = {
 export type ServiceErrorStatus = 400 | 404 | 409 | 413 | 422 | 503;
 
 export function respondError(c: Context, error: ServiceError) {
-  return c.json({ error: error.message, ...(error.fields ? { fields: error.fields } : {}) }, STATUS[error.code]);
+  return c.json(
+    { error: error.message, ...(error.fields ? { fields: error.fields } : {}), ...(error.storageCode ? { code: error.storageCode } : {}) },
+    STATUS[error.code],
+  );
 }
 
 export type JsonBody = { ok: true; value: unknown } | { ok: false; response: Response };
@@ -77,18 +81,74 @@ export async function readFormBody(c: Context): Promise<FormBody> {
   }
 }
 
-/** Reads a JSON body; a person gets told what was wrong with it rather than a stack trace. */
+/** The `charset` parameter of the request's Content-Type, lower-case; undefined when it has none. */
+function readCharset(c: Context): string | undefined {
+  try {
+    return parseContentType(c.req.header('content-type') ?? '').parameters['charset']?.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads a JSON body; a person gets told what was wrong with it rather than a stack trace. JSON is UTF-8
+ * (RFC 8259 §8.1): another charset is 415, and bytes that are not UTF-8 are 400 naming where, never
+ * silently turned into U+FFFD.
+ */
 export async function readJsonBody(c: Context): Promise<JsonBody> {
+  const sent = c.req.header('content-type');
   if (readMediaType(c) !== 'application/json') {
-    const sent = c.req.header('content-type');
     const what = sent ? `was sent as "${sent}"` : 'has no Content-Type';
     return { ok: false, response: c.json({ error: `The body ${what}: send it as JSON with the header Content-Type: application/json.` }, 415) };
   }
+  const charset = readCharset(c);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return { ok: false, response: c.json({ error: `The body was sent as "${sent}": Easel reads JSON only as UTF-8. Send it as UTF-8, with Content-Type: application/json.` }, 415) };
+  }
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  const invalidAt = findInvalidUtf8(bytes);
+  if (invalidAt !== undefined) {
+    return { ok: false, response: c.json({ error: `The body is not valid UTF-8: byte ${invalidAt + 1} starts no character. Send the JSON as UTF-8.` }, 400) };
+  }
   try {
-    return { ok: true, value: await c.req.json() };
+    return { ok: true, value: JSON.parse(new TextDecoder().decode(bytes)) as unknown };
   } catch {
     return { ok: false, response: c.json({ error: 'The body is not valid JSON. Check quotes and commas.' }, 400) };
   }
+}
+
+/** The offset of the first byte of the first sequence that is not UTF-8 (RFC 3629 §4), or undefined when all is. */
+export function findInvalidUtf8(bytes: Uint8Array): number | undefined {
+  if (isUtf8(bytes)) return undefined;
+  for (let index = 0; index < bytes.length; ) {
+    const length = readUtf8SequenceLength(bytes, index);
+    if (length === 0) return index;
+    index += length;
+  }
+  return undefined;
+}
+
+/** The length of the well-formed sequence at `index`, or 0 (RFC 3629 §4: no overlong form, surrogate or code point past U+10FFFF). */
+function readUtf8SequenceLength(bytes: Uint8Array, index: number): number {
+  const first = bytes[index] ?? 0;
+  if (first < 0x80) return 1;
+  const [length, low, high] =
+    first >= 0xc2 && first <= 0xdf ? [2, 0x80, 0xbf]
+    : first === 0xe0 ? [3, 0xa0, 0xbf]
+    : first === 0xed ? [3, 0x80, 0x9f]
+    : first >= 0xe1 && first <= 0xef ? [3, 0x80, 0xbf]
+    : first === 0xf0 ? [4, 0x90, 0xbf]
+    : first === 0xf4 ? [4, 0x80, 0x8f]
+    : first >= 0xf1 && first <= 0xf3 ? [4, 0x80, 0xbf]
+    : [0, 0, 0];
+  if (length === 0) return 0;
+  const second = bytes[index + 1];
+  if (second === undefined || second < low || second > high) return 0;
+  for (let offset = 2; offset < length; offset++) {
+    const next = bytes[index + offset];
+    if (next === undefined || next < 0x80 || next > 0xbf) return 0;
+  }
+  return length;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -1,7 +1,9 @@
 // --image-backend auto: asks the server at a URL which image server it is, by the routes only that server has.
 // Knows every server's routes but imports no adapter: main.ts hands in the factory that makes one.
+import { isImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES } from '../core/image-limits.ts';
 import type { ImageBackendName } from '../core/ports.ts';
+import { createImageServerFetch } from '../image-backend/index.ts';
 import { formatDuration, isRecord, parseJson, readErrorCode, readTextPrefix } from '../util/index.ts';
 
 export interface FoundImageServer {
@@ -50,22 +52,25 @@ const TRIED = 'GET /sdcpp/v1/capabilities, /sdapi/v1/options, /system_stats, /re
  * - /v1/models with a `data` list: another server with OpenAI's API → openai.
  */
 export async function probeImageServer(url: string, options: ProbeOptions = {}): Promise<ProbeResult> {
-  const fetchImpl = options.fetch ?? globalThis.fetch;
   const timeoutMs = options.timeoutMs ?? 3_000;
   const base = url.replace(/\/+$/, '').replace(/\/v1$/, '');
-  const errors: unknown[] = [];
+  // Like the adapters: a redirect is refused, never followed, and thrown as an ImageBackendError that says where it pointed.
+  const fetchImpl = createImageServerFetch(options.fetch ?? globalThis.fetch, { label: 'The server', url: base });
+  const failures = new Map<string, unknown>();
 
   async function ask(path: string): Promise<Answer | undefined> {
     try {
       const response = await fetchImpl(`${base}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
       return { status: response.status, body: parseJson(await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES)) };
     } catch (error) {
-      errors.push(error);
+      failures.set(path, error);
       return undefined;
     }
   }
 
   const [sdcpp, a1111, comfyui, readyz, models] = await Promise.all(Object.values(PATHS).map(ask));
+  // In the order of PATHS, not of arrival, so that the message names the same route each time.
+  const errors = Object.values(PATHS).flatMap((path) => (failures.has(path) ? [failures.get(path)] : []));
   const found = (backend: ImageBackendName, server: string, path: string): ProbeResult => ({ found: { backend, server, url: base, evidence: `GET ${path}` } });
   if (sdcpp?.status === 200 && isRecord(sdcpp.body)) return found('a1111', 'stable-diffusion.cpp sd-server', PATHS.sdcpp);
   if (a1111?.status === 200 && isRecord(a1111.body)) return found('a1111', 'AUTOMATIC1111', PATHS.a1111);
@@ -78,6 +83,9 @@ export async function probeImageServer(url: string, options: ProbeOptions = {}):
   if ((readyz?.status === 200 && listsModels) || starting) return found('localai', 'LocalAI', PATHS.readyz);
   if (listsModels) return found('openai', 'an OpenAI-compatible image server', PATHS.models);
 
+  // A server that redirects is there but is no image server at this address: say where it pointed.
+  const redirect = errors.find(isImageBackendError);
+  if (redirect !== undefined) return { found: null, reachable: true, detail: redirect.message };
   const answered = [sdcpp, a1111, comfyui, readyz, models].some((answer) => answer !== undefined);
   if (answered) {
     return {

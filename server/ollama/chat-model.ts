@@ -1,6 +1,6 @@
 import { Ollama } from 'ollama';
 import type { Agent } from 'undici';
-import type { ChatResponse, Options } from 'ollama';
+import type { Options } from 'ollama';
 import { ChatModelError } from '../core/errors.ts';
 import type { ChatChunk, ChatModel, ChatOptions, ChatRequest, ModelHealth } from '../core/ports.ts';
 import {
@@ -8,8 +8,10 @@ import {
   describeUnreachable,
   isConnectionFailure,
   isOllamaResponseError,
+  overlongLineError,
   STREAM_ENDED_EARLY,
   toChatModelError,
+  unreadableLineError,
 } from './errors.ts';
 import { isSameModel } from './model-name.ts';
 
@@ -25,18 +27,22 @@ export interface OllamaChatModelOptions {
   fetch?: typeof fetch;
   /** How long checkHealth and isLoaded wait for Ollama before giving up. Default 3000 ms. */
   healthTimeoutMs?: number;
-  /** Where a reply line that is not JSON is reported (it is skipped). Default: console.warn, as the client does. */
-  warn?: (message: string) => void;
 }
 
 const DEFAULT_HEALTH_TIMEOUT_MS = 3000;
+
+/**
+ * The longest reply line Easel reads from Ollama, in characters. A real line is one token (about 150
+ * characters) or the `done` line with its metrics; Ollama's own Go client stops at 8 MB (api/client.go:168
+ * maxBufferSize, :217-220). Well below MAX_REPLY_CHARS (200 000), which one line without an end never reaches.
+ */
+export const MAX_OLLAMA_LINE_CHARS = 64 * 1024;
 
 export function createOllamaChatModel(options: OllamaChatModelOptions): ChatModel {
   const host = options.host.replace(/\/+$/, '');
   const model = options.model;
   const baseFetch = options.fetch ?? globalThis.fetch;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
-  const warn = options.warn ?? ((message: string) => console.warn(message));
   assertValidHost(host);
   // Ollama sends no HTTP headers until the model is loaded and has read the prompt (server/routes.go:
   // ChatHandler blocks in scheduleRunner at :2634, then streamResponse at :2097 writes the headers with
@@ -97,7 +103,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       });
       phase = 'stream';
       if (body === null) throw new Error('Ollama answered the chat request without a body.');
-      for await (const chunk of readChatStream(body, warn)) {
+      for await (const chunk of readChatStream(body, host)) {
         if (chunk.type === 'end') completed = true;
         yield chunk;
       }
@@ -205,15 +211,12 @@ function createScopedFetch(
 
 /**
  * Ollama's NDJSON chat stream, one chunk per network read rather than per line: the text of every complete
- * line a read brought, joined. Keeps the client's rules (ollama-js 0.6 src/utils.ts:299-340 parseJSON, :45-59
- * AbortableAsyncIterator): a line that is not JSON is skipped with a warning, an `{"error"}` line is an error
- * (after the text before it), and the stream ends at the `done` line; the caller treats an end without one
- * as an error.
+ * line a read brought, joined. Lines follow the rules of Ollama's own Go client (see readChunkLine): a line
+ * that is not a chat chunk, or an `{"error"}` line, fails the chat after the text before it, and the stream
+ * ends at the `done` line; the caller treats an end without one as an error. A line longer than
+ * MAX_OLLAMA_LINE_CHARS fails it too, whether or not it has ended.
  */
-async function* readChatStream(
-  body: ReadableStream<Uint8Array>,
-  warn: (message: string) => void,
-): AsyncGenerator<ChatChunk> {
+async function* readChatStream(body: ReadableStream<Uint8Array>, host: string): AsyncGenerator<ChatChunk> {
   const decoder = new TextDecoder('utf-8');
   const reader = body.getReader();
   let buffer = '';
@@ -226,15 +229,17 @@ async function* readChatStream(
       if (lastNewline !== -1) {
         const lines = buffer.slice(0, lastNewline);
         buffer = buffer.slice(lastNewline + 1);
-        const batch = readLines(lines, warn);
+        const batch = readLines(lines, host);
         if (batch.text !== '') yield { type: 'text', text: batch.text };
         else if (batch.alive) yield { type: 'alive' };
-        if (batch.error !== undefined) throw new Error(batch.error);
+        if (batch.error !== undefined) throw batch.error;
         if (batch.end !== undefined) {
           yield batch.end;
           return;
         }
       }
+      // The line not ended yet, checked at every read: the buffer never holds much more than the cap.
+      if (buffer.length > MAX_OLLAMA_LINE_CHARS) throw overlongLineError(host, MAX_OLLAMA_LINE_CHARS, false);
       if (done) return;
     }
   } finally {
@@ -246,12 +251,12 @@ interface LineBatch {
   text: string;
   /** A line without text arrived: the model is working (a thinking model's thoughts). */
   alive: boolean;
-  /** Ollama's words from an `{"error"}` line; the lines after it are not read. */
-  error?: string;
+  /** What ends the chat: Ollama's `{"error"}` line, or a line Easel cannot read; the lines after it are not read. */
+  error?: Error;
   end?: Extract<ChatChunk, { type: 'end' }>;
 }
 
-function readLines(lines: string, warn: (message: string) => void): LineBatch {
+function readLines(lines: string, host: string): LineBatch {
   const batch: LineBatch = { text: '', alive: false };
   let start = 0;
   while (start <= lines.length) {
@@ -259,6 +264,11 @@ function readLines(lines: string, warn: (message: string) => void): LineBatch {
     const end = newline === -1 ? lines.length : newline;
     const line = lines.slice(start, end);
     start = end + 1;
+    if (line.length > MAX_OLLAMA_LINE_CHARS) {
+      batch.error = overlongLineError(host, MAX_OLLAMA_LINE_CHARS, true);
+      return batch;
+    }
+    // A blank line carries nothing, so skipping it loses nothing (ollama-js skips it too).
     if (line.trim() === '') continue;
     const content = readContentLine(line);
     if (content !== undefined) {
@@ -266,26 +276,20 @@ function readLines(lines: string, warn: (message: string) => void): LineBatch {
       else batch.alive = true;
       continue;
     }
-    let part: ChatResponse | { error?: unknown };
-    try {
-      part = JSON.parse(line) as ChatResponse | { error?: unknown };
-    } catch {
-      warn(`Ollama sent a reply line that is not JSON; it was skipped: ${line.slice(0, 200)}`);
-      continue;
-    }
-    if (part === null || typeof part !== 'object') {
-      warn(`Ollama sent a reply line that is not a JSON object; it was skipped: ${line.slice(0, 200)}`);
-      continue;
-    }
-    if ('error' in part) {
-      batch.error = String(part.error);
+    const read = readChunkLine(line);
+    if (read.kind === 'error') {
+      batch.error = new Error(read.message);
       return batch;
     }
-    const response = part as ChatResponse;
+    if (read.kind === 'unreadable') {
+      batch.error = unreadableLineError(host, line, read.why);
+      return batch;
+    }
+    const response = read.chunk;
     const text = response.message?.content;
     if (typeof text === 'string' && text !== '') batch.text += text;
-    else if (!response.done) batch.alive = true;
-    if (response.done) {
+    else if (response.done !== true) batch.alive = true;
+    if (response.done === true) {
       batch.end = {
         type: 'end',
         doneReason: response.done_reason || 'stop',
@@ -297,6 +301,88 @@ function readLines(lines: string, warn: (message: string) => void): LineBatch {
     }
   }
   return batch;
+}
+
+/** The fields of a chat line Easel reads, typed as api/types.go ChatResponse has them (null: left out). */
+interface ChatLine {
+  message?: { content?: string | null } | null;
+  done?: boolean | null;
+  done_reason?: string | null;
+  eval_count?: number | null;
+  eval_duration?: number | null;
+  prompt_eval_count?: number | null;
+}
+
+type ReadLine =
+  | { kind: 'chunk'; chunk: ChatLine }
+  | { kind: 'error'; message: string }
+  | { kind: 'unreadable'; why: string };
+
+// A valid chat line, after Ollama's own Go client (api/client.go @ fb30760): stream() fails the chat on a line
+// that is not JSON (:228-236) and on a non-empty {"error"} (:253-255); Chat() fails on a line that does not
+// json.Unmarshal into api.ChatResponse (:297-305; api/types.go:520-549, Message :197-207, Metrics :557-564).
+// ollama-js skips a non-JSON line instead (src/utils.ts:320-325), which can drop words without a trace.
+// Unknown fields are fine and null counts as absent, as in Go's Unmarshal.
+const LINE_STRINGS = ['model', 'created_at', 'done_reason'] as const;
+const LINE_NUMBERS = [
+  'total_duration',
+  'load_duration',
+  'prompt_eval_count',
+  'prompt_eval_duration',
+  'eval_count',
+  'eval_duration',
+] as const;
+const MESSAGE_STRINGS = ['role', 'content', 'thinking'] as const;
+
+/** Any line but the ordinary one readContentLine takes: a chunk, Ollama's error, or why it is neither. */
+function readChunkLine(line: string): ReadLine {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return { kind: 'unreadable', why: 'it is not JSON' };
+  }
+  if (!isRecord(value)) return { kind: 'unreadable', why: `it is ${describeJsonType(value)}, not a JSON object` };
+  // stream() reads the error first, on its own (:222-237), so the other fields do not matter on an error line.
+  const wrongError = findWrongType(value, ['error'], 'string');
+  if (wrongError !== undefined) return { kind: 'unreadable', why: wrongError };
+  if (typeof value.error === 'string' && value.error !== '') return { kind: 'error', message: value.error };
+  const wrong =
+    findWrongType(value, LINE_STRINGS, 'string') ??
+    findWrongType(value, ['done'], 'boolean') ??
+    findWrongType(value, LINE_NUMBERS, 'number');
+  if (wrong !== undefined) return { kind: 'unreadable', why: wrong };
+  const message = value.message;
+  if (message !== undefined && message !== null) {
+    if (!isRecord(message)) return { kind: 'unreadable', why: `"message" is ${describeJsonType(message)}, not an object` };
+    const wrongInMessage = findWrongType(message, MESSAGE_STRINGS, 'string');
+    if (wrongInMessage !== undefined) return { kind: 'unreadable', why: `in "message", ${wrongInMessage}` };
+  }
+  return { kind: 'chunk', chunk: value as ChatLine };
+}
+
+function findWrongType(
+  record: Record<string, unknown>,
+  fields: readonly string[],
+  type: 'string' | 'boolean' | 'number',
+): string | undefined {
+  for (const field of fields) {
+    const value = record[field];
+    if (value === undefined || value === null || typeof value === type) continue;
+    return `"${field}" is ${describeJsonType(value)}, not a ${type}`;
+  }
+  return undefined;
+}
+
+function describeJsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 // Every line but the last of a reply has one shape (api/types.go ChatResponse: model, created_at, message

@@ -109,3 +109,25 @@ export function toChatModelError(error: unknown, context: ErrorContext): ChatMod
     { cause: error },
   );
 }
+
+/** A reply line past the line cap (MAX_OLLAMA_LINE_CHARS): `ended` when its newline had arrived. */
+export function overlongLineError(host: string, maxChars: number, ended: boolean): ChatModelError {
+  const size = `${maxChars / 1024} KiB (${maxChars.toLocaleString('en')} characters)`;
+  return new ChatModelError(
+    'stream_failed',
+    `Ollama at ${host} sent a reply line longer than ${size}${ended ? '' : ' without ending it'}; ` +
+      'no line of a real Ollama reply comes near that, so Easel stopped reading the reply. The text shown so far is kept. ' +
+      'Check that --ollama-url points at Ollama itself (not another server, or a proxy that changes its replies), then try again.',
+  );
+}
+
+/** A reply line that is not a chat chunk (`why` says how); at most 200 characters of it are quoted. */
+export function unreadableLineError(host: string, line: string, why: string): ChatModelError {
+  const quoted = `${JSON.stringify(line.slice(0, 200))}${line.length > 200 ? '…' : ''}`;
+  return new ChatModelError(
+    'stream_failed',
+    `Ollama at ${host} sent a reply line Easel cannot read (${why}): ${quoted}. ` +
+      'Easel stopped reading the reply there; the text shown so far is kept. ' +
+      'Check that --ollama-url points at Ollama, update Ollama if it is old, and look at its log (`ollama serve` output) for what went wrong.',
+  );
+}

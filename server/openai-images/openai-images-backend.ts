@@ -8,6 +8,7 @@
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import { createImageServerFetch } from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import {
   describeTooLarge,
@@ -101,11 +102,12 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
   const url = options.url.replace(/\/+$/, '');
   const apiBase = `${url.replace(/\/v1$/, '')}/v1`;
   const origin = new URL(url).origin;
-  const fetchImpl = options.fetch ?? globalThis.fetch;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   const authorization: Record<string, string> = options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` };
   const label = dialect === 'localai' ? 'LocalAI' : 'The image server';
+  // Every request, the linked image's included: a redirect is refused, never followed (server/image-backend/).
+  const fetchImpl = createImageServerFetch(options.fetch ?? globalThis.fetch, { label, url });
   // Learnt once from an answer of /sdcpp/v1/capabilities; a failed probe is asked again next time.
   let isSdServer: boolean | undefined;
 
@@ -196,7 +198,8 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
 
   /**
    * Downloads an image the server linked to, only from the server's own origin (scheme, host and port of
-   * --image-url) and without following redirects: an answer must never make Easel fetch another host.
+   * --image-url), and like every request here without following a redirect: an answer must never make Easel
+   * fetch another host.
    */
   async function downloadLinkedImage(link: string, signal: AbortSignal): Promise<Uint8Array> {
     let target: URL;
@@ -211,14 +214,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
         `${label} at ${url} linked its image on another server (${target.protocol.startsWith('http') ? target.origin : target.protocol}); Easel only downloads images from ${origin} itself, so it fetched nothing. Configure the server to answer with b64_json, or to link its images on its own address.`,
       );
     }
-    const response = await fetchImpl(target, { signal, redirect: 'manual' });
-    if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel();
-      throw new ImageBackendError(
-        'bad_response',
-        `${label} at ${url} redirected its image link (HTTP ${response.status}); Easel does not follow an image link elsewhere, so it fetched nothing more. Configure the server to answer with b64_json.`,
-      );
-    }
+    const response = await fetchImpl(target, { signal });
     if (!response.ok) {
       await response.body?.cancel();
       throw new ImageBackendError('backend_error', `${label} at ${url} could not serve the image it made (HTTP ${response.status}).`);
@@ -341,6 +337,8 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     } catch (error) {
       if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
       if (timeout.aborted) return { reachable: false, detail: `${label} at ${url} did not answer within ${formatDuration(healthTimeoutMs)}.` };
+      // A redirect: something answers there, just not the image server itself.
+      if (error instanceof ImageBackendError) return { reachable: true, detail: error.message };
       return { reachable: false, detail: toConnectionError(error).message };
     }
   }

@@ -8,6 +8,17 @@ import type { PngChunk, PngResult } from './chunks.ts';
 /** The largest width or height accepted: beyond any Stable Diffusion output, and it bounds the inflate work. */
 export const MAX_PNG_SIDE = 16_384;
 
+/**
+ * The most pixels accepted unless told otherwise (--max-image-pixels): a 2 MB PNG within the per-side cap may
+ * still hold 16384×16384 16-bit RGBA, 2 GiB to inflate; the pixel count is read from IHDR before any of it is.
+ */
+export const DEFAULT_MAX_PNG_PIXELS = 8192 * 8192;
+
+export interface CheckPngOptions {
+  /** The most pixels (width × height) accepted; default DEFAULT_MAX_PNG_PIXELS. */
+  maxPixels?: number;
+}
+
 export interface PngImageInfo {
   width: number;
   height: number;
@@ -59,7 +70,20 @@ export function expectedImageDataBytes(info: PngImageInfo): number {
   return total;
 }
 
-function readHeader(header: PngChunk): PngResult<PngImageInfo> {
+/** A pixel count for a person: "268 million", or every digit when that is needed to tell two counts apart. */
+function formatPixels(count: number, other: number): string {
+  const rounded = (n: number) => (n >= 1_000_000 ? `${Math.round(n / 1_000_000)} million` : String(n));
+  return rounded(count) === rounded(other) ? String(count) : rounded(count);
+}
+
+function describePixelCap(width: number, height: number, maxPixels: number): string {
+  const side = Math.sqrt(maxPixels);
+  const square = Number.isInteger(side) ? ` (${side}×${side})` : '';
+  const count = width * height;
+  return `The PNG says it is ${width}×${height} pixels (${formatPixels(count, maxPixels)}), more than the ${formatPixels(maxPixels, count)}${square} Easel accepts; raise --max-image-pixels to allow it.`;
+}
+
+function readHeader(header: PngChunk, maxPixels: number): PngResult<PngImageInfo> {
   const view = new DataView(header.data.buffer, header.data.byteOffset, header.data.byteLength);
   const width = view.getUint32(0);
   const height = view.getUint32(4);
@@ -76,6 +100,7 @@ function readHeader(header: PngChunk): PngResult<PngImageInfo> {
   if (width > MAX_PNG_SIDE || height > MAX_PNG_SIDE) {
     return fail('bad_dimensions', `The PNG says it is ${width}×${height} pixels, more than the ${MAX_PNG_SIDE} per side Easel accepts.`);
   }
+  if (width * height > maxPixels) return fail('bad_dimensions', describePixelCap(width, height, maxPixels));
   const colour = COLOR_TYPES.get(colorType);
   if (colour === undefined) return fail('bad_header', `The PNG header names colour type ${colorType}, which PNG does not define; the file is damaged.`);
   if (!colour[1].includes(bitDepth)) {
@@ -112,15 +137,16 @@ function inflateAndCount(idat: readonly Uint8Array[], expected: number): Promise
 
 /**
  * Checks a PNG for real: chunk structure and every CRC (readPngChunks), a valid IHDR with 1…16384 pixels
- * per side, a palette where one is needed, consecutive IDAT chunks, and image data that inflates to exactly
- * the size the header promises (Adam7 interlacing included). Never throws.
+ * per side and at most `maxPixels` in all (nothing is inflated before), a palette where one is needed,
+ * consecutive IDAT chunks, and image data that inflates to exactly the size the header promises (Adam7
+ * interlacing included). Never throws.
  */
-export async function checkPngImage(png: Uint8Array): Promise<PngResult<PngImageInfo>> {
+export async function checkPngImage(png: Uint8Array, options: CheckPngOptions = {}): Promise<PngResult<PngImageInfo>> {
   const chunks = readPngChunks(png);
   if (!chunks.ok) return chunks;
   const header = chunks.value[0];
   if (header === undefined) return fail('bad_header', 'The PNG has no IHDR chunk; the file is damaged.');
-  const info = readHeader(header);
+  const info = readHeader(header, options.maxPixels ?? DEFAULT_MAX_PNG_PIXELS);
   if (!info.ok) return info;
 
   const types = chunks.value.map((chunk) => chunk.type);

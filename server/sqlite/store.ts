@@ -1,4 +1,5 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import type {
@@ -127,6 +128,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
   const { path } = options;
   const logger = options.logger;
   const db = openDatabase(path);
+  const watch = watchFile(db, path, logger);
 
   const statements = {
     insertConversation: db.prepare(
@@ -449,16 +451,32 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     };
   }
 
-  /** Every write goes through here: SQLite's failure becomes a StorageError a person can act on. */
+  /**
+   * Every write goes through here: it is refused while the file is not the one Easel opened, and SQLite's
+   * failure becomes a StorageError a person can act on.
+   */
   function write<T>(work: () => T): T {
+    watch.requireSameFile();
     try {
       return work();
     } catch (error) {
-      throw toStorageError(error, path);
+      throw watch.noteFailure(toStorageError(error, path));
     }
   }
 
-  return {
+  /** Reads too meet a damaged file: that one failure is a StorageError (503), any other passes as it was. */
+  function read<A extends unknown[], T>(work: (...args: A) => T): (...args: A) => T {
+    return (...args) => {
+      try {
+        return work(...args);
+      } catch (error) {
+        const failure = toStorageError(error, path);
+        throw failure instanceof StorageError && failure.code === 'corrupt' ? watch.noteFailure(failure) : error;
+      }
+    };
+  }
+
+  const store: ConversationStore = {
     createConversation(input) {
       write(() => db.transaction(() => insertConversation(input))());
       return requireConversation(input.id);
@@ -531,6 +549,84 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     close() {
       contextCache.clear();
       db.close();
+    },
+  };
+  for (const name of READ_METHODS) guardRead(store, name, read);
+  return store;
+}
+
+/** The store's methods that only read: each is guarded against a damaged file (see `read`). */
+const READ_METHODS = [
+  'getConversation',
+  'listConversations',
+  'listTurns',
+  'listLastExchange',
+  'readContext',
+  'getPromptVersion',
+  'listPromptVersionChildren',
+  'listPromptVersions',
+  'listImages',
+] as const satisfies ReadonlyArray<keyof ConversationStore>;
+
+function guardRead<K extends (typeof READ_METHODS)[number]>(
+  store: ConversationStore,
+  name: K,
+  read: <A extends unknown[], T>(work: (...args: A) => T) => (...args: A) => T,
+): void {
+  store[name] = read(store[name] as (...args: unknown[]) => unknown) as ConversationStore[K];
+}
+
+interface FileWatch {
+  /** Throws the 'gone' StorageError while the path no longer names the file Easel opened. */
+  requireSameFile(): void;
+  /** Logs a damaged or vanished database once (with its path), and hands the error back to throw. */
+  noteFailure(error: unknown): unknown;
+}
+
+/**
+ * Notices the database file deleted or replaced under a running Easel (its device and inode at the path
+ * differ from the ones opened), which SQLite itself never does: it goes on writing into the open file,
+ * and everything is lost at the next start. The first time, Easel saves what it had beside the path.
+ */
+function watchFile(db: Database.Database, path: string, logger: Logger | undefined): FileWatch {
+  const opened = path === ':memory:' ? undefined : statSync(path);
+  let recoveredTo: string | undefined;
+  let recoveryTried = false;
+  const logged = new Set<string>();
+  const logOnce = (code: string, message: string, fields: Record<string, unknown>) => {
+    if (logged.has(code)) return;
+    logged.add(code);
+    logger?.error(message, { path, ...fields });
+  };
+
+  function saveRecoveryCopy(): void {
+    if (recoveryTried) return;
+    recoveryTried = true;
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const copy = join(dirname(path), `${basename(path, '.db')}-recovered-${stamp}.db`);
+    try {
+      // Read through the connection, so the copy holds what Easel had, WAL included, even from a deleted file.
+      db.prepare('VACUUM INTO ?').run(copy);
+      recoveredTo = copy;
+      logger?.info('saved a copy of the database Easel had open', { path, copy });
+    } catch (error) {
+      logger?.error('could not save a copy of the database Easel had open', { path, copy, error });
+    }
+  }
+
+  return {
+    requireSameFile() {
+      if (opened === undefined) return;
+      const now = statSync(path, { throwIfNoEntry: false });
+      if (now !== undefined && now.ino === opened.ino && now.dev === opened.dev) return;
+      const what = now === undefined ? 'deleted' : 'replaced';
+      saveRecoveryCopy();
+      logOnce('gone', `the database file was ${what} while Easel was running; writes are refused`, { recoveredTo });
+      throw new StorageError('gone', `The database file ${path} was ${what} while Easel had it open.`, { location: path, recoveredTo });
+    },
+    noteFailure(error) {
+      if (error instanceof StorageError && error.code === 'corrupt') logOnce('corrupt', 'the database is damaged', { error: error.cause });
+      return error;
     },
   };
 }
@@ -632,7 +728,7 @@ function sqliteCode(error: unknown): string | undefined {
   return error instanceof Database.SqliteError ? error.code : undefined;
 }
 
-/** A write's failure as the StorageError a person can act on; errors that are not SQLite's pass through. Exported for its tests. */
+/** SQLite's failure as the StorageError a person can act on; errors that are not SQLite's pass through. Exported for its tests. */
 export function toStorageError(error: unknown, location: string): unknown {
   const code = sqliteCode(error);
   if (code === undefined) return error;
@@ -640,8 +736,10 @@ export function toStorageError(error: unknown, location: string): unknown {
     ? 'full'
     : code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || code === 'SQLITE_PERM' || code === 'SQLITE_AUTH'
       ? 'read_only'
-      : 'failed';
-  const what = kind === 'full' ? 'the disk is full' : kind === 'read_only' ? 'it cannot be written' : 'the database failed';
+      : code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB'
+        ? 'corrupt'
+        : 'failed';
+  const what = kind === 'full' ? 'the disk is full' : kind === 'read_only' ? 'it cannot be written' : kind === 'corrupt' ? 'the file is damaged' : 'the database failed';
   return new StorageError(kind, `Writing to ${location} failed: ${what} (${code}: ${(error as Error).message}).`, { location, cause: error });
 }
 

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { insertTextChunk, makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson, streamLargeBody, type LargeBody } from './http-body.ts';
+import { parseBody, readBody, sendJson, sendRedirect, streamLargeBody, type LargeBody, type RedirectEverything } from './http-body.ts';
 
 export interface FakeA1111Options {
   /** Simulated time per sampling step. */
@@ -28,8 +28,13 @@ export interface FakeA1111Options {
   modelName?: string;
   /** /sdapi/v1/interrupt answers after this delay (the real one answers at once; this plays a busy server). */
   interruptDelayMs?: number;
-  /** txt2img answers with these bytes (base64) in place of the rendered PNG: broken or odd images. */
+  /**
+   * txt2img answers with these bytes (base64) in place of the rendered PNG: broken or odd images, or a
+   * decompression bomb (png-bytes.ts, makePngBomb) as a compromised server would send.
+   */
   image?: Uint8Array;
+  /** Every route answers with this redirect (http-body.ts: a misconfigured reverse proxy, a compromised server). */
+  redirect?: RedirectEverything;
   /**
    * Settings → "Save text information about generation parameters as chunks to png files" off: the PNG carries
    * no `parameters` text (processing.py:1087-1090, `if opts.enable_pnginfo`). On by default (shared_options.py:352).
@@ -377,6 +382,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     const text = await readBody(request);
     const method = request.method ?? 'GET';
     requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body: parseBody(text), at: performance.now() });
+    if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
     const route = `${method} ${address.pathname}`;
     switch (route) {
       case 'POST /sdapi/v1/txt2img': {

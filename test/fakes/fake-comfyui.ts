@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson, streamLargeBody } from './http-body.ts';
+import { parseBody, readBody, redirectUpgrade, sendJson, sendRedirect, streamLargeBody, type RedirectEverything } from './http-body.ts';
 
 export interface FakeComfyUiOptions {
   /** Simulated time per sampling step. */
@@ -24,8 +24,21 @@ export interface FakeComfyUiOptions {
   checkpoints?: string[];
   /** /interrupt answers after this delay (the real one answers at once; this plays a busy server). */
   interruptDelayMs?: number;
-  /** SaveImage "writes" these bytes in place of the rendered PNG, and /view serves them. */
+  /**
+   * SaveImage "writes" these bytes in place of the rendered PNG, and /view serves them: broken images, or a
+   * decompression bomb (png-bytes.ts, makePngBomb) as a compromised server would send.
+   */
   image?: Uint8Array;
+  /**
+   * Every route, the WebSocket upgrade of /ws included, answers with this redirect (http-body.ts: a
+   * misconfigured reverse proxy, a compromised server).
+   */
+  redirect?: RedirectEverything;
+  /**
+   * /view alone answers with this redirect, the WebSocket and the other routes working: a proxy that sends
+   * file downloads to another host (an object store), or a compromised server steering the image fetch.
+   */
+  redirectView?: RedirectEverything;
   /**
    * /view serves a file of this many bytes, streamed and never held whole. ComfyUI answers /view with
    * aiohttp's web.FileResponse (server.py, view_image), which sends a Content-Length.
@@ -510,6 +523,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     const body = parseBody(text);
     requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body });
     requestTimes.push(performance.now());
+    if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
     // server.py:802-814: every route is also served under /api.
     const path = address.pathname.startsWith('/api/') ? address.pathname.slice(4) : address.pathname;
     const jobCancel = /^\/jobs\/([^/]+)\/cancel$/.exec(path);
@@ -551,6 +565,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     }
     if (method === 'GET' && path === '/history') return sendJson(response, 200, history);
     if (method === 'GET' && path === '/view') {
+      if (options.redirectView !== undefined) return sendRedirect(response, options.redirectView);
       const key = ['type', 'subfolder', 'filename'].map((name) => address.searchParams.get(name) ?? '').join('\n');
       const file = files.get(key.startsWith('\n') ? `output${key}` : key);
       if (file === undefined) return void response.writeHead(404).end();
@@ -596,6 +611,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   server.on('upgrade', (request, socket, head) => {
     const address = new URL(request.url ?? '/', 'http://127.0.0.1');
     requests.push({ method: 'GET', path: address.pathname, query: Object.fromEntries(address.searchParams), body: undefined });
+    if (options.redirect !== undefined) return redirectUpgrade(socket, options.redirect);
     if (address.pathname !== '/ws') {
       socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
       return;

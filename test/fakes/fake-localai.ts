@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson } from './http-body.ts';
+import { parseBody, readBody, sendJson, sendRedirect, type RedirectEverything } from './http-body.ts';
 
 export interface FakeLocalAiOptions {
   /** Image models configured; the first answers a request without `model` (core/http/routes/openai.go:247-248). */
@@ -27,6 +27,8 @@ export interface FakeLocalAiOptions {
   failWith?: { status: number; body: unknown };
   /** Simulated generation time. */
   delayMs?: number;
+  /** Every route answers with this redirect (http-body.ts: a misconfigured reverse proxy, a compromised server). */
+  redirect?: RedirectEverything;
 }
 
 export interface RecordedRequest {
@@ -150,6 +152,7 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
     const text = await readBody(request);
     const method = request.method ?? 'GET';
     requests.push({ method, path: address.pathname, body: parseBody(text) });
+    if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
     if (method === 'GET' && address.pathname.startsWith('/generated-images/')) {
       const file = files.get(address.pathname.slice('/generated-images/'.length));
       if (file !== undefined) return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);

@@ -36,6 +36,20 @@ export interface FakeOllamaReply {
   /** Send this many chunks, then nothing more until the client hangs up: a runner that hung mid-reply. */
   stallAfter?: number;
   /**
+   * Send this many chunks, then one line that never ends: a content line's opening, then `a`s with no
+   * newline, written with backpressure until the client hangs up or `maxBytes` of it went out (default
+   * 64 MB; then the fake ends the body). Stands for something at --ollama-url that is not Ollama, a broken
+   * proxy, or a hostile server feeding one endless line (issue 21). `onEnd` tells the bytes of the line
+   * handed to the socket, and whether the client hung up first.
+   */
+  endlessLineAfter?: { chunks: number; maxBytes?: number; onEnd?: (sent: { bytes: number; hungUp: boolean }) => void };
+  /**
+   * Send this many chunks, then `line` as one raw line (a newline is added), then the other chunks and the
+   * done line. Stands for a line that is not an Ollama chat chunk: garbage from a proxy or from something
+   * that is not Ollama, or a hostile server (issue 21: `{"message": 42, "done": "maybe"}`).
+   */
+  rawLineAfter?: { chunks: number; line: string };
+  /**
    * A benchmark's token flood: the same body as a plain reply (every chunk a line, then the done line), sent
    * as fast as the socket takes it, many lines per write (about 64 kB) with backpressure. Pacing and failure
    * options do not combine with it (a script error).
@@ -402,9 +416,12 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     markLoaded(request.model);
     if (reply.loadMs && !(await waitUnlessHungUp(sleep(reply.loadMs), exchange))) return;
     if (request.stream === false) {
+      if (reply.endlessLineAfter || reply.rawLineAfter) {
+        throw recordScriptError('fake-ollama: endlessLineAfter and rawLineAfter are for streamed replies only');
+      }
       await sendWholeReply(request.model, reply, stats, exchange);
     } else if (reply.flood) {
-      if (reply.delayMs || reply.gate || reply.errorAfter || reply.dropAfter !== undefined || reply.stallAfter !== undefined || reply.loadMs) {
+      if (reply.delayMs || reply.gate || reply.errorAfter || reply.dropAfter !== undefined || reply.stallAfter !== undefined || reply.loadMs || reply.endlessLineAfter || reply.rawLineAfter) {
         throw recordScriptError('fake-ollama: a flood reply takes no pacing or failure options');
       }
       await floodReply(request.model, reply, stats, exchange);
@@ -546,8 +563,16 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
   res.setHeader('Content-Type', 'application/x-ndjson');
   const errorAt = reply.errorAfter?.chunks ?? Infinity;
   const dropAt = reply.dropAfter ?? Infinity;
-  const sendCount = Math.min(reply.chunks.length, errorAt, dropAt);
-  const terminal = reply.errorAfter && errorAt <= dropAt ? 'error' : reply.dropAfter !== undefined ? 'drop' : 'done';
+  const endlessAt = reply.endlessLineAfter?.chunks ?? Infinity;
+  const sendCount = Math.min(reply.chunks.length, errorAt, dropAt, endlessAt);
+  const terminal =
+    reply.endlessLineAfter && endlessAt <= Math.min(errorAt, dropAt)
+      ? 'endless'
+      : reply.errorAfter && errorAt <= dropAt
+        ? 'error'
+        : reply.dropAfter !== undefined
+          ? 'drop'
+          : 'done';
   let flushed: Promise<void> = Promise.resolve();
   // Lines: the content chunks, then one terminal line (error, drop or done).
   for (let line = 0; line <= sendCount; line++) {
@@ -559,6 +584,7 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
       await waitUnlessHungUp(new Promise<never>(() => undefined), exchange);
       return;
     }
+    if (line === reply.rawLineAfter?.chunks) res.write(`${reply.rawLineAfter.line}\n`);
     if (line < sendCount) {
       flushed = writeLine(res, {
         model,
@@ -578,6 +604,8 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
         writeLine(res, error);
         res.end();
       }
+    } else if (terminal === 'endless') {
+      await sendEndlessLine(model, reply.endlessLineAfter ?? { chunks: line }, exchange);
     } else if (terminal === 'drop') {
       exchange.droppedByFake = true;
       // Node corks a response's writes until the next tick: let the lines already written leave first,
@@ -595,6 +623,33 @@ async function streamReply(model: string, reply: FakeOllamaReply, stats: ReplySt
       res.end();
     }
   }
+}
+
+/** Bytes of `a` per write of an endless line, and where the fake stops one by default. */
+const ENDLESS_WRITE_BYTES = 16 * 1024;
+const ENDLESS_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+
+/** endlessLineAfter: an opening, then `a`s with no newline, as fast as the client reads them. */
+async function sendEndlessLine(
+  model: string,
+  options: NonNullable<FakeOllamaReply['endlessLineAfter']>,
+  exchange: Exchange,
+): Promise<void> {
+  const { res } = exchange;
+  const maxBytes = options.maxBytes ?? ENDLESS_DEFAULT_MAX_BYTES;
+  const filler = 'a'.repeat(ENDLESS_WRITE_BYTES);
+  let bytes = 0;
+  const write = (text: string): boolean => {
+    bytes += Buffer.byteLength(text);
+    return res.write(text);
+  };
+  let more = write(`{"model":${JSON.stringify(model)},"created_at":${JSON.stringify(new Date().toISOString())},"message":{"role":"assistant","content":"`);
+  while (bytes < maxBytes && !exchange.hungUp) {
+    if (!more && !(await waitUnlessHungUp(new Promise((resolve) => res.once('drain', resolve)), exchange))) break;
+    more = write(filler.slice(0, Math.min(filler.length, maxBytes - bytes)));
+  }
+  if (!exchange.hungUp) res.end();
+  options.onEnd?.({ bytes, hungUp: exchange.hungUp });
 }
 
 /** Bytes gathered before one write of a flood. */
@@ -801,7 +856,12 @@ function isZeroKeepAlive(value: unknown): boolean {
 
 /** A truncated or failing reply is cut short of valid JSON on real Ollama too. */
 function isMeantToComplete(reply: FakeOllamaReply): boolean {
-  return reply.errorAfter === undefined && reply.dropAfter === undefined && (reply.doneReason ?? 'stop') !== 'length';
+  return (
+    reply.errorAfter === undefined &&
+    reply.dropAfter === undefined &&
+    reply.endlessLineAfter === undefined &&
+    (reply.doneReason ?? 'stop') !== 'length'
+  );
 }
 
 function withTag(name: string): string {

@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson, streamLargeBody, type LargeBody } from './http-body.ts';
+import { parseBody, readBody, sendJson, sendRedirect, streamLargeBody, type LargeBody, type RedirectEverything } from './http-body.ts';
 
 export interface FakeOpenAiImagesOptions {
   /** /v1/images/generations answers with this status and body (objects are sent as JSON). */
@@ -17,8 +17,13 @@ export interface FakeOpenAiImagesOptions {
   /** /v1/images/generations never answers. */
   hang?: boolean;
   models?: string[];
-  /** Answers with these bytes in place of the rendered PNG. */
+  /**
+   * Answers with these bytes in place of the rendered PNG: broken images, or a decompression bomb
+   * (png-bytes.ts, makePngBomb) as a compromised server would send.
+   */
   image?: Uint8Array;
+  /** Every route answers with this redirect (http-body.ts: a misconfigured reverse proxy, a compromised server). */
+  redirect?: RedirectEverything;
   /**
    * Answer `url` even when b64_json is asked for, as servers that ignore response_format do. LocalAI builds the
    * link from the request's own base URL (core/http/endpoints/openai/image.go:195 and :222).
@@ -134,6 +139,7 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
       body: parseBody(text),
       authorization: request.headers.authorization,
     });
+    if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
     if (method === 'GET' && address.pathname.startsWith('/generated-images/')) {
       if (options.redirectImagesTo !== undefined) {
         return void response.writeHead(302, { location: `${options.redirectImagesTo}${address.pathname}` }).end();

@@ -70,3 +70,23 @@ export async function streamLargeBody(response: ServerResponse, body: LargeBody,
   }
   if (await write(suffix)) response.end();
 }
+
+/**
+ * A redirect a fake answers every route with: what a misconfigured reverse proxy in front of the image server
+ * sends (to a login page, to https, to another host or port), or a compromised server steering its clients.
+ * Without `location` the answer has no Location header, as a broken proxy may send it.
+ */
+export interface RedirectEverything {
+  status: 301 | 302 | 303 | 307 | 308;
+  location?: string;
+}
+
+export function sendRedirect(response: ServerResponse, redirect: RedirectEverything): void {
+  response.writeHead(redirect.status, redirect.location === undefined ? {} : { location: redirect.location }).end();
+}
+
+/** The same redirect as the raw answer to a WebSocket upgrade request. */
+export function redirectUpgrade(socket: { end(data: string): void }, redirect: RedirectEverything): void {
+  const location = redirect.location === undefined ? '' : `Location: ${redirect.location}\r\n`;
+  socket.end(`HTTP/1.1 ${redirect.status} Redirect\r\n${location}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+}

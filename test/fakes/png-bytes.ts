@@ -1,6 +1,6 @@
 // A real, minimal PNG encoder for the fake backends, written independently of server/png so
 // a bug there cannot hide behind the same bug here.
-import { deflateSync, inflateSync } from 'node:zlib';
+import { constants as zlibConstants, deflateRawSync, deflateSync, inflateSync } from 'node:zlib';
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
@@ -176,4 +176,36 @@ export function insertTextChunk(png: Uint8Array, keyword: string, text: string, 
       : Buffer.concat([Buffer.from(`${keyword}\0`, 'latin1'), Buffer.of(0, 0, 0, 0), Buffer.from(text, 'utf8')]);
   const type = writer === 'raw-utf8' || isLatin1 ? 'tEXt' : 'iTXt';
   return new Uint8Array(Buffer.concat([bytes.subarray(0, afterHeader), chunk(type, data), bytes.subarray(afterHeader)]));
+}
+
+export interface PngBombOptions {
+  /** Default 16384×16384, the per-side cap: within it, the pixel count is what makes the bomb. */
+  width?: number;
+  height?: number;
+  /** Default 16-bit RGBA (colour type 6): 8 bytes a pixel, 2 GiB at 16384×16384. */
+  bitDepth?: number;
+  colorType?: 0 | 2 | 4 | 6;
+  /** `zeros` (default): a valid image of zeros, every byte the header promises; `garbage`: IDAT that is no zlib at all. */
+  idat?: 'zeros' | 'garbage';
+}
+
+/**
+ * A decompression bomb, as a compromised server or a doctored export sends it: a small, valid PNG whose IHDR
+ * promises a huge image. The default is 16384×16384 16-bit RGBA, about 2 MB that inflates to 2 GiB. The zlib
+ * stream repeats one row deflated on its own (a full flush makes it self-contained and byte-aligned), so it
+ * is built in milliseconds without ever holding the 2 GiB.
+ */
+export function makePngBomb(options: PngBombOptions = {}): Uint8Array {
+  const { width = 16_384, height = 16_384, bitDepth = 16, colorType = 6, idat = 'zeros' } = options;
+  const samples = { 0: 1, 2: 3, 4: 2, 6: 4 }[colorType];
+  const row = 1 + Math.ceil((width * samples * bitDepth) / 8); // filter byte 0, then zero samples
+  const header = { width, height, bitDepth, colorType };
+  if (idat === 'garbage') return assemblePng(header, Buffer.from('this is no zlib stream at all, only text where IDAT belongs'));
+  const oneRow = deflateRawSync(Buffer.alloc(row), { finishFlush: zlibConstants.Z_FULL_FLUSH });
+  const total = row * height;
+  // adler32 of `total` zero bytes: a stays 1, b adds 1 per byte.
+  const adler = Buffer.alloc(4);
+  adler.writeUInt32BE((((total % 65_521) << 16) | 1) >>> 0);
+  const stream = Buffer.concat([Buffer.of(0x78, 0x9c), ...Array.from({ length: height }, () => oneRow), Buffer.of(0x03, 0x00), adler]);
+  return assemblePng(header, stream);
 }

@@ -12,7 +12,8 @@ export interface RawRequest {
   method?: string;
   /** Path and query, sent as they are (no encoding). */
   path: string;
-  headers?: Record<string, string>;
+  /** An array sends the header once per value, as separate lines. */
+  headers?: Record<string, string | string[]>;
   body?: string;
 }
 

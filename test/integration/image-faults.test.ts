@@ -1,10 +1,13 @@
 // Image faults end to end: the real server on a loopback port, real adapters, fake backends.
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readPngSize, readPngText } from '../../server/png/index.ts';
 import { createFakeA1111, type FakeA1111Options } from '../fakes/fake-a1111.ts';
 import { createFakeComfyUi, type FakeComfyUiOptions } from '../fakes/fake-comfyui.ts';
+import { createFakeLocalAi } from '../fakes/fake-localai.ts';
 import { createFakeOllama } from '../fakes/fake-ollama.ts';
 import { createFakeOpenAiImages, type FakeOpenAiImagesOptions } from '../fakes/fake-openai-images.ts';
 import { BROKEN_PNGS, makeInterlacedPng } from '../fakes/png-bytes.ts';
@@ -42,6 +45,15 @@ async function withOpenAi(options: FakeOpenAiImagesOptions = {}) {
   const openai = await createFakeOpenAiImages(options);
   cleanups.push(() => openai.close());
   return { openai, easel: await startEasel(['--image-backend', 'openai', '--image-url', openai.url]) };
+}
+
+/** A loopback port where nothing listens: one that was free a moment ago. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 function of(events: SseEvent[], type: string) {
@@ -182,7 +194,76 @@ describe('OpenAI-compatible image links are fetched only from the backend itself
     cleanups.push(() => other.close());
     const redirecting = await withOpenAi({ forceUrl: true, redirectImagesTo: other.url });
     const { error } = await generate(redirecting.easel);
-    expect(error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining('redirected its image link (HTTP 302)') });
+    expect(error).toMatchObject({ code: 'image_bad_response', message: expect.stringMatching(/answered GET \/generated-images\/\S+ with a redirect \(HTTP 302 to http:\/\/127\.0\.0\.1:\d+\/generated-images\//) });
+    expect(String(error?.message)).toContain(`with a redirect (HTTP 302 to ${other.url}/generated-images/`);
+    expect(other.requests).toEqual([]);
+  });
+});
+
+describe('no image server is followed through a redirect (a misconfigured proxy, a compromised server)', () => {
+  const RULE = 'Easel follows no redirect of an image server, so it sent nothing there. Set --image-url to the address the server really answers at.';
+
+  /** Another loopback listener: it records every request a followed redirect would have brought it. */
+  async function startOtherListener() {
+    const other = await createFakeOpenAiImages();
+    cleanups.push(() => other.close());
+    return other;
+  }
+
+  async function health(easel: TestEasel): Promise<Record<string, unknown>> {
+    return ((await (await easel.get('/api/health')).json()) as { images: Record<string, unknown> }).images;
+  }
+
+  it('AUTOMATIC1111 redirecting to another listener: image_bad_response naming where, nothing sent there, health says so', async () => {
+    const other = await startOtherListener();
+    const { a1111, easel } = await withA1111({ redirect: { status: 302, location: `${other.url}/elsewhere` } });
+    const { id, error } = await generate(easel);
+    expect(error).toEqual({
+      code: 'image_bad_response',
+      message: `AUTOMATIC1111 at ${a1111.url} answered POST /sdapi/v1/txt2img with a redirect (HTTP 302 to ${other.url}/elsewhere). ${RULE} The prompt is kept: press Generate to try again.`,
+    });
+    expect(await health(easel)).toMatchObject({ reachable: true, detail: `AUTOMATIC1111 at ${a1111.url} answered GET /sdapi/v1/options with a redirect (HTTP 302 to ${other.url}/elsewhere). ${RULE}` });
+    expect(other.requests).toEqual([]);
+    await expectNothingKept(easel, id);
+  });
+
+  it('AUTOMATIC1111 redirecting to a dead port: a redirect, not "not answering. Start AUTOMATIC1111"', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const { easel } = await withA1111({ redirect: { status: 307, location: `${dead}/sdapi/v1/txt2img` } });
+    const { error } = await generate(easel);
+    expect(error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining(`with a redirect (HTTP 307 to ${dead}/sdapi/v1/txt2img)`) });
+    expect(String(error?.message)).not.toMatch(/not answering|Start AUTOMATIC1111/);
+    const images = await health(easel);
+    expect(images).toMatchObject({ reachable: true, detail: expect.stringContaining(`with a redirect (HTTP 307 to ${dead}/sdapi/v1/txt2img)`) });
+    expect(String(images['detail'])).not.toContain('not answering');
+  });
+
+  it('ComfyUI and LocalAI redirecting to another listener: the same error and health, nothing sent there', async () => {
+    const other = await startOtherListener();
+    const comfy = await withComfyUi({ redirect: { status: 301, location: `${other.url}/elsewhere` } });
+    const comfyRun = await generate(comfy.easel);
+    expect(comfyRun.error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining(`ComfyUI at ${comfy.comfy.url} answered GET /ws with a redirect (HTTP 301 to ${other.url}/elsewhere). ${RULE}`) });
+    expect(await health(comfy.easel)).toMatchObject({ reachable: true, detail: expect.stringContaining('answered GET /system_stats with a redirect (HTTP 301') });
+    await expectNothingKept(comfy.easel, comfyRun.id);
+
+    const localai = await createFakeLocalAi({ redirect: { status: 308, location: `${other.url}/elsewhere` } });
+    cleanups.push(() => localai.close());
+    const easel = await startEasel(['--image-backend', 'localai', '--image-url', localai.url]);
+    const localRun = await generate(easel);
+    expect(localRun.error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining(`LocalAI at ${localai.url} answered POST /v1/images/generations with a redirect (HTTP 308 to ${other.url}/elsewhere). ${RULE}`) });
+    expect(await health(easel)).toMatchObject({ reachable: true, detail: expect.stringContaining('answered GET /v1/models with a redirect (HTTP 308') });
+    await expectNothingKept(easel, localRun.id);
+    expect(other.requests).toEqual([]);
+  });
+
+  it('--image-backend auto at a redirecting address: health says it answered with a redirect, naming where', async () => {
+    const other = await startOtherListener();
+    const redirecting = await createFakeA1111({ redirect: { status: 302, location: `${other.url}/login` } });
+    cleanups.push(() => redirecting.close());
+    const easel = await startEasel(['--image-url', redirecting.url]);
+    const images = await health(easel);
+    expect(images).toMatchObject({ backend: 'auto', reachable: true, detail: expect.stringContaining(`The server at ${redirecting.url} answered GET /sdcpp/v1/capabilities with a redirect (HTTP 302 to ${other.url}/login). ${RULE}`) });
+    expect(String(images['detail'])).not.toContain('Nothing answers');
     expect(other.requests).toEqual([]);
   });
 });

@@ -320,6 +320,34 @@ describe('export and import', () => {
     expect(await taken.json()).toMatchObject({ prompt: 'a red fox at dawn', suggestion: null, canUndo: true });
   });
 
+  it('an export unzipped and zipped again by a file manager imports: folder entries, one enclosing folder, macOS and Windows extras', async () => {
+    const id = await chat('a red fox', 'Here.', 'a red fox');
+    await generate(id, 'a red fox');
+    const good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
+    const image = Object.keys(good).find((name) => name.startsWith('images/'))!;
+    const rezipped = [
+      // Folder entries, as zip -r and Windows' "Send to → Compressed folder" write them.
+      zipSync({ 'images/': new Uint8Array(0), 'conversation.json': good['conversation.json']!, [image]: good[image]! }),
+      // macOS Finder's "Compress" of the unzipped folder: one enclosing folder, resource forks, .DS_Store.
+      zipSync({
+        'easel-a-red-fox/': new Uint8Array(0),
+        'easel-a-red-fox/conversation.json': good['conversation.json']!,
+        'easel-a-red-fox/images/': new Uint8Array(0),
+        [`easel-a-red-fox/${image}`]: good[image]!,
+        'easel-a-red-fox/.DS_Store': strToU8('finder'),
+        '__MACOSX/easel-a-red-fox/._conversation.json': strToU8('fork'),
+        'easel-a-red-fox/images/Thumbs.db': strToU8('thumbs'),
+      }),
+    ];
+    for (const zip of rezipped) {
+      const imported = await importZip(zip);
+      expect(imported.status).toBe(201);
+      const copy = await conversation(((await imported.json()) as { id: string }).id);
+      expect(copy.turns.map((turn) => turn.text)).toEqual(['a red fox', 'Here.']);
+      expect(copy.images).toHaveLength(1);
+    }
+  });
+
   it('refuses what is not an export, with a clear message, and stores nothing', async () => {
     const id = await chat('a red fox', 'Here.', 'a red fox');
     await generate(id, 'a red fox');

@@ -19,7 +19,7 @@ export function refuseCrossSiteWrites(options: { logger: Logger }): MiddlewareHa
     if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
     const site = c.req.header('sec-fetch-site');
     const origin = c.req.header('origin');
-    const foreignSite = site === 'cross-site' || site === 'same-site';
+    const foreignSite = site !== undefined && !isOwnSite(site);
     const ownOrigin = origin === undefined || isOwnOrigin(origin, c.req.header('host'));
     if (!foreignSite && ownOrigin) return next();
     options.logger.warn('refused a write from another site', { method: c.req.method, path: c.req.path, origin, secFetchSite: site });
@@ -29,6 +29,17 @@ export function refuseCrossSiteWrites(options: { logger: Logger }): MiddlewareHa
       'Easel only accepts changes from its own page, and this request came from another site. Open Easel at its own address and try again.',
     );
   };
+}
+
+/**
+ * Values are compared without regard to case (RFC 9110 §5.5 leaves that to each field; Fetch writes them
+ * lower-case, so upper case is a hand-made request). Only `same-origin` (the page) and `none` (a typed
+ * address) pass: `cross-site`, `same-site`, an unknown value, and a repeated header (which arrives joined
+ * as "same-origin, cross-site") are refused.
+ */
+function isOwnSite(value: string): boolean {
+  const site = value.trim().toLowerCase();
+  return site === 'same-origin' || site === 'none';
 }
 
 /** The page's own origin has the host the request was sent to (already checked by allowListedHosts). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatHelp, isLoopbackHost, parseConfig } from '../../../server/config/index.ts';
+import { DEFAULT_MAX_PNG_PIXELS, MAX_PNG_SIDE } from '../../../server/png/index.ts';
 
 function ok(argv: string[], env: Record<string, string> = {}) {
   const result = parseConfig(argv, env);
@@ -66,6 +67,18 @@ describe('parseConfig', () => {
     expect(failure(['--stall-timeout', 'soon'])).toMatch(/^--stall-timeout must be a number of seconds/);
     expect(formatHelp()).toMatch(/--first-token-timeout VALUE.*\[\$EASEL_FIRST_TOKEN_TIMEOUT\]/);
     expect(formatHelp()).toMatch(/--stall-timeout VALUE.*\[\$EASEL_STALL_TIMEOUT\]/);
+  });
+
+  it('reads --max-image-pixels: 8192×8192 by default, 64×64 to the per-side cap squared, from the flag or the environment', () => {
+    expect(ok([]).maxImagePixels).toBe(DEFAULT_MAX_PNG_PIXELS);
+    expect(ok(['--max-image-pixels', String(MAX_PNG_SIDE * MAX_PNG_SIDE)]).maxImagePixels).toBe(268_435_456);
+    expect(ok([], { EASEL_MAX_IMAGE_PIXELS: '1048576' }).maxImagePixels).toBe(1_048_576);
+    expect(ok(['--max-image-pixels=4096'], { EASEL_MAX_IMAGE_PIXELS: '1048576' }).maxImagePixels).toBe(4096);
+    for (const bad of ['0', '4095', '268435457', '1.5', 'lots', '-1']) {
+      expect(failure(['--max-image-pixels', bad]), bad).toBe(`--max-image-pixels must be a whole number from 4096 to 268435456 (got "${bad}").`);
+    }
+    expect(failure([], { EASEL_MAX_IMAGE_PIXELS: 'huge' })).toMatch(/^--max-image-pixels must be a whole number/);
+    expect(formatHelp()).toMatch(/--max-image-pixels VALUE.*default 67108864 = 8192×8192.*\[\$EASEL_MAX_IMAGE_PIXELS\]/);
   });
 
   it('names the flag and the allowed range on bad input', () => {

@@ -162,6 +162,11 @@ describe('an import', () => {
     const latin1 = new Map([['conversation.json', new Uint8Array([0x7b, 0x22, 0xe9, 0x22, 0x3a, 0x31, 0x7d])]]);
     expect(await readArchiveFiles(latin1, ids)).toEqual({
       ok: false,
+      error: { code: 'invalid', message: 'conversation.json is not UTF-8 text: the file is damaged or was edited by hand.' },
+    });
+    const broken = new Map([['conversation.json', new TextEncoder().encode('{"format": ')]]);
+    expect(await readArchiveFiles(broken, ids)).toEqual({
+      ok: false,
       error: { code: 'invalid', message: 'conversation.json is not valid JSON: the file is damaged or was edited by hand.' },
     });
     const nested = await readArchiveFiles(new Map([...(await exportSource()), ['x/images/a.png', png]]), ids);
@@ -173,10 +178,10 @@ describe('an import', () => {
   });
 
   it('a manifest that is wrong says where, or "its contents" when it is the whole of it', async () => {
-    expect(await refusal((m) => ({ ...m, title: 5 }))).toBe(`${PREFIX}title Invalid input: expected string, received number.`);
-    expect(await refusal((m) => ({ ...m, extra: 1 }))).toBe(`${PREFIX}its contents Unrecognized key: "extra".`);
+    expect(await refusal((m) => ({ ...m, title: 5 }))).toBe(`${PREFIX}title: title must be a string.`);
+    expect(await refusal((m) => ({ ...m, extra: 1 }))).toBe(`${PREFIX}its contents: Unrecognized key: "extra".`);
     // The format is right and the version missing: the version is named, not the format.
-    expect(await refusal(({ version: _version, ...m }) => m)).toBe(`${PREFIX}version Invalid discriminator value. Expected '1' | '2'.`);
+    expect(await refusal(({ version: _version, ...m }) => m)).toBe(`${PREFIX}version: Invalid discriminator value. Expected '1' | '2'.`);
   });
 });
 

@@ -23,7 +23,7 @@ let logs: string[];
 beforeEach(async () => {
   logs = [];
   fake = await createFakeOllama();
-  llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', warn: () => {} });
+  llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
 });
 afterEach(async () => {
   await fake.close();
@@ -232,7 +232,8 @@ describe('failures', () => {
   });
 
   it('a runaway reply is stopped at the cap and logged', async () => {
-    fake.enqueue({ chunks: ['x'.repeat(MAX_REPLY_CHARS / 2), 'y'.repeat(MAX_REPLY_CHARS / 2), 'z'.repeat(10)] });
+    // Lines of 10 000 characters: far more than a real token, within the stream reader's 64 KiB per line.
+    fake.enqueue({ chunks: [...Array.from({ length: 20 }, () => 'x'.repeat(MAX_REPLY_CHARS / 20)), 'z'.repeat(10)] });
     const { outcome } = await run(depsWith(), inputWith());
     expect(outcome.turn.error?.code).toBe('reply_too_long');
     expect(logs).toContain(`WARN  the model reply passed the size cap and was stopped {"conversationId":"c1","maxChars":${MAX_REPLY_CHARS}}`);

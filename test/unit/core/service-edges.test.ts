@@ -47,7 +47,7 @@ async function setUp(
   const logger = createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
   const realFiles = createImageFiles(dir);
   const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes) });
-  const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', warn: () => {} });
+  const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
   const service = createEaselService({
     store,
     llm,
@@ -145,6 +145,7 @@ describe('an import that cannot be written', () => {
         code: 'storage',
         message:
           'Easel could not store the imported conversation: the disk holding /data/easel.db is full. Nothing was imported. Free some disk space, then import the file again.',
+        storageCode: 'storage_full',
       },
     });
     expect(readdirSync(dir).filter((name) => name.endsWith('.png'))).toEqual([]);

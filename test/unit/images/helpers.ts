@@ -113,7 +113,7 @@ export async function cancelAtFirstProgress(backend: ImageBackend, request: Imag
 }
 
 /** What a route of `startRouteServer` answers: JSON or text with a status, after a delay; 'hang' never answers, 'cut' closes the connection. */
-export type RouteAnswer = { status?: number; json?: unknown; text?: string; delayMs?: number } | 'hang' | 'cut';
+export type RouteAnswer = { status?: number; json?: unknown; text?: string; delayMs?: number; headers?: Record<string, string> } | 'hang' | 'cut';
 export interface RouteRequest {
   method: string;
   path: string;
@@ -154,7 +154,7 @@ export async function startRouteServer(routes: Record<string, Route>, { notFound
       }
       setTimeout(() => {
         const text = answer.json === undefined ? (answer.text ?? '') : JSON.stringify(answer.json);
-        response.writeHead(answer.status ?? 200, { 'content-type': answer.json === undefined ? 'text/plain' : 'application/json' }).end(text);
+        response.writeHead(answer.status ?? 200, { 'content-type': answer.json === undefined ? 'text/plain' : 'application/json', ...answer.headers }).end(text);
       }, answer.delayMs ?? 0);
     })();
   });

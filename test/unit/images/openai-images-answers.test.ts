@@ -69,7 +69,7 @@ describe('answers the OpenAI-compatible adapter cannot use', () => {
     const backend = createOpenAiImagesBackend({ url: server.url });
 
     expect((await expectBackendError(backend.generate(REQUEST, run()), 'bad_response')).message).toBe(
-      `The image server at ${server.url} redirected its image link (HTTP 300); Easel does not follow an image link elsewhere, so it fetched nothing more. Configure the server to answer with b64_json.`,
+      `The image server at ${server.url} answered GET /files/a.png with a redirect (HTTP 300, no Location). Easel follows no redirect of an image server, so it sent nothing there. Set --image-url to the address the server really answers at.`,
     );
     expect((await expectBackendError(backend.generate(REQUEST, run()), 'backend_error')).message).toBe(
       `The image server at ${server.url} could not serve the image it made (HTTP 400).`,

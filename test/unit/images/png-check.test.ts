@@ -1,8 +1,8 @@
 import { deflateSync, inflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkPngImage, expectedImageDataBytes, MAX_PNG_SIDE } from '../../../server/png/index.ts';
-import { assemblePng, BROKEN_PNGS, idatOf, makeInterlacedPng, makePng } from '../../fakes/png-bytes.ts';
+import { checkPngImage, DEFAULT_MAX_PNG_PIXELS, expectedImageDataBytes, MAX_PNG_SIDE } from '../../../server/png/index.ts';
+import { assemblePng, BROKEN_PNGS, idatOf, makeInterlacedPng, makePng, makePngBomb } from '../../fakes/png-bytes.ts';
 
 async function codeOf(png: Uint8Array): Promise<string> {
   const result = await checkPngImage(png);
@@ -72,6 +72,56 @@ describe('checkPngImage', () => {
     const bomb = assemblePng({ width: 1, height: 1 }, deflateSync(Buffer.alloc(64 * 1024 * 1024)));
     const result = await checkPngImage(bomb);
     expect(result).toEqual({ ok: false, error: { code: 'bad_image_data', message: expect.stringContaining('more than the 4 bytes') } });
+  });
+});
+
+describe('checkPngImage: the pixel cap (--max-image-pixels)', () => {
+  const BOMB_MESSAGE = 'The PNG says it is 16384×16384 pixels (268 million), more than the 67 million (8192×8192) Easel accepts; raise --max-image-pixels to allow it.';
+
+  it('refuses a 2 MB, 16384×16384 16-bit RGBA bomb from its header, naming the size, in far less than inflating takes', async () => {
+    const bomb = makePngBomb();
+    expect(bomb.byteLength).toBeLessThan(3 * 1024 * 1024);
+    const started = performance.now();
+    expect(await checkPngImage(bomb)).toEqual({ ok: false, error: { code: 'bad_dimensions', message: BOMB_MESSAGE } });
+    // Inflating its 2 GiB takes seconds; reading IHDR takes nothing.
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+
+  it('reads the pixel count before any IDAT: a bomb whose image data is no zlib at all gets the same message', async () => {
+    expect(await checkPngImage(makePngBomb({ idat: 'garbage' }))).toEqual({ ok: false, error: { code: 'bad_dimensions', message: BOMB_MESSAGE } });
+    // Under the cap the same garbage is found out by inflating: the cap came first above.
+    expect(await checkPngImage(makePngBomb({ width: 64, height: 64, idat: 'garbage' }))).toEqual({
+      ok: false,
+      error: { code: 'bad_image_data', message: expect.stringContaining('does not decompress') },
+    });
+  });
+
+  it('accepts exactly 8192×8192 by default and refuses one row more, with every digit where rounding would hide it', async () => {
+    expect(DEFAULT_MAX_PNG_PIXELS).toBe(8192 * 8192);
+    // 1-bit greyscale: 8 MB of rows that deflate to 120 kB.
+    expect(await checkPngImage(makePngBomb({ width: 8192, height: 8192, bitDepth: 1, colorType: 0 }))).toMatchObject({ ok: true, value: { width: 8192, height: 8192 } });
+    expect(await checkPngImage(makePngBomb({ width: 8192, height: 8193, bitDepth: 1, colorType: 0, idat: 'garbage' }))).toEqual({
+      ok: false,
+      error: {
+        code: 'bad_dimensions',
+        message: 'The PNG says it is 8192×8193 pixels (67117056), more than the 67108864 (8192×8192) Easel accepts; raise --max-image-pixels to allow it.',
+      },
+    });
+  });
+
+  it('maxPixels lowers or raises the cap; the per-side cap stays whatever it is', async () => {
+    expect(await codeOf(makePng(100, 100))).toBe('ok');
+    expect(await checkPngImage(makePng(100, 100), { maxPixels: 9_999 })).toEqual({
+      ok: false,
+      error: { code: 'bad_dimensions', message: 'The PNG says it is 100×100 pixels (10000), more than the 9999 Easel accepts; raise --max-image-pixels to allow it.' },
+    });
+    expect(await checkPngImage(makePng(100, 100), { maxPixels: 10_000 })).toMatchObject({ ok: true });
+    // Raised to 16384×16384, the garbage bomb passes the header and is refused only by inflating.
+    expect(await checkPngImage(makePngBomb({ idat: 'garbage' }), { maxPixels: MAX_PNG_SIDE * MAX_PNG_SIDE })).toEqual({
+      ok: false,
+      error: { code: 'bad_image_data', message: expect.stringContaining('does not decompress') },
+    });
+    expect(await checkPngImage(BROKEN_PNGS.tooWide(), { maxPixels: 2 ** 40 })).toEqual({ ok: false, error: { code: 'bad_dimensions', message: expect.stringContaining('more than the 16384 per side') } });
   });
 });
 

@@ -3,14 +3,15 @@ import fc from 'fast-check';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createOllamaChatModel } from '../../../server/ollama/index.ts';
+import { createOllamaChatModel, MAX_OLLAMA_LINE_CHARS } from '../../../server/ollama/index.ts';
 import type { ChatChunk } from '../../../server/core/ports.ts';
 import { createFakeOllama } from '../../fakes/fake-ollama.ts';
 import type { FakeOllama } from '../../fakes/fake-ollama.ts';
 import { USER_HI, catchChatModelError, collectChunks, textOf } from './helpers.ts';
 
 // The adapter reads Ollama's NDJSON body itself and hands on one text chunk per network read (issue 12),
-// keeping the ollama client's rules for lines (ollama-js src/utils.ts parseJSON, AbortableAsyncIterator).
+// with the rules of Ollama's own Go client for lines (api/client.go stream, Chat): a line that is not a chat
+// chunk fails the chat, as does a line past MAX_OLLAMA_LINE_CHARS (issue 21).
 
 let fake: FakeOllama | undefined;
 let raw: Server | undefined;
@@ -46,6 +47,30 @@ async function writePieces(res: ServerResponse, pieces: (string | Buffer)[]): Pr
 const line = (content: string, extra: object = { done: false }) =>
   `${JSON.stringify({ model: 'mistral:7b', message: { role: 'assistant', content }, ...extra })}\n`;
 
+/** A fetch that counts the body bytes its caller pulls (give or take a read the pipe holds ahead). */
+function countBodyBytes(): { fetch: typeof fetch; bytes: () => number } {
+  let bytes = 0;
+  const counting: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    if (response.body === null) return response;
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          bytes += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+  return { fetch: counting, bytes: () => bytes };
+}
+
+/** Content that makes `line(content)` exactly `length` characters long, its newline left out. */
+function lineContentFor(length: number): string {
+  return 'x'.repeat(length - (line('').length - 1));
+}
+
 describe('the chat stream, a network read at a time', () => {
   it('hands on the text of every line one read brought as one chunk, in order', async () => {
     fake = await createFakeOllama();
@@ -61,29 +86,144 @@ describe('the chat stream, a network read at a time', () => {
     expect(chunks.at(-1)).toMatchObject({ type: 'end', doneReason: 'stop' });
   });
 
-  it('joins a line and a character split across reads, skips a line that is not JSON with a warning, and ends at an unterminated done line', async () => {
+  it('joins a line and a character split across reads, skips a blank line, and ends at an unterminated done line', async () => {
     const cafe = Buffer.from(line('café'));
     const split = cafe.indexOf(0xa9); // the second byte of "é"
     const url = await serveRawBody([
       cafe.subarray(0, split),
-      Buffer.concat([cafe.subarray(split), Buffer.from(`not json\n\n${line(' au lait')}{"model":"mistral:7b","mes`)]),
+      Buffer.concat([cafe.subarray(split), Buffer.from(`\n${line(' au lait')}{"model":"mistral:7b","mes`)]),
       'sage":{"role":"assistant","content":""},"done":true,"done_reason":"stop","eval_count":3}',
     ]);
-    const warnings: string[] = [];
-    const model = createOllamaChatModel({ host: url, model: 'mistral:7b', warn: (message) => warnings.push(message) });
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
 
     const chunks = await collectChunks(model.chat({ messages: USER_HI }));
 
     expect(textOf(chunks).join('')).toBe('café au lait');
     expect(textOf(chunks).some((text) => text.includes('\uFFFD'))).toBe(false);
     expect(chunks.at(-1)).toEqual({ type: 'end', doneReason: 'stop', evalCount: 3, evalDurationNs: 0, promptEvalCount: 0 });
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain('not json');
+  });
+
+  it('fails the chat on a line that is not JSON, after handing on the text before it, as Ollama\'s Go client does', async () => {
+    const url = await serveRawBody([line('café'), `not json\n${line(' au lait')}`, line('', { done: true })]);
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
+    const received: ChatChunk[] = [];
+
+    const error = await catchChatModelError(async () => {
+      for await (const chunk of model.chat({ messages: USER_HI })) received.push(chunk);
+    });
+
+    expect(textOf(received)).toEqual(['café']);
+    expect(error.code).toBe('stream_failed');
+    expect(error.message).toContain(`sent a reply line Easel cannot read (it is not JSON): "not json"`);
+    expect(error.message).toContain('the text shown so far is kept');
+    expect(error.message).toContain('--ollama-url');
+    expect(error.message).not.toMatch(/connection|broke/);
+  });
+
+  it('fails the chat on a line of the wrong types instead of taking it for the end (issue 21)', async () => {
+    const url = await serveRawBody([`${line('a lighthouse')}{"message": 42, "done": "maybe"}\n${line(' at dusk')}`, line('', { done: true })]);
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
+    const received: ChatChunk[] = [];
+
+    const error = await catchChatModelError(async () => {
+      for await (const chunk of model.chat({ messages: USER_HI })) received.push(chunk);
+    });
+
+    expect(textOf(received)).toEqual(['a lighthouse']);
+    expect(received.some((chunk) => chunk.type === 'end')).toBe(false);
+    expect(error.code).toBe('stream_failed');
+    expect(error.message).toMatch(/cannot read \(("message" is a number, not an object|"done" is a string, not a boolean)\)/);
+    expect(error.message).toContain(JSON.stringify('{"message": 42, "done": "maybe"}'));
+  });
+
+  it('takes "done": "true" (a string) for an unreadable line, not for the end', async () => {
+    const url = await serveRawBody([line('a boat'), line('', { done: 'true', done_reason: 'stop' }), line(' and more')]);
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
+    const received: ChatChunk[] = [];
+
+    const error = await catchChatModelError(async () => {
+      for await (const chunk of model.chat({ messages: USER_HI })) received.push(chunk);
+    });
+
+    expect(textOf(received)).toEqual(['a boat']);
+    expect(received.some((chunk) => chunk.type === 'end')).toBe(false);
+    expect(error.code).toBe('stream_failed');
+    expect(error.message).toContain('"done" is a string, not a boolean');
+  });
+
+  it('quotes at most 200 characters of an unreadable line, escaped', async () => {
+    const url = await serveRawBody([`<html>${'\u0007x'.repeat(300)}\n`]);
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
+
+    const error = await catchChatModelError(() => collectChunks(model.chat({ messages: USER_HI })));
+
+    expect(error.message).toContain(`${JSON.stringify(`<html>${'\u0007x'.repeat(97)}`)}…`);
+    expect(error.message).not.toContain('\u0007');
+  });
+
+  it('stops reading a line that never ends past MAX_OLLAMA_LINE_CHARS and hangs up, after the text before it', async () => {
+    fake = await createFakeOllama();
+    let sent: { bytes: number; hungUp: boolean } | undefined;
+    const ended = new Promise<void>((resolve) => {
+      // The fake's own stop, far past what a bounded reader lets through.
+      fake?.enqueue({
+        chunks: ['a lighthouse', ' at dusk'],
+        endlessLineAfter: { chunks: 2, maxBytes: 16 * 1024 * 1024, onEnd: (result) => ((sent = result), resolve()) },
+      });
+    });
+    const counted = countBodyBytes();
+    const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b', fetch: counted.fetch });
+    const received: ChatChunk[] = [];
+
+    const error = await catchChatModelError(async () => {
+      for await (const chunk of model.chat({ messages: USER_HI })) received.push(chunk);
+    });
+    await ended;
+
+    expect(MAX_OLLAMA_LINE_CHARS).toBe(65_536);
+    expect(textOf(received).join('')).toBe('a lighthouse at dusk');
+    expect(error.code).toBe('stream_failed');
+    expect(error.message).toContain('sent a reply line longer than 64 KiB (65,536 characters) without ending it');
+    expect(error.message).toContain('--ollama-url');
+    // Easel read the cap and about one network read more, then hung up; the fake never reached its stop
+    // (what it wrote beyond Easel's reads sat in the loopback socket buffers, a few MB).
+    expect(counted.bytes()).toBeLessThan(1024 * 1024);
+    expect(sent?.hungUp).toBe(true);
+    expect(sent?.bytes).toBeLessThan(16 * 1024 * 1024);
+    expect(fake.hangups).toBe(1);
+  });
+
+  it('reads a line exactly MAX_OLLAMA_LINE_CHARS long', async () => {
+    const content = lineContentFor(MAX_OLLAMA_LINE_CHARS);
+    const url = await serveRawBody([line(content), line('', { done: true })]);
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
+
+    const chunks = await collectChunks(model.chat({ messages: USER_HI }));
+
+    expect(textOf(chunks).join('')).toBe(content);
+    expect(chunks.at(-1)).toMatchObject({ type: 'end' });
+  });
+
+  it('fails on a complete line one character past the cap, although no read left it open past the cap', async () => {
+    const long = line(lineContentFor(MAX_OLLAMA_LINE_CHARS + 1));
+    // Open at 60 000 characters (under the cap) after one read, ended by the next: only the complete line is long.
+    const url = await serveRawBody([line('before '), long.slice(0, 60_000), `${long.slice(60_000)}${line('after')}`]);
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
+    const received: ChatChunk[] = [];
+
+    const error = await catchChatModelError(async () => {
+      for await (const chunk of model.chat({ messages: USER_HI })) received.push(chunk);
+    });
+
+    expect(textOf(received)).toEqual(['before ']);
+    expect(error.code).toBe('stream_failed');
+    expect(error.message).toContain('sent a reply line longer than 64 KiB (65,536 characters);');
+    expect(error.message).not.toContain('without ending it');
   });
 
   it('gives the text before an {"error"} line of the same read, then the error; nothing after it', async () => {
     const url = await serveRawBody([`${line('partial ')}{"error":"CUDA error: out of memory"}\n${line('never')}`]);
-    const model = createOllamaChatModel({ host: url, model: 'mistral:7b', warn: () => undefined });
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
     const received: ChatChunk[] = [];
 
     const error = await catchChatModelError(async () => {
@@ -97,7 +237,7 @@ describe('the chat stream, a network read at a time', () => {
 
   it('calls a body that ends without a done line a broken reply, after handing on its text', async () => {
     const url = await serveRawBody([line('a lighthouse'), line(' at dusk')]);
-    const model = createOllamaChatModel({ host: url, model: 'mistral:7b', warn: () => undefined });
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
     const received: ChatChunk[] = [];
 
     const error = await catchChatModelError(async () => {
@@ -128,7 +268,7 @@ describe('the chat stream, a network read at a time', () => {
         body.push(line('', { done: true, done_reason: 'stop' }));
         const url = await serveRawBody([body.join('')]);
         try {
-          const model = createOllamaChatModel({ host: url, model: 'mistral:7b', warn: () => undefined });
+          const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
           const chunks = await collectChunks(model.chat({ messages: USER_HI }));
           expect(textOf(chunks).join('')).toBe(lines.map((entry) => entry.content).join(''));
           expect(chunks.at(-1)).toMatchObject({ type: 'end' });
@@ -148,7 +288,7 @@ describe('the chat stream, a network read at a time', () => {
       line('a boat'),
       line('', { done: true, done_reason: 'stop' }),
     ]);
-    const model = createOllamaChatModel({ host: url, model: 'mistral:7b', warn: () => undefined });
+    const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
 
     const chunks = await collectChunks(model.chat({ messages: USER_HI }));
 

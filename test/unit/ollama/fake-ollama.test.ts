@@ -402,6 +402,52 @@ describe('fake Ollama: loading, stalls and /api/ps', () => {
     await fake.waitForHangup();
   });
 
+  it('sends `rawLineAfter.line` as is after that many chunks, then the other chunks and the done line', async () => {
+    fake.enqueue({ chunks: ['a', 'b', 'c'], rawLineAfter: { chunks: 1, line: '{"message": 42, "done": "maybe"}' } });
+    const text = await (await post('/api/chat', { model: 'mistral:7b', messages: HI })).text();
+    const lines = text.split('\n');
+
+    expect(lines[1]).toBe('{"message": 42, "done": "maybe"}');
+    const others = [lines[0], ...lines.slice(2)].filter((line) => line !== '').map((line) => JSON.parse(line ?? '') as Record<string, unknown>);
+    expect(others.map((line) => (line.message as { content: string }).content)).toEqual(['a', 'b', 'c', '']);
+    expect(others.at(-1)?.done).toBe(true);
+  });
+
+  it('sends an endless line after `endlessLineAfter.chunks` chunks: no newline, up to maxBytes, then the end of the body', async () => {
+    let sent: { bytes: number; hungUp: boolean } | undefined;
+    fake.enqueue({ chunks: ['a', 'b'], endlessLineAfter: { chunks: 1, maxBytes: 100_000, onEnd: (result) => (sent = result) } });
+    const text = await (await post('/api/chat', { model: 'mistral:7b', messages: HI })).text();
+    const [first, endless, ...rest] = text.split('\n');
+
+    expect(JSON.parse(first ?? '')).toMatchObject({ message: { content: 'a' }, done: false });
+    expect(rest).toEqual([]);
+    expect(endless).toMatch(/^\{"model":"mistral:7b","created_at":"[^"]+","message":\{"role":"assistant","content":"a+$/);
+    expect(Buffer.byteLength(endless ?? '')).toBe(100_000);
+    expect(sent).toEqual({ bytes: 100_000, hungUp: false });
+  });
+
+  it('stops an endless line when the client hangs up, with backpressure meanwhile', async () => {
+    let sent: { bytes: number; hungUp: boolean } | undefined;
+    const ended = new Promise<void>((resolve) => {
+      fake.enqueue({ chunks: [], endlessLineAfter: { chunks: 0, onEnd: (result) => ((sent = result), resolve()) } });
+    });
+    const controller = new AbortController();
+    const stream = await fetch(`${fake.url}/api/chat`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'mistral:7b', messages: HI }),
+      signal: controller.signal,
+    });
+    const reader = stream.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('"content":"');
+    controller.abort();
+    await ended;
+
+    expect(sent?.hungUp).toBe(true);
+    // Not read, so the fake waited on the socket instead of writing its 64 MB default.
+    expect(sent?.bytes).toBeLessThan(64 * 1024 * 1024);
+    expect(fake.hangups).toBe(1);
+  });
+
   it('lists loaded models in /api/ps like api.ProcessResponse: none at first, then the chatted model until unloaded', async () => {
     const ps = async () => ((await (await fetch(`${fake.url}/api/ps`)).json()) as { models: Array<Record<string, unknown>> }).models;
     expect(await ps()).toEqual([]);

@@ -1,0 +1,156 @@
+// Imports made by an attacker: a conversation.json shaped to exhaust memory or the event loop, and records
+// that smuggle in text every other write refuses. Each is refused with 422 naming what is wrong; nothing is stored.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { strToU8, unzipSync, zipSync } from 'fflate';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
+import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { makePng } from '../fakes/png-bytes.ts';
+import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { readSse } from '../helpers/sse.ts';
+
+let fake: FakeOllama;
+let a1111: FakeA1111;
+let easel: TestEasel;
+/** A real export: a message, a reply with its prompt, and one image. */
+let good: Record<string, Uint8Array>;
+let manifest: Record<string, unknown>;
+let image: string;
+
+beforeAll(async () => {
+  fake = await createFakeOllama();
+  a1111 = await createFakeA1111({ stepDelayMs: 1 });
+  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
+  const id = await easel.newConversation();
+  fake.enqueue(scriptReply('Here.', { prompt: 'a red fox', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+  await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'a red fox' }));
+  await readSse(await easel.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox', settings: { steps: 2, seed: 7 } }));
+  good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
+  manifest = JSON.parse(new TextDecoder().decode(good['conversation.json'])) as Record<string, unknown>;
+  image = Object.keys(good).find((name) => name.startsWith('images/'))!;
+});
+
+afterAll(async () => {
+  await easel.close();
+  await a1111.close();
+  await fake.close();
+});
+
+function importZip(bytes: Uint8Array): Promise<Response> {
+  return fetch(`${easel.url}/api/conversations/import`, { method: 'POST', headers: { 'content-type': 'application/zip' }, body: bytes as Uint8Array<ArrayBuffer> });
+}
+
+async function conversationCount(): Promise<number> {
+  return ((await (await easel.get('/api/conversations')).json()) as { conversations: unknown[] }).conversations.length;
+}
+
+/** The answer to an import, with the peak memory it cost and the longest the event loop was blocked meanwhile. */
+async function measureImport(zip: Uint8Array): Promise<{ status: number; error: string; rssGrowthMb: number; longestBlockMs: number }> {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  const peakBefore = process.resourceUsage().maxRSS;
+  delay.enable();
+  const response = await importZip(zip);
+  const body = (await response.json()) as { error?: string };
+  delay.disable();
+  return {
+    status: response.status,
+    error: body.error ?? '',
+    rssGrowthMb: (process.resourceUsage().maxRSS - peakBefore) / 1024,
+    longestBlockMs: delay.max / 1e6,
+  };
+}
+
+describe('a conversation.json shaped to exhaust Easel', () => {
+  // Unbounded, 30 MB of "[" took the server from 107 to 1425 MB and blocked it for 4–6 s. The bounds below
+  // are far from the fixed cost (a few MB, tens of ms) and far below the unbounded one.
+  const SHAPES: Array<[string, () => Uint8Array, RegExp]> = [
+    ['30 MB of "["', () => new Uint8Array(30 * 1024 * 1024).fill(0x5b), /conversation\.json nests deeper than 16 levels \(at byte 17\), more than any conversation Easel exports/],
+    ['nested objects', () => strToU8('{"a":'.repeat(3_000_000)), /nests deeper than 16 levels/],
+    ['an object of a million members', () => strToU8(`{${Array.from({ length: 1_000_000 }, (_, i) => `"k${i}":1`).join(',')}}`), /an object of more than 64 members/],
+    ['a list of a million empty objects', () => strToU8(`[${Array(1_000_000).fill('{}').join(',')}]`), /a list of more than 20000 items/],
+    [
+      'a million objects in short lists',
+      () => strToU8(`{"format":"easel-conversation","context":[${Array(5_000).fill(`{"userWords":[${Array(200).fill('{}').join(',')}]}`).join(',')}]}`),
+      /holds more than 250000 objects and lists/,
+    ],
+  ];
+
+  it.each(SHAPES)('%s: 422 naming the bound, in bounded memory and without blocking other requests', async (_what, build, message) => {
+    const before = await conversationCount();
+    const zip = zipSync({ 'conversation.json': build() }, { level: 9 });
+    expect(zip.byteLength).toBeLessThan(32 * 1024 * 1024);
+
+    const measured = await measureImport(zip);
+
+    expect(measured.status).toBe(422);
+    expect(measured.error).toMatch(message);
+    expect(measured.rssGrowthMb).toBeLessThan(400);
+    expect(measured.longestBlockMs).toBeLessThan(1500);
+    expect(await conversationCount()).toBe(before);
+  });
+
+  it('a large real conversation still imports, within the same bounds', async () => {
+    const turns = Array.from({ length: 4_000 }, (_, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      text: `turn ${index} `.repeat(20),
+      status: 'ok',
+      ...(index % 2 === 1 ? { metadata: { prompt: `a red fox ${index}`, generate_image: false, steps: 20, cfg: 7, seed: -1 } } : {}),
+      createdAt: '2026-11-23T10:00:00.000Z',
+    }));
+    const large = { ...manifest, transcript: turns, promptVersions: [{ ...(manifest.promptVersions as object[])[0], turn: null }], images: [], suggestion: null, context: [] };
+    const measured = await measureImport(zipSync({ 'conversation.json': strToU8(JSON.stringify(large)) }));
+    expect(measured.status).toBe(201);
+    expect(measured.rssGrowthMb).toBeLessThan(400);
+  });
+});
+
+describe('records that smuggle in what every other write refuses', () => {
+  const withManifest = (changes: Record<string, unknown>, extra: Record<string, Uint8Array> = {}) =>
+    zipSync({ 'conversation.json': strToU8(JSON.stringify({ ...manifest, ...changes })), [image]: good[image]!, ...extra });
+  const transcript = () => manifest.transcript as Array<Record<string, unknown>>;
+  const versions = () => manifest.promptVersions as Array<Record<string, unknown>>;
+  const images = () => manifest.images as Array<Record<string, unknown>>;
+
+  const CASES: Array<[string, () => Uint8Array, RegExp]> = [
+    ['a NUL in the title', () => withManifest({ title: 'fox\u0000' }), /title: A title contains an invisible control character \(U\+0000\) at character 4/],
+    ['an ESC in the title', () => withManifest({ title: 'fox\u001b[31m' }), /title: A title contains an invisible control character \(U\+001B\)/],
+    ['a line break in the title', () => withManifest({ title: 'fox\nexe' }), /title: A title is one line/],
+    ['a right-to-left override in the title', () => withManifest({ title: 'fox\u202Egnp.exe' }), /title: A title contains a right-to-left override character \(U\+202E\) at character 4/],
+    ['a C1 control in the title', () => withManifest({ title: 'fox\u0085' }), /title: A title contains an invisible control character \(U\+0085\)/],
+    ['a BEL in a message of the transcript', () => withManifest({ transcript: [{ ...transcript()[0], text: 'a red\u0007 fox' }, ...transcript().slice(1)] }), /transcript\.0\.text: The message contains an invisible control character \(U\+0007\)/],
+    ['a NUL in the prompt and its version', () => withManifest({ prompt: 'a red\u0000 fox', promptVersions: versions().map((v) => ({ ...v, prompt: 'a red\u0000 fox' })) }), /prompt: The prompt contains an invisible control character \(U\+0000\)/],
+    ['a NUL in a prompt version', () => withManifest({ promptVersions: [{ ...versions()[0], prompt: 'x\u0000' }, ...versions().slice(1)] }), /promptVersions\.0\.prompt: The prompt contains/],
+    ['a NUL in the prompt the model wrote', () => withManifest({ transcript: transcript().map((t) => (t.metadata ? { ...t, metadata: { ...(t.metadata as object), prompt: 'x\u0000' } } : t)) }), /transcript\.1\.metadata\.prompt: The prompt contains/],
+    ['an ESC in an image record', () => withManifest({ images: [{ ...images()[0], prompt: '\u001b]0;pwned\u0007' }] }), /images\.0\.prompt: The prompt contains/],
+    ['a NUL in the waiting suggestion', () => withManifest({ suggestion: { prompt: 'x\u0000', turn: 1 } }), /suggestion\.prompt: The prompt contains/],
+    ['a NUL in the negative prompt', () => withManifest({ settings: { ...(manifest.settings as object), negativePrompt: 'x\u0000' } }), /settings\.negativePrompt: The negative prompt contains/],
+    ['a NUL in the model context', () => withManifest({ context: [{ kind: 'user', text: 'x\u0000' }] }), /context\.0\.text: The message contains/],
+    ['an unlisted broken PNG', () => withManifest({}, { 'images/x.png': strToU8('not a png') }), /The file holds images\/x\.png, which conversation\.json does not list/],
+    ['an unlisted good PNG', () => withManifest({}, { 'images/x.png': makePng(8, 8) }), /images\/x\.png, which conversation\.json does not list/],
+  ];
+
+  it.each(CASES)('%s: 422 naming the field, nothing stored', async (_what, build, message) => {
+    const before = await conversationCount();
+    const imagesBefore = readdirSync(join(easel.dataDir, 'images')).length;
+    const response = await importZip(build());
+    expect(response.status).toBe(422);
+    expect(((await response.json()) as { error: string }).error).toMatch(message);
+    expect(await conversationCount()).toBe(before);
+    expect(readdirSync(join(easel.dataDir, 'images')).length).toBe(imagesBefore);
+  });
+
+  it('the same title refused by an import is refused by a rename, with the same words', async () => {
+    const id = await easel.newConversation();
+    const renamed = await fetch(`${easel.url}/api/conversations/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'fox\u202Egnp.exe' }) });
+    expect(renamed.status).toBe(422);
+    expect(((await renamed.json()) as { fields: Record<string, string> }).fields.title).toBe('A title contains a right-to-left override character (U+202E) at character 4; remove it and try again.');
+  });
+
+  it('the model\'s own words keep what it wrote: an export whose reply holds a control character imports', async () => {
+    const reply = transcript().map((t) => (t.role === 'assistant' ? { ...t, text: 'Here\u0007.' } : t));
+    const response = await importZip(withManifest({ transcript: reply }));
+    expect(response.status).toBe(201);
+  });
+});

@@ -1,0 +1,65 @@
+// JSON from a file is parsed only once its shape is known to be small; each bound is exact.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseBoundedJson, type JsonBounds } from '../../../server/core/bounded-json.ts';
+
+const BOUNDS: JsonBounds = { maxDepth: 3, maxValues: 20, maxContainers: 6, maxMembers: 3, maxItems: 4, maxStringBytes: 10 };
+const parse = (text: string, bounds: JsonBounds = BOUNDS) => parseBoundedJson(new TextEncoder().encode(text), bounds);
+const codeOf = (text: string, bounds?: JsonBounds) => {
+  const result = parse(text, bounds);
+  return result.ok ? 'ok' : result.error.code;
+};
+
+describe('parseBoundedJson', () => {
+  it('parses what stays within every bound, each bound exactly reached', () => {
+    expect(parse('[[[1]]]')).toEqual({ ok: true, value: [[[1]]] });
+    expect(parse('{"a":1,"b":2,"c":3}')).toEqual({ ok: true, value: { a: 1, b: 2, c: 3 } });
+    expect(parse('[1,2,3,4]')).toEqual({ ok: true, value: [1, 2, 3, 4] });
+    // Ten bytes with its quotes, an escaped quote inside.
+    expect(parse('["ab\\"cdef"]')).toEqual({ ok: true, value: ['ab"cdef'] });
+    expect(parse('[[{},{}],[{}]]')).toEqual({ ok: true, value: [[{}, {}], [{}]] });
+  });
+
+  it('refuses one level, member, item, container or byte past a bound, naming it and where', () => {
+    expect(parse('[[[[1]]]]')).toEqual({ ok: false, error: { code: 'too_deep', message: 'nests deeper than 3 levels (at byte 4)' } });
+    expect(parse('{"a":1,"b":2,"c":3,"d":4}')).toEqual({ ok: false, error: { code: 'too_many', message: 'holds an object of more than 3 members (at byte 19)' } });
+    expect(parse('[1,2,3,4,5]')).toEqual({ ok: false, error: { code: 'too_many', message: 'holds a list of more than 4 items (at byte 9)' } });
+    expect(parse('["abcdefghi"]')).toEqual({ ok: false, error: { code: 'too_long', message: 'holds a text of more than 10 bytes (at byte 2)' } });
+    expect(parse('[[{},{}],[{}],[]]')).toEqual({ ok: false, error: { code: 'too_many', message: 'holds more than 6 objects and lists (at byte 15)' } });
+    expect(codeOf('[[1,2,3],[1,2,3],[1,2,3],[1,2,3]]', { ...BOUNDS, maxValues: 15 })).toBe('too_many');
+    expect(codeOf('[[1,2,3],[1,2,3],[1,2,3],[1,2,3]]', { ...BOUNDS, maxValues: 16 })).toBe('ok');
+  });
+
+  it('counts members and items per container: a sibling starts again from one', () => {
+    expect(codeOf('[{"a":1,"b":2,"c":3},{"a":1,"b":2,"c":3}]')).toBe('ok');
+    expect(codeOf('[[1,2,3,4],[1,2,3,4]]')).toBe('ok');
+    expect(codeOf('{"a":[1,2,3,4],"b":1,"c":2}')).toBe('ok');
+  });
+
+  it('does not count what is inside a string: brackets, commas and escaped quotes', () => {
+    expect(parse('["[[[[,,,,"]')).toEqual({ ok: true, value: ['[[[[,,,,'] });
+    expect(parse('["\\\\",[[1]]]')).toEqual({ ok: true, value: ['\\', [[1]]] });
+  });
+
+  it('says malformed for bytes that are not UTF-8 or not JSON', () => {
+    expect(parseBoundedJson(new Uint8Array([0x22, 0xe9, 0x22]), BOUNDS)).toEqual({ ok: false, error: { code: 'malformed', message: 'is not UTF-8 text' } });
+    expect(parse('{"a":')).toEqual({ ok: false, error: { code: 'malformed', message: 'is not valid JSON' } });
+    expect(parse(']]]]]]')).toEqual({ ok: false, error: { code: 'malformed', message: 'is not valid JSON' } });
+  });
+
+  it('refuses 30 MB of "[" at the first level too many, without building anything', () => {
+    const bomb = new Uint8Array(30 * 1024 * 1024).fill(0x5b);
+    expect(parseBoundedJson(bomb, { ...BOUNDS, maxDepth: 16, maxContainers: 1e6, maxValues: 1e6 })).toEqual({ ok: false, error: { code: 'too_deep', message: 'nests deeper than 16 levels (at byte 17)' } });
+  });
+
+  it('gives what JSON.parse gives for any JSON within the bounds (property)', () => {
+    const wide: JsonBounds = { maxDepth: 100, maxValues: 1e6, maxContainers: 1e6, maxMembers: 1e6, maxItems: 1e6, maxStringBytes: 1e6 };
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = JSON.stringify(value);
+        expect(parse(text, wide)).toEqual({ ok: true, value: JSON.parse(text) });
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
