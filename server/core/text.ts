@@ -6,11 +6,14 @@ import { LIMITS } from '../protocol/limits.ts';
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 
 // In one line of text (a title) nothing may change how the text around it reads: no C0 control at all
-// (tab and line breaks included), DEL, no C1 control (U+0080–U+009F), and no bidirectional embedding,
-// override or isolate (U+202A–U+202E, U+2066–U+2069): U+202E turns `gnp.exe` into what reads as `exe.png`.
-const ONE_LINE_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/;
+// (tab and line breaks included), DEL, no C1 control (U+0080–U+009F), and none of Unicode's bidirectional
+// controls (Bidi_Control: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069): U+202E makes `gnp.exe` read as `exe.png`.
+const ONE_LINE_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\p{Bidi_Control}]/u;
 
 const BIDI_NAMES: Readonly<Record<number, string>> = {
+  0x061c: 'an Arabic letter mark',
+  0x200e: 'a left-to-right mark',
+  0x200f: 'a right-to-left mark',
   0x202a: 'a left-to-right embedding',
   0x202b: 'a right-to-left embedding',
   0x202c: 'a pop directional formatting',

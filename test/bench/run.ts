@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { strToU8, zipSync } from 'fflate';
 import { MAX_REPLY_CHARS } from '../../server/protocol/index.ts';
 import {
   createArrivalTracker,
@@ -27,7 +28,7 @@ import { floodChunks, floodText, pacedToken } from './replies.ts';
 import { formatMarkdown, formatTable, judge, median, quantile, type Figure } from './stats.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak'] as const;
+const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak', 'hostile'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: flags } = parseArgs({
@@ -107,6 +108,7 @@ async function measureAll(fake: FakeProcess): Promise<number> {
     }
   }
   if (runs('leak')) await measureLeak(fake);
+  if (runs('hostile')) await measureHostileImports(fake);
 
   const judged = figures.map(judge);
   console.log(`\n${formatTable(judged)}`);
@@ -424,4 +426,53 @@ async function profileServer(fake: FakeProcess, path: 'api' | 'page'): Promise<v
   console.log(formatSelfTimes(summary.functions, 20, 'function (self time)'));
   console.log(`\n${formatSelfTimes(summary.modules, 15, 'module or package')}`);
   console.log(`\n${describeLoad()} at the end.`);
+}
+
+// --- hostile imports: what a conversation.json shaped to exhaust Easel costs the server (issue 21) ------
+async function measureHostileImports(fake: FakeProcess): Promise<void> {
+  log('hostile: imports shaped to exhaust memory and the event loop…');
+  const server = await startNpmServer({ ollamaUrl: fake.url, dataDir: newDataDir() });
+  const shapes: Array<[string, Uint8Array]> = [
+    ['30 MB of "["', new Uint8Array(30 * 1024 * 1024).fill(0x5b)],
+    ['an object of a million members', strToU8(`{${Array.from({ length: 1_000_000 }, (_, i) => `"k${i}":1`).join(',')}}`)],
+    ['a list of a million empty objects', strToU8(`[${Array(1_000_000).fill('{}').join(',')}]`)],
+  ];
+  try {
+    for (const [what, manifest] of shapes) {
+      const zip = zipSync({ 'conversation.json': manifest }, { level: 9 });
+      const answerMs: number[] = [];
+      const healthMs: number[] = [];
+      const rssGrowth: number[] = [];
+      for (let round = 0; round < ROUNDS.growth + 1; round++) {
+        const before = readRssMb(server.pid);
+        let peak = before;
+        let importing = true;
+        // /api/health asked every 20 ms while the import runs: its slowest answer is how long others waited.
+        const probing = (async () => {
+          while (importing) {
+            const started = performance.now();
+            await fetch(`${server.url}/api/health`).then((response) => response.arrayBuffer());
+            healthMs.push(performance.now() - started);
+            peak = Math.max(peak, readRssMb(server.pid));
+            await sleep(20);
+          }
+        })();
+        const started = performance.now();
+        const response = await fetch(`${server.url}/api/conversations/import`, { method: 'POST', headers: { 'content-type': 'application/zip' }, body: zip });
+        await response.arrayBuffer();
+        answerMs.push(performance.now() - started);
+        if (response.status !== 422) throw new Error(`hostile import "${what}" answered ${response.status}, not 422`);
+        importing = false;
+        await probing;
+        rssGrowth.push(Math.max(peak, readRssMb(server.pid)) - before);
+      }
+      figures.push(
+        { name: `import of ${what}: 422 answered in`, rounds: answerMs, unit: 'ms', target: { kind: 'max', limit: 500 } },
+        { name: `import of ${what}: server RSS growth`, rounds: rssGrowth, unit: 'MB', target: { kind: 'max', limit: 100 } },
+        { name: `import of ${what}: slowest GET /api/health meanwhile`, rounds: [Math.max(...healthMs)], unit: 'ms', target: { kind: 'max', limit: 250 } },
+      );
+    }
+  } finally {
+    await server.stop();
+  }
 }

@@ -101,9 +101,19 @@ describe('one-line fields', () => {
     expect(((await response.json()) as { fields: Record<string, string> }).fields).toEqual({ title: message });
   });
 
-  it('takes right-to-left text itself, and the marks that only hint at direction', async () => {
-    const response = await rename('שועל אדום \u200Ffox');
+  it('refuses every bidirectional control Unicode lists (Bidi_Control), marks included', async () => {
+    for (const control of ['\u061C', '\u200E', '\u200F', '\u202A', '\u202B', '\u202C', '\u202D', '\u202E', '\u2066', '\u2067', '\u2068', '\u2069']) {
+      const response = await rename(`fox${control}`);
+      expect(response.status, control).toBe(422);
+    }
+    expect(((await (await rename('fox\u200F')).json()) as { fields: Record<string, string> }).fields.title).toBe(
+      'A title contains a right-to-left mark character (U+200F) at character 4; remove it and try again.',
+    );
+  });
+
+  it('takes right-to-left text itself, and other invisible characters that change no direction', async () => {
+    const response = await rename('שועל אדום fox\u200D\u00A0');
     expect(response.status).toBe(200);
-    expect(((await response.json()) as { title: string }).title).toBe('שועל אדום \u200Ffox');
+    expect(((await response.json()) as { title: string }).title).toBe('שועל אדום fox\u200D\u00A0'.trim());
   });
 });
