@@ -212,6 +212,16 @@
     byId('composer').requestSubmit();
   });
 
+  // Chromium keeps one undo history for the whole page: Ctrl+Z in a field with nothing left to undo reaches back
+  // into another field's typing (the prompt's, say). The browser's undo may change only the field being typed in.
+  document.addEventListener(
+    'beforeinput',
+    (event) => {
+      if ((event.inputType === 'historyUndo' || event.inputType === 'historyRedo') && event.target !== document.activeElement) event.preventDefault();
+    },
+    true,
+  );
+
   /** Ctrl+Z, Ctrl+Shift+Z, Ctrl+Y (⌘ on a Mac). */
   function isUndoKey(event) {
     const key = event.key.toLowerCase();

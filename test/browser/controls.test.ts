@@ -38,6 +38,25 @@ describeInBrowser('controls, settings and status', () => {
     return ((await response.json()) as { settings: Record<string, unknown> }).settings;
   }
 
+  it('a message sent while Easel cannot be reached at all (no HTTP answer) comes back into the composer, and says so', async () => {
+    // The connection refused before any answer: the request never gets a status.
+    await page.route('**/messages', (route) => route.abort('connectionrefused'));
+    const chatsBefore = stage.fake.chatRequests().length;
+    try {
+      const message = page.getByRole('textbox', { name: 'Message' });
+      await message.fill('a lighthouse at dusk');
+      await page.getByRole('button', { name: 'Send', exact: true }).click();
+      await poll(() => page.locator('#composer-status').textContent()).toBe('Could not reach Easel. Is it still running? Your text is kept.');
+      expect(await message.inputValue()).toBe('a lighthouse at dusk');
+      expect(stage.fake.chatRequests()).toHaveLength(chatsBefore);
+    } finally {
+      await page.unroute('**/messages');
+    }
+    // The browser reports the refused connection; nothing else went wrong.
+    expect(open.problems.filter((problem) => !/ERR_CONNECTION_REFUSED|Failed to fetch|htmx/i.test(problem))).toEqual([]);
+    open.problems.length = 0;
+  });
+
   it('works from the keyboard alone: Tab, Shift+Enter for a new line, Enter to send, empty is not sent', async () => {
     expect(await focusedName()).toBe('message');
     await page.keyboard.press('Tab');

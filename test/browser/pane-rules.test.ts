@@ -146,6 +146,40 @@ describeInBrowser('the prompt pane follows one rule', () => {
     expect(await storedPrompt()).toBe('a cat');
   });
 
+  it('Ctrl+Z inside the message box or a settings field undoes that field\'s typing, never a prompt version', async () => {
+    await openConversation();
+    stage.fake.enqueue(scriptReply('A cat.', meta('a cat')));
+    await send('a cat');
+    await waitForReply();
+    await editPrompt('a cat, oil');
+    const undo = page.getByRole('button', { name: 'Undo', exact: true });
+    await poll(() => undo.isEnabled()).toBe(true);
+
+    const message = page.getByRole('textbox', { name: 'Message' });
+    await message.click();
+    await page.keyboard.type('a dog');
+    await page.keyboard.press('Control+Z');
+    await poll(() => message.inputValue()).toBe('');
+
+    const negative = page.getByRole('textbox', { name: 'Negative prompt' });
+    await negative.click();
+    await page.keyboard.type('blurry');
+    await page.keyboard.press('Control+Z');
+    await poll(() => negative.inputValue()).toBe('');
+
+    const steps = field('Steps');
+    await steps.click();
+    // Nothing typed in Steps: Chromium's one undo history for the page would reach back into the prompt's typing.
+    await page.keyboard.press('Control+Z');
+
+    // Give a wrongly taken Ctrl+Z the time to reach the server: the version stays, Undo is still offered.
+    await page.waitForTimeout(300);
+    expect(await promptBox().inputValue()).toBe('a cat, oil');
+    expect(await storedPrompt()).toBe('a cat, oil');
+    expect(await undo.isEnabled()).toBe(true);
+    expect(open.requests.filter((request) => request.includes('/prompt/undo'))).toEqual([]);
+  });
+
   it('a setting set by hand is kept against the model value, which is offered beside it and can be taken; the pin can be removed', async () => {
     await openConversation();
     await field('Steps').fill('6');

@@ -117,6 +117,25 @@ describe('the prompt', () => {
     expect((await easel.post(`/api/conversations/${id}/suggestion`, { accept: false })).status).toBe(409);
   });
 
+  it('an edit made while the FIRST reply streams (no version yet) wins too: the model prompt waits as a suggestion', async () => {
+    const id = await easel.newConversation();
+    expect((await conversation(id)).promptVersion).toBeNull();
+    let release!: () => void;
+    fake.enqueue({ ...scriptReply('A fox, then.', ready('a red fox')), gate: new Promise<void>((resolve) => (release = resolve)) });
+    const reply = easel.post(`/api/conversations/${id}/messages`, { text: 'a fox, and go' });
+    await fake.waitForRequests(1, '/api/chat');
+    await pane(await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'my own fox' }));
+    release();
+    const events = await readSse(await reply);
+
+    expect(events.find((event) => event.type === 'pane')?.data).toMatchObject({ prompt: 'my own fox', suggestion: { prompt: 'a red fox' } });
+    expect(events.find((event) => event.type === 'image_not_made')?.data).toMatchObject({ reason: 'suggestion_pending' });
+    expect(txt2img()).toHaveLength(0);
+    const stored = await conversation(id);
+    expect(stored).toMatchObject({ prompt: 'my own fox', suggestion: { prompt: 'a red fox' } });
+    expect(stored.promptVersions.map(({ prompt, source }) => ({ prompt, source }))).toEqual([{ prompt: 'my own fox', source: 'user' }]);
+  });
+
   it('"Use suggestion" takes the model prompt as a new version, one undo away from the edit', async () => {
     const id = await startWith('an owl');
     let release!: () => void;
