@@ -62,12 +62,14 @@ export async function startServer(config: Config, logger: Logger, timing: Server
   });
   const imagesDir = join(config.dataDir, 'images');
   mkdirSync(imagesDir, { recursive: true });
+  const imageFiles = createImageFiles(imagesDir);
   const images = createImageGenerator({
     backend: await createImageBackend(config, logger),
     store,
     logger,
     clock: Date,
     saveFile: (name, bytes) => writeFileAtomically(join(imagesDir, name), bytes),
+    removeFile: (name) => imageFiles.remove(name),
     imagesDir,
     writer: `Easel ${VERSION}`,
     maxImagePixels: config.maxImagePixels,
@@ -82,7 +84,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     store,
     llm,
     images,
-    imageFiles: createImageFiles(imagesDir),
+    imageFiles,
     archive: createZipArchive(),
     logger,
     clock: Date,

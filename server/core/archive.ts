@@ -28,7 +28,8 @@ const MAX_IMAGES = 2_000;
 export const IMPORT_LIMITS: ArchiveLimits = {
   maxFiles: MAX_ARCHIVE_FILES,
   maxTotalBytes: MAX_IMPORT_UNPACKED_BYTES,
-  maxFileBytes: (name) => (name === ARCHIVE_MANIFEST ? MAX_MANIFEST_BYTES : MAX_IMAGE_BYTES),
+  // By its last part: a file manager's re-zip puts it in a folder (see toExportLayout).
+  maxFileBytes: (name) => (name === ARCHIVE_MANIFEST || name.endsWith(`/${ARCHIVE_MANIFEST}`) ? MAX_MANIFEST_BYTES : MAX_IMAGE_BYTES),
 };
 
 export interface ArchiveLimits {
@@ -189,6 +190,9 @@ export const MANIFEST_BOUNDS: JsonBounds = {
   maxItems: 20_000,
   // The longest text, a reply of MAX_REPLY_CHARS, with every character escaped as \uXXXX.
   maxStringBytes: MAX_REPLY_CHARS * 6 + 2,
+  // An export's longest key is "settingSuggestions"; it uses about 60 different ones.
+  maxKeyBytes: 64,
+  maxDistinctKeys: 256,
 };
 
 // The model's metadata as Easel stores it: its prompt already had control characters removed (parse-reply).
@@ -216,10 +220,12 @@ const turnSchema = z
   })
   .strict();
 
-/** A user's turn holds a message they sent: the message rule applies to it as to the API's. */
+const userText = typedText(z.string(), 'The message');
+
+/** A user's turn holds a message they sent: the typed-text rule of messages applies to it as in the API. */
 function checkUserText(turn: { role: 'user' | 'assistant'; text: string }, context: z.RefinementCtx): void {
   if (turn.role !== 'user') return;
-  const checked = typedText(z.string(), 'The message').safeParse(turn.text);
+  const checked = userText.safeParse(turn.text);
   if (!checked.success) context.addIssue({ code: 'custom', path: ['text'], message: checked.error.issues[0]?.message ?? 'is not valid' });
 }
 
@@ -257,6 +263,10 @@ const manifestV1Schema = z
   })
   .strict();
 
+const turnV2Schema = turnSchema
+  .extend({ imageNote: z.object({ reason: z.enum(['no_backend', 'suggestion_pending', 'auto_off']), message: ruledText(4000, 'The image note') }).strict().optional() })
+  .superRefine(checkUserText);
+
 const MAX_PROMPT_VERSIONS = 20_000;
 const position = z.int().min(0);
 
@@ -276,13 +286,7 @@ const pinnableSettingsSchema = settingsSchema.pick({ steps: true, cfg: true, see
 const manifestV2Schema = manifestV1Schema
   .extend({
     version: z.literal(2),
-    transcript: z
-      .array(
-        turnSchema
-          .extend({ imageNote: z.object({ reason: z.enum(['no_backend', 'suggestion_pending', 'auto_off']), message: ruledText(4000, 'The image note') }).strict().optional() })
-          .superRefine(checkUserText),
-      )
-      .max(MAX_TURNS),
+    transcript: z.array(turnV2Schema).max(MAX_TURNS),
     images: z.array(imageSchema.extend({ promptVersion: position.nullable() })).max(MAX_IMAGES),
     promptVersions: z.array(promptVersionSchema).max(MAX_PROMPT_VERSIONS),
     promptVersion: position.nullable(),
@@ -295,6 +299,50 @@ const manifestV2Schema = manifestV1Schema
 const manifestSchema = z.discriminatedUnion('version', [manifestV1Schema, manifestV2Schema]);
 
 type Manifest = z.infer<typeof manifestSchema>;
+
+// The long lists are checked element by element, stopping at the first one wrong: one safeParse of the whole
+// manifest records an issue for every bad element (a million, 850 MB and seconds, for a 2 MB file).
+const unknownList = (max: number) => z.array(z.unknown()).max(max);
+const manifestShellSchema = z.discriminatedUnion('version', [
+  manifestV1Schema.extend({ transcript: unknownList(MAX_TURNS), context: unknownList(MAX_CONTEXT_ENTRIES), images: unknownList(MAX_IMAGES) }),
+  manifestV2Schema.extend({
+    transcript: unknownList(MAX_TURNS),
+    context: unknownList(MAX_CONTEXT_ENTRIES),
+    images: unknownList(MAX_IMAGES),
+    promptVersions: unknownList(MAX_PROMPT_VERSIONS),
+  }),
+]);
+const LIST_ELEMENTS = {
+  1: { transcript: turnSchema.superRefine(checkUserText), context: contextEntrySchema, images: imageSchema },
+  2: { transcript: turnV2Schema, context: contextEntrySchema, images: imageSchema.extend({ promptVersion: position.nullable() }), promptVersions: promptVersionSchema },
+} as const;
+/** Elements checked between two turns of the event loop. */
+const ELEMENTS_PER_TURN = 500;
+
+type ManifestCheck = { ok: true; value: Manifest } | { ok: false; issue: { path: PropertyKey[]; message: string } | undefined };
+
+/** The manifest checked by its schema, the long lists one element at a time; the first issue found. */
+async function checkManifest(raw: unknown): Promise<ManifestCheck> {
+  const shell = manifestShellSchema.safeParse(raw);
+  if (!shell.success) return { ok: false, issue: shell.error.issues[0] };
+  const lists: Record<string, unknown[]> = {};
+  let checked = 0;
+  for (const [name, schema] of Object.entries(LIST_ELEMENTS[shell.data.version])) {
+    const items = (shell.data as unknown as Record<string, unknown[]>)[name] ?? [];
+    const parsed: unknown[] = [];
+    for (const [index, item] of items.entries()) {
+      const result = (schema as z.ZodType).safeParse(item);
+      if (!result.success) {
+        const issue = result.error.issues[0];
+        return { ok: false, issue: { path: [name, index, ...(issue?.path ?? [])], message: issue?.message ?? 'is not valid' } };
+      }
+      parsed.push(result.data);
+      if (++checked % ELEMENTS_PER_TURN === 0) await yieldToEventLoop();
+    }
+    lists[name] = parsed;
+  }
+  return { ok: true, value: { ...shell.data, ...lists } as Manifest };
+}
 
 /** The references a version-2 manifest makes by position point at something that is there. */
 function checkPositions(manifest: Manifest): string | undefined {
@@ -365,13 +413,13 @@ export async function readArchiveFiles(
   if (typeof header.data.version === 'number' && header.data.version > ARCHIVE_VERSION) {
     return refuse(`This conversation was exported by a newer Easel (format version ${header.data.version}; this one reads version ${ARCHIVE_VERSION}). Update Easel to import it.`);
   }
-  const parsed = manifestSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'its contents';
+  const parsed = await checkManifest(raw);
+  if (!parsed.ok) {
+    const issue = parsed.issue;
+    const where = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : 'its contents';
     return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${where}: ${(issue?.message ?? 'is not valid').replace(/\.$/, '')}.`);
   }
-  const manifest = parsed.data;
+  const manifest = parsed.value;
   await yieldToEventLoop();
   const misplaced = checkPositions(manifest);
   if (misplaced) return refuse(`${ARCHIVE_MANIFEST} does not describe a conversation Easel can import: ${misplaced}`);
@@ -412,7 +460,8 @@ export async function readArchiveFiles(
         settings: manifest.settings,
         turns: manifest.transcript.map((turn) => ({
           role: turn.role,
-          text: turn.text,
+          // A user's words with CRLF become LF, as the API stores them; the model's stay as it wrote them.
+          text: turn.role === 'user' ? turn.text.replace(/\r\n?/g, '\n') : turn.text,
           status: turn.status,
           ...(turn.metadata ? { metadata: turn.metadata } : {}),
           ...(turn.error ? { error: turn.error } : {}),

@@ -16,6 +16,10 @@ export interface JsonBounds {
   maxItems: number;
   /** Bytes of one string literal as written, quotes and escapes included. */
   maxStringBytes: number;
+  /** Bytes of one object key as written, quotes included. */
+  maxKeyBytes: number;
+  /** Different object keys in all: V8 gives every new set of keys its own shape, and thousands cost seconds. */
+  maxDistinctKeys: number;
 }
 
 export type BoundedJsonErrorCode = 'too_deep' | 'too_many' | 'too_long' | 'malformed';
@@ -29,6 +33,7 @@ const CLOSE_ARRAY = 0x5d;
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 const COMMA = 0x2c;
+const COLON = 0x3a;
 
 /**
  * Parses UTF-8 JSON whose shape stays within `bounds`, or says which bound it passes (and where) without
@@ -50,6 +55,17 @@ export function parseBoundedJson(bytes: Uint8Array, bounds: JsonBounds): Bounded
   }
 }
 
+/** Whether the string that ended just before `from` is a key: the next byte that is not white space is a colon. */
+function isKey(bytes: Uint8Array, from: number): boolean {
+  for (let index = from; index < bytes.length; index++) {
+    const byte = bytes[index];
+    if (byte === COLON) return true;
+    // RFC 8259 §2: space, tab, line feed, carriage return.
+    if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d) return false;
+  }
+  return false;
+}
+
 /** The first bound the bytes pass, as a phrase ("nests deeper than 16 levels (at byte 40)"), or undefined. */
 function checkJsonShape(bytes: Uint8Array, bounds: JsonBounds): { code: BoundedJsonErrorCode; message: string } | undefined {
   // Per open container: whether it is an object, and how many separators it has seen.
@@ -58,6 +74,7 @@ function checkJsonShape(bytes: Uint8Array, bounds: JsonBounds): { code: BoundedJ
   let depth = 0;
   let values = 0;
   let containers = 0;
+  const keys = new Set<string>();
   const at = (index: number) => ` (at byte ${index + 1})`;
   for (let index = 0; index < bytes.length; index++) {
     const byte = bytes[index];
@@ -68,8 +85,14 @@ function checkJsonShape(bytes: Uint8Array, bounds: JsonBounds): { code: BoundedJ
         if (inner === BACKSLASH) index++;
         else if (inner === QUOTE) break;
       }
-      if (index - start + 1 > bounds.maxStringBytes) {
+      const length = index - start + 1;
+      if (length > bounds.maxStringBytes) {
         return { code: 'too_long', message: `holds a text of more than ${bounds.maxStringBytes} bytes${at(start)}` };
+      }
+      if (isKey(bytes, index + 1)) {
+        if (length > bounds.maxKeyBytes) return { code: 'too_long', message: `holds a key of more than ${bounds.maxKeyBytes} bytes${at(start)}` };
+        keys.add(Buffer.from(bytes.buffer, bytes.byteOffset + start, length).toString('latin1'));
+        if (keys.size > bounds.maxDistinctKeys) return { code: 'too_many', message: `holds more than ${bounds.maxDistinctKeys} different keys${at(start)}` };
       }
     } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
       depth++;

@@ -59,11 +59,14 @@ export class StorageError extends Error {
   readonly location: string;
   /** For 'gone': where Easel saved a copy of what it had, when it could. */
   readonly recoveredTo: string | undefined;
-  constructor(code: StorageErrorCode, message: string, options: { location: string; recoveredTo?: string | undefined; cause?: unknown }) {
+  /** For 'gone': another file is at the path now (moved over it), rather than none. */
+  readonly replaced: boolean;
+  constructor(code: StorageErrorCode, message: string, options: { location: string; recoveredTo?: string | undefined; replaced?: boolean; cause?: unknown }) {
     super(message, { cause: options.cause });
     this.code = code;
     this.location = options.location;
     this.recoveredTo = options.recoveredTo;
+    this.replaced = options.replaced ?? false;
   }
 }
 

@@ -2,8 +2,9 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore, ImageRecord } from './conversation.ts';
-import { ImageBackendError, isImageBackendError } from './errors.ts';
+import { ImageBackendError, isImageBackendError, isStorageError } from './errors.ts';
 import type { ImageEvent, TurnEvent } from './events.ts';
+import { describeStorageFailure } from './library.ts';
 import type { Logger } from './logger.ts';
 import type { ImageBackend, ImageProgress, ImageRequest, ImageResult, SeedRange } from './ports.ts';
 import type { Settings } from './settings.ts';
@@ -50,6 +51,8 @@ export interface ImageGeneratorDeps {
    * file when it fails (write to a temporary name, then rename).
    */
   saveFile(name: string, bytes: Uint8Array): Promise<void>;
+  /** Removes a saved PNG whose record could not be stored (a file already gone is not an error). */
+  removeFile?(name: string): Promise<void>;
   /** Where images are saved, named in the message when a write fails. */
   imagesDir?: string;
   /** Frees the GPU before an image (--unload-llm). */
@@ -219,7 +222,13 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         promptVersion: input.promptVersion,
         createdAt: new Date(deps.clock.now()).toISOString(),
       };
-      deps.store.addImage(image);
+      try {
+        deps.store.addImage(image);
+      } catch (error) {
+        // No record, no file: an image the library does not know would never be shown or deleted.
+        await deps.removeFile?.(file).catch(noop);
+        throw error;
+      }
       const event: ImageEvent = {
         type: 'image',
         id,
@@ -231,6 +240,12 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       };
       yield event;
     } catch (error) {
+      if (isStorageError(error)) {
+        // The database, not the image: said as every storage failure is (a vanished or damaged file is logged once by the store).
+        yield { type: 'error', ...describeStorageFailure(error, 'image') };
+        if (error.code !== 'gone' && error.code !== 'corrupt') deps.logger.error('the image could not be recorded', { error });
+        return;
+      }
       yield { type: 'error', ...describeImageFailure(error, signal, deps.imagesDir) };
       if (error instanceof ImageSaveError) deps.logger.error('the finished image could not be saved', { error });
       else if (!isImageBackendError(error) && !(error instanceof SeedOutOfRangeError) && !signal.aborted) deps.logger.error('image generation failed', { error });

@@ -2,6 +2,7 @@
 // store cannot save something.
 import type { ConversationListing } from './conversation.ts';
 import type { StorageError } from './errors.ts';
+import { toOneLine } from './text.ts';
 
 export interface ConversationSummary {
   id: string;
@@ -32,7 +33,8 @@ export function describeConversation(listing: ConversationListing): Conversation
 /** One line, whitespace collapsed, cut at a word boundary with an ellipsis. */
 export function shorten(text: string, max: number, firstLineOnly = true): string {
   const source = firstLineOnly ? (text.trim().split('\n')[0] ?? '') : text;
-  const line = source.replace(/\s+/g, ' ').trim();
+  // A title or preview taken from a message obeys what a typed title does: no controls that change how it reads.
+  const line = toOneLine(source).replace(/\s+/g, ' ').trim();
   if (line.length <= max) return line;
   const cut = line.slice(0, max - 1);
   const space = cut.lastIndexOf(' ');
@@ -40,7 +42,7 @@ export function shorten(text: string, max: number, firstLineOnly = true): string
 }
 
 /** What the user was doing when the store failed: it decides what they are told to do next. */
-export type StorageAction = 'message' | 'reply' | 'change' | 'import' | 'delete' | 'read';
+export type StorageAction = 'message' | 'reply' | 'change' | 'import' | 'delete' | 'read' | 'image';
 
 const STORAGE_CODES: Record<StorageError['code'], 'storage_full' | 'storage_read_only' | 'storage_failed'> = {
   full: 'storage_full',
@@ -59,7 +61,7 @@ export function describeStorageFailure(error: StorageError, action: StorageActio
   const causes: Record<StorageError['code'], string> = {
     full: `the disk holding ${where} is full`,
     read_only: `${where} cannot be written (a read-only disk, or Easel may not write there)`,
-    gone: `the database file ${where} was deleted or replaced while Easel was running, so Easel stopped writing to it`,
+    gone: `the database file ${where} was ${error.replaced ? 'replaced by another file' : 'deleted'} while Easel was running, so Easel stopped writing to it`,
     corrupt: `the database ${where} is damaged (the details are in the server log)`,
     failed: `the database ${where} reported an error (the details are in the server log)`,
   };
@@ -69,7 +71,9 @@ export function describeStorageFailure(error: StorageError, action: StorageActio
     gone:
       error.recoveredTo === undefined
         ? 'Put the file back where it was, or stop Easel and start it again to begin a new library there'
-        : `Stop Easel, move ${error.recoveredTo} (a copy of everything it had) to ${where} and start Easel again`,
+        : error.replaced
+          ? `Stop Easel and start it again to use the file now at ${where}; to keep what Easel had instead, move ${error.recoveredTo} (a copy of everything it had) there first`
+          : `Stop Easel, move ${error.recoveredTo} (a copy of everything it had) to ${where} and start Easel again`,
     corrupt: `Stop Easel, move ${where} aside or restore it from a backup, and start Easel again`,
     failed: 'Check the server log and the disk',
   };
@@ -81,6 +85,7 @@ export function describeStorageFailure(error: StorageError, action: StorageActio
     import: `Nothing was imported. ${fix}, then import the file again.`,
     delete: `Nothing was deleted. ${fix}, then try again.`,
     read: `Nothing was changed. ${fix}.`,
+    image: `The image was made but not kept; the prompt is kept. ${fix}, then press Generate again.`,
   };
   const failed: Record<StorageAction, string> = {
     message: 'save your message',
@@ -89,6 +94,7 @@ export function describeStorageFailure(error: StorageError, action: StorageActio
     import: 'store the imported conversation',
     delete: 'delete the conversation',
     read: 'read its library',
+    image: 'record the image',
   };
   return { code: STORAGE_CODES[error.code], message: `Easel could not ${failed[action]}: ${causes[error.code]}. ${outcome[action]}` };
 }

@@ -345,15 +345,23 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   async function runTask(id: string, plan: TurnPlan, task: TurnTask, buffer: EventBuffer<TurnEvent>, previous: Promise<void> | undefined): Promise<ImageActivity | undefined> {
     await previous;
     const image: { activity?: ImageActivity } = {};
+    let started = false;
     try {
       for await (const event of turnEvents(id, plan, task.controller, image)) {
         // From `done` on, the conversation takes the next message: the image does not hold the chat.
         if (event.type === 'done') task.replied = true;
+        if (event.type === 'started') started = true;
         buffer.push(event);
       }
     } catch (error) {
-      deps.logger.error('turn failed unexpectedly', { conversationId: id, error });
-      buffer.push({ type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' });
+      if (isStorageError(error)) {
+        // A read of the turn met a vanished or damaged database: the storage error, as for a write.
+        logStorageFailure('the conversation could not be read during a turn', error, { conversationId: id });
+        buffer.push({ type: 'error', ...describeStorageFailure(error, started ? 'reply' : plan.kind === 'regenerate' ? 'change' : 'message') });
+      } else {
+        deps.logger.error('turn failed unexpectedly', { conversationId: id, error });
+        buffer.push({ type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' });
+      }
       task.replied = true;
       buffer.push(FAILED_DONE);
     }
@@ -409,7 +417,11 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
     const saver = createReplySaver({
       save: (text) => deps.store.saveReplyText(started.turnId, text),
-      onError: (error) => deps.logger.warn('the reply could not be saved while streaming', { conversationId: id, error }),
+      onError: (error) => {
+        // A vanished or damaged database is logged once by the store; a save a second would repeat it.
+        if (isStorageError(error) && (error.code === 'gone' || error.code === 'corrupt')) return;
+        deps.logger.warn('the reply could not be saved while streaming', { conversationId: id, error });
+      },
       intervalMs: deps.replySaveIntervalMs ?? REPLY_SAVE_INTERVAL_MS,
       now: deps.clock.now,
     });

@@ -3,12 +3,15 @@ import { LIMITS } from '../protocol/limits.ts';
 
 // C0 control characters except tab (09), newline (0A) and carriage return (0D). No keyboard types
 // them; a NUL or an escape sequence only breaks what comes later (an image backend, a terminal, a log).
-const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+// Nor a lone UTF-16 surrogate (\p{Cs}): it is no character, and SQLite would store U+FFFD in its place.
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\p{Cs}]/u;
 
 // In one line of text (a title) nothing may change how the text around it reads: no C0 control at all
 // (tab and line breaks included), DEL, no C1 control (U+0080–U+009F), and none of Unicode's bidirectional
 // controls (Bidi_Control: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069): U+202E makes `gnp.exe` read as `exe.png`.
-const ONE_LINE_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\p{Bidi_Control}]/u;
+const ONE_LINE_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\u2028\u2029\p{Bidi_Control}\p{Cs}]/u;
+// Every way Unicode breaks a line, NEL (U+0085) aside: it is a C1 control and said as one.
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
 
 const BIDI_NAMES: Readonly<Record<number, string>> = {
   0x061c: 'an Arabic letter mark',
@@ -45,7 +48,7 @@ export function typedText(schema: z.ZodString, label: string): z.ZodString {
 /** The rule for one line of text (a title): as typedText, and no line break, C1 control or bidirectional control either. */
 export function oneLineText(schema: z.ZodString, label: string): z.ZodString {
   return schema
-    .refine((value) => !/[\r\n]/.test(value), { error: `${label} is one line.`, abort: true })
+    .refine((value) => !LINE_BREAK.test(value), { error: `${label} is one line.`, abort: true })
     .refine((value) => !ONE_LINE_FORBIDDEN.test(value), {
       error: (issue) => describeForbidden(label, String(issue.input), ONE_LINE_FORBIDDEN),
       abort: true,
@@ -65,15 +68,25 @@ export const promptSchema = typedText(z.string({ error: 'prompt must be a string
 );
 
 /** A conversation's title; '' means "derive it from the first message again". */
-export const titleSchema = oneLineText(z.string({ error: 'title must be a string' }), 'A title')
-  .trim()
-  .max(MAX_TITLE_CHARS, `A title can hold at most ${MAX_TITLE_CHARS} characters.`);
+export const titleSchema = oneLineText(z.string({ error: 'title must be a string' }).trim(), 'A title').max(
+  MAX_TITLE_CHARS,
+  `A title can hold at most ${MAX_TITLE_CHARS} characters.`,
+);
+
+/** Text made into one line for showing (a title or preview derived from a message): what the one-line rule refuses is left out. */
+export function toOneLine(text: string): string {
+  return text.replace(new RegExp(LINE_BREAK.source, 'g'), ' ').replace(new RegExp(ONE_LINE_FORBIDDEN.source, 'gu'), '');
+}
 
 function describeForbidden(label: string, value: string, pattern: RegExp): string {
   const match = pattern.exec(value);
   const index = match?.index ?? 0;
   const point = value.codePointAt(index) ?? 0;
   const code = `U+${point.toString(16).toUpperCase().padStart(4, '0')}`;
-  const what = BIDI_NAMES[point] ? `${BIDI_NAMES[point]} character (${code})` : `an invisible control character (${code})`;
+  const what = BIDI_NAMES[point]
+    ? `${BIDI_NAMES[point]} character (${code})`
+    : point >= 0xd800 && point <= 0xdfff
+      ? `half of a character (a lone surrogate, ${code})`
+      : `an invisible control character (${code})`;
   return `${label} contains ${what} at character ${index + 1}; remove it and try again.`;
 }

@@ -112,7 +112,7 @@ export function toChatModelError(error: unknown, context: ErrorContext): ChatMod
 
 /** A reply line past the line cap (MAX_OLLAMA_LINE_CHARS): `ended` when its newline had arrived. */
 export function overlongLineError(host: string, maxChars: number, ended: boolean): ChatModelError {
-  const size = `${maxChars / 1024} KiB (${maxChars.toLocaleString('en')} characters)`;
+  const size = `${maxChars.toLocaleString('en')} characters`;
   return new ChatModelError(
     'stream_failed',
     `Ollama at ${host} sent a reply line longer than ${size}${ended ? '' : ' without ending it'}; ` +

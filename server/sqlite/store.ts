@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -464,14 +464,13 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     }
   }
 
-  /** Reads too meet a damaged file: that one failure is a StorageError (503), any other passes as it was. */
+  /** Reads meet a damaged or foreign file too: SQLite's failure is a StorageError (503), never an internal error. */
   function read<A extends unknown[], T>(work: (...args: A) => T): (...args: A) => T {
     return (...args) => {
       try {
         return work(...args);
       } catch (error) {
-        const failure = toStorageError(error, path);
-        throw failure instanceof StorageError && failure.code === 'corrupt' ? watch.noteFailure(failure) : error;
+        throw watch.noteFailure(toStorageError(error, path));
       }
     };
   }
@@ -617,12 +616,18 @@ function watchFile(db: Database.Database, path: string, logger: Logger | undefin
   return {
     requireSameFile() {
       if (opened === undefined) return;
-      const now = statSync(path, { throwIfNoEntry: false });
+      let now: Stats | undefined;
+      try {
+        now = statSync(path, { throwIfNoEntry: false });
+      } catch {
+        // ENOTDIR (its folder replaced by a file), EACCES: the path no longer leads to the file Easel opened.
+        now = undefined;
+      }
       if (now !== undefined && now.ino === opened.ino && now.dev === opened.dev) return;
-      const what = now === undefined ? 'deleted' : 'replaced';
+      const replaced = now !== undefined;
       saveRecoveryCopy();
-      logOnce('gone', `the database file was ${what} while Easel was running; writes are refused`, { recoveredTo });
-      throw new StorageError('gone', `The database file ${path} was ${what} while Easel had it open.`, { location: path, recoveredTo });
+      logOnce('gone', `the database file was ${replaced ? 'replaced' : 'deleted'} while Easel was running; writes are refused`, { recoveredTo });
+      throw new StorageError('gone', `The database file ${path} was ${replaced ? 'replaced' : 'deleted'} while Easel had it open.`, { location: path, recoveredTo, replaced });
     },
     noteFailure(error) {
       if (error instanceof StorageError && error.code === 'corrupt') logOnce('corrupt', 'the database is damaged', { error: error.cause });
@@ -740,7 +745,7 @@ export function toStorageError(error: unknown, location: string): unknown {
         ? 'corrupt'
         : 'failed';
   const what = kind === 'full' ? 'the disk is full' : kind === 'read_only' ? 'it cannot be written' : kind === 'corrupt' ? 'the file is damaged' : 'the database failed';
-  return new StorageError(kind, `Writing to ${location} failed: ${what} (${code}: ${(error as Error).message}).`, { location, cause: error });
+  return new StorageError(kind, `Using ${location} failed: ${what} (${code}: ${(error as Error).message}).`, { location, cause: error });
 }
 
 function listMigrations(): Array<{ version: number; file: string }> {

@@ -94,7 +94,7 @@ describe('a reply line that never ends', () => {
     expect(shownText(events)).toBe('Hello there');
     const error = of(events, 'error')[0];
     expect(error).toMatchObject({ code: 'ollama_stream_failed' });
-    expect(error?.message).toContain('sent a reply line longer than 64 KiB (65,536 characters) without ending it');
+    expect(error?.message).toContain('sent a reply line longer than 65,536 characters without ending it');
     await ended;
     expect(fake.hangups).toBe(1);
     expect(sent?.hungUp).toBe(true);

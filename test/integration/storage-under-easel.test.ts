@@ -2,11 +2,12 @@
 // writing into a deleted file (everything is lost at the next start) and reports damage as SQLITE_CORRUPT;
 // Easel refuses writes with storage_failed saying what happened and what to do, on every route, and keeps a copy.
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeA1111 } from '../fakes/fake-a1111.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { find, read } from '../helpers/html.ts';
@@ -53,7 +54,7 @@ describe('the database file deleted under a running Easel', () => {
     expect(events.some((event) => event.type === 'started')).toBe(false);
     expect(error?.data).toMatchObject({ code: 'storage_failed' });
     const message = (error?.data as { message: string }).message;
-    expect(message).toContain(`the database file ${dbPath()} was deleted or replaced while Easel was running`);
+    expect(message).toContain(`the database file ${dbPath()} was deleted while Easel was running`);
     expect(message).toContain('your message is back in the box');
     const [copy] = recoveredCopies();
     expect(copy).toBeDefined();
@@ -64,7 +65,7 @@ describe('the database file deleted under a running Easel', () => {
     // Every write is refused the same way, reads still answer from the open file.
     const created = await easel.post('/api/conversations', {});
     expect(created.status).toBe(503);
-    expect(await created.json()).toMatchObject({ code: 'storage_failed', error: expect.stringContaining('was deleted or replaced') });
+    expect(await created.json()).toMatchObject({ code: 'storage_failed', error: expect.stringContaining('was deleted while Easel was running') });
     expect((await easel.get(`/api/conversations/${id}`)).status).toBe(200);
     // Logged once, with the path, however many requests met it.
     expect(logLines(/the database file was deleted while Easel was running/)).toHaveLength(1);
@@ -109,7 +110,59 @@ describe('the database file deleted under a running Easel', () => {
     const frames = await readSseFrames(await sendForm(easel, 'POST', `/c/${id}/messages`, { text: 'my <unsaved> words', sendKey: randomUUID() }));
     const markup = frames.map((frame) => frame.data).join('');
     expect(find(read(markup), '.restore-text').getAttribute('data-text')).toBe('my <unsaved> words');
-    expect(markup).toContain('was deleted or replaced while Easel was running');
+    expect(markup).toContain('was deleted while Easel was running');
+  });
+});
+
+describe('the database going away, met by other requests', () => {
+  it('a Generate whose image cannot be recorded says storage_failed, not an image failure, and leaves no PNG behind', async () => {
+    const a1111 = await createFakeA1111({ stepDelayMs: 1 });
+    const withImages = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
+    try {
+      const id = await withImages.newConversation();
+      rmSync(join(withImages.dataDir, 'easel.db'));
+      const events = await readSse(await withImages.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox', settings: { steps: 2 } }));
+      expect(events.find((event) => event.type === 'error')?.data).toMatchObject({
+        code: 'storage_failed',
+        message: expect.stringContaining('Easel could not record the image: the database file'),
+      });
+      expect(a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img')).toHaveLength(1);
+      expect(readdirSync(join(withImages.dataDir, 'images')).filter((name) => name.endsWith('.png'))).toEqual([]);
+    } finally {
+      await withImages.close();
+      await a1111.close();
+    }
+  });
+
+  it('its folder replaced by a file: writes get 503 storage_failed, not an internal error', async () => {
+    const id = await chat('a red fox');
+    const saved = mkdtempSync(join(tmpdir(), 'easel-moved-'));
+    // The data folder moved away and a plain file put in its place: the path now ends in ENOTDIR.
+    renameSync(easel.dataDir, join(saved, 'data'));
+    writeFileSync(easel.dataDir, 'not a folder');
+    try {
+      const response = await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a blue fox' });
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({ code: 'storage_failed' });
+    } finally {
+      rmSync(easel.dataDir, { force: true });
+      renameSync(join(saved, 'data'), easel.dataDir);
+      rmSync(saved, { recursive: true, force: true });
+    }
+  });
+
+  it('a database whose tables were changed behind its back (another program, a foreign file): reads get 503 storage_failed, not 500', async () => {
+    const id = await chat('a red fox');
+    const other = new Database(dbPath());
+    other.pragma('foreign_keys = OFF');
+    other.exec('DROP TABLE images');
+    other.close();
+
+    const response = await easel.get(`/api/conversations/${id}`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ code: 'storage_failed', error: expect.stringContaining('Easel could not read its library') });
+    const page = await easel.get(`/c/${id}`);
+    expect(page.status).toBe(503);
   });
 });
 
@@ -124,7 +177,9 @@ describe('the database file replaced under a running Easel', () => {
     expect(response.status).toBe(503);
     const body = (await response.json()) as { code: string; error: string };
     expect(body.code).toBe('storage_failed');
-    expect(body.error).toContain('Easel could not save the change');
+    expect(body.error).toContain(`Easel could not save the change: the database file ${dbPath()} was replaced by another file while Easel was running`);
+    // The new file may be the user's own (a backup put back): the advice does not tell them to overwrite it.
+    expect(body.error).toContain(`Stop Easel and start it again to use the file now at ${dbPath()}; to keep what Easel had instead, move`);
     expect(logLines(/the database file was replaced while Easel was running/)).toHaveLength(1);
     const replaced = new Database(dbPath(), { readonly: true });
     try {

@@ -2,9 +2,10 @@
 // or with bytes that are not UTF-8, and one-line fields holding controls that change how text reads.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findInvalidUtf8 } from '../../server/http/errors.ts';
-import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
+import { readSse } from '../helpers/sse.ts';
 
 let fake: FakeOllama;
 let easel: TestEasel;
@@ -44,6 +45,16 @@ describe('Sec-Fetch-Site', () => {
 });
 
 describe('JSON bodies', () => {
+  it('a string holding half of a character (an escaped lone surrogate) is refused with 422, never stored as U+FFFD', async () => {
+    const response = await put('{"prompt":"a fox \\ud800"}');
+    expect(response.status).toBe(422);
+    expect(((await response.json()) as { fields: Record<string, string> }).fields.prompt).toBe(
+      'The prompt contains half of a character (a lone surrogate, U+D800) at character 7; remove it and try again.',
+    );
+    const message = await easel.post(`/api/conversations/${id}/messages`, '{"text":"\\udc00 fox"}');
+    expect(message.status).toBe(422);
+  });
+
   it('another charset is 415 saying Easel reads UTF-8; utf-8 in any case, and none, pass', async () => {
     const refused = await put(JSON.stringify({ prompt: 'a fox' }), 'application/json; charset=utf-16');
     expect(refused.status).toBe(415);
@@ -95,6 +106,9 @@ describe('one-line fields', () => {
     ['DEL', 'fox\u007f', 'A title contains an invisible control character (U+007F) at character 4; remove it and try again.'],
     ['a tab', 'fox\tden', 'A title contains an invisible control character (U+0009) at character 4; remove it and try again.'],
     ['a line break', 'fox\nden', 'A title is one line.'],
+    ['a line separator (U+2028)', 'fox\u2028den', 'A title is one line.'],
+    ['a paragraph separator (U+2029)', 'fox\u2029den', 'A title is one line.'],
+    ['half of a character (a lone surrogate)', 'fox\ud800den', 'A title contains half of a character (a lone surrogate, U+D800) at character 4; remove it and try again.'],
   ])('refuses %s in a title with 422 naming it', async (_what, title, message) => {
     const response = await rename(title);
     expect(response.status).toBe(422);
@@ -109,6 +123,21 @@ describe('one-line fields', () => {
     expect(((await (await rename('fox\u200F')).json()) as { fields: Record<string, string> }).fields.title).toBe(
       'A title contains a right-to-left mark character (U+200F) at character 4; remove it and try again.',
     );
+  });
+
+  it('trims before it judges: a line break or tab at either end is only white space', async () => {
+    const response = await rename('  fox den\n');
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { title: string }).title).toBe('fox den');
+  });
+
+  it('a title taken from the first message leaves out what a typed title may not hold', async () => {
+    const untitled = await easel.newConversation();
+    fake.enqueue(scriptReply('Here.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+    await readSse(await easel.post(`/api/conversations/${untitled}/messages`, { text: 'fox\u202Egnp.exe \u009B31m den' }));
+    const listed = ((await (await easel.get('/api/conversations')).json()) as { conversations: Array<{ id: string; title: string; preview: string }> }).conversations;
+    const entry = listed.find((c) => c.id === untitled);
+    expect(entry?.title).toBe('foxgnp.exe 31m den');
   });
 
   it('takes right-to-left text itself, and other invisible characters that change no direction', async () => {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseBoundedJson, type JsonBounds } from '../../../server/core/bounded-json.ts';
 
-const BOUNDS: JsonBounds = { maxDepth: 3, maxValues: 20, maxContainers: 6, maxMembers: 3, maxItems: 4, maxStringBytes: 10 };
+const BOUNDS: JsonBounds = { maxDepth: 3, maxValues: 20, maxContainers: 6, maxMembers: 3, maxItems: 4, maxStringBytes: 10, maxKeyBytes: 5, maxDistinctKeys: 4 };
 const parse = (text: string, bounds: JsonBounds = BOUNDS) => parseBoundedJson(new TextEncoder().encode(text), bounds);
 const codeOf = (text: string, bounds?: JsonBounds) => {
   const result = parse(text, bounds);
@@ -30,6 +30,16 @@ describe('parseBoundedJson', () => {
     expect(codeOf('[[1,2,3],[1,2,3],[1,2,3],[1,2,3]]', { ...BOUNDS, maxValues: 16 })).toBe('ok');
   });
 
+  it('bounds keys apart from other text: their length, and how many different ones there are', () => {
+    // Five bytes with the quotes; a value of the same length is no key.
+    expect(parse('{"abc":"abcdefgh"}')).toEqual({ ok: true, value: { abc: 'abcdefgh' } });
+    expect(parse('{"abcd":1}')).toEqual({ ok: false, error: { code: 'too_long', message: 'holds a key of more than 5 bytes (at byte 2)' } });
+    expect(parse('{"abcd" \n :1}')).toEqual({ ok: false, error: { code: 'too_long', message: 'holds a key of more than 5 bytes (at byte 2)' } });
+    // The same keys again and again are one shape; a fifth different one is refused.
+    expect(codeOf('[{"a":1,"b":2},{"a":1,"b":2},{"c":1,"d":2}]')).toBe('ok');
+    expect(parse('[{"a":1,"b":2},{"c":1,"d":2},{"e":1}]')).toEqual({ ok: false, error: { code: 'too_many', message: 'holds more than 4 different keys (at byte 31)' } });
+  });
+
   it('counts members and items per container: a sibling starts again from one', () => {
     expect(codeOf('[{"a":1,"b":2,"c":3},{"a":1,"b":2,"c":3}]')).toBe('ok');
     expect(codeOf('[[1,2,3,4],[1,2,3,4]]')).toBe('ok');
@@ -53,7 +63,7 @@ describe('parseBoundedJson', () => {
   });
 
   it('gives what JSON.parse gives for any JSON within the bounds (property)', () => {
-    const wide: JsonBounds = { maxDepth: 100, maxValues: 1e6, maxContainers: 1e6, maxMembers: 1e6, maxItems: 1e6, maxStringBytes: 1e6 };
+    const wide: JsonBounds = { maxDepth: 100, maxValues: 1e6, maxContainers: 1e6, maxMembers: 1e6, maxItems: 1e6, maxStringBytes: 1e6, maxKeyBytes: 1e6, maxDistinctKeys: 1e6 };
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {
         const text = JSON.stringify(value);

@@ -351,6 +351,31 @@ describe('a turn as the service runs it', () => {
     expect(logs.filter((line) => line.startsWith(`ERROR the reply could not be stored {"conversationId":"${id}"`))).toHaveLength(1);
   });
 
+  it('a read of the turn that meets a damaged database ends it with storage_failed (the text back), not an internal error', async () => {
+    const { service, fake, logs } = await setUp({
+      store: (real) => ({
+        ...real,
+        readContext: () => {
+          throw new StorageError('corrupt', 'SQLITE_CORRUPT', { location: '/data/easel.db' });
+        },
+      }),
+    });
+    const conversationId = newConversationId(service);
+    const sent = service.sendMessage(conversationId, 'a fox', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const events = await collectAll(sent.value);
+    expect(events.find((event) => event.type === 'error')).toEqual({
+      type: 'error',
+      code: 'storage_failed',
+      message:
+        'Easel could not save your message: the database /data/easel.db is damaged (the details are in the server log). Nothing was saved, and your message is back in the box: stop Easel, move /data/easel.db aside or restore it from a backup, and start Easel again, then send it again.',
+    });
+    expect(events.at(-1)).toMatchObject({ type: 'done', level: 'error' });
+    expect(fake.chatRequests()).toHaveLength(0);
+    // The store logs a damaged file once, with its path; the turn does not repeat it.
+    expect(logs.filter((line) => line.includes('turn failed unexpectedly'))).toEqual([]);
+  });
+
   it('a request already aborted when it arrives stops the turn before Ollama is asked', async () => {
     const { service, fake } = await setUp();
     const id = newConversationId(service);

@@ -183,7 +183,7 @@ describe('the chat stream, a network read at a time', () => {
     expect(MAX_OLLAMA_LINE_CHARS).toBe(65_536);
     expect(textOf(received).join('')).toBe('a lighthouse at dusk');
     expect(error.code).toBe('stream_failed');
-    expect(error.message).toContain('sent a reply line longer than 64 KiB (65,536 characters) without ending it');
+    expect(error.message).toContain('sent a reply line longer than 65,536 characters without ending it');
     expect(error.message).toContain('--ollama-url');
     // Easel read the cap and about one network read more, then hung up; the fake never reached its stop
     // (what it wrote beyond Easel's reads sat in the loopback socket buffers, a few MB).
@@ -217,7 +217,7 @@ describe('the chat stream, a network read at a time', () => {
 
     expect(textOf(received)).toEqual(['before ']);
     expect(error.code).toBe('stream_failed');
-    expect(error.message).toContain('sent a reply line longer than 64 KiB (65,536 characters);');
+    expect(error.message).toContain('sent a reply line longer than 65,536 characters;');
     expect(error.message).not.toContain('without ending it');
   });
 

@@ -261,7 +261,7 @@ describe('a write that fails', () => {
     expect(thrown(() => store.renameConversation('c1', 'Cats'))).toEqual({
       name: 'StorageError',
       code: 'failed',
-      message: `Writing to ${path} failed: the database failed (SQLITE_CONSTRAINT_TRIGGER: injected failure).`,
+      message: `Using ${path} failed: the database failed (SQLITE_CONSTRAINT_TRIGGER: injected failure).`,
       location: path,
       cause: expect.objectContaining({ name: 'SqliteError', code: 'SQLITE_CONSTRAINT_TRIGGER' }),
     });
@@ -289,7 +289,7 @@ describe('a write that fails', () => {
     expect(thrown(() => store.renameConversation('c1', 'a long title '.repeat(20_000)))).toEqual({
       name: 'StorageError',
       code: 'full',
-      message: `Writing to ${path} failed: the disk is full (SQLITE_FULL: database or disk is full).`,
+      message: `Using ${path} failed: the disk is full (SQLITE_FULL: database or disk is full).`,
       location: path,
       cause: expect.objectContaining({ code: 'SQLITE_FULL' }),
     });
@@ -443,11 +443,14 @@ describe('what each SQLite code is called', () => {
       ['SQLITE_IOERR_WRITE', 'failed', 'the database failed'],
       ['SQLITE_PERMX', 'failed', 'the database failed'],
       ['X_SQLITE_READONLY', 'failed', 'the database failed'],
+      ['SQLITE_CORRUPT', 'corrupt', 'the file is damaged'],
+      ['SQLITE_CORRUPT_INDEX', 'corrupt', 'the file is damaged'],
+      ['SQLITE_NOTADB', 'corrupt', 'the file is damaged'],
     ];
     for (const [code, kind, what] of kinds) {
       const error = toStorageError(sqliteError(code), '/data/easel.db');
       expect(error, code).toBeInstanceOf(StorageError);
-      expect(error, code).toMatchObject({ code: kind, location: '/data/easel.db', message: `Writing to /data/easel.db failed: ${what} (${code}: ${code} happened).` });
+      expect(error, code).toMatchObject({ code: kind, location: '/data/easel.db', message: `Using /data/easel.db failed: ${what} (${code}: ${code} happened).` });
     }
     const other = new TypeError('a bug');
     expect(toStorageError(other, '/data/easel.db')).toBe(other);
