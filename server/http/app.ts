@@ -5,6 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { describeStorageFailure, isStorageError, MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
 import { isApiPath, respondMessage } from './errors.ts';
+import { renderComposerStatus } from './page/index.ts';
 import { addSecurityHeaders, allowListedHosts, refuseCrossSiteWrites, requireToken } from './middleware/index.ts';
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -75,7 +76,9 @@ export function createApp(deps: AppDeps): Hono {
     if (isStorageError(error)) {
       if (error.code !== 'gone' && error.code !== 'corrupt') deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
       const failure = describeStorageFailure(error, 'read');
-      return isApiPath(c.req.path) ? c.json({ error: failure.message, code: failure.code }, 503) : c.text(failure.message, 503);
+      if (isApiPath(c.req.path)) return c.json({ error: failure.message, code: failure.code }, 503);
+      // The page's own requests (htmx) get the words where the page shows a refusal; the text goes back into the box.
+      return c.req.header('hx-request') === 'true' ? c.html(String(renderComposerStatus(failure.message)), 503) : c.text(failure.message, 503);
     }
     deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
     return respondMessage(c, 500, 'Easel hit an internal error; the details are in the server log.');

@@ -209,6 +209,12 @@ describe('the database file damaged under a running Easel', () => {
     const send = await easel.post(`/api/conversations/${id}/messages`, { text: 'again' });
     expect(send.status).toBe(503);
     expect(await send.json()).toMatchObject({ code: 'storage_failed' });
+    // The page's own send: the words where the page shows a refusal (the text goes back into the box on any non-200).
+    const pageSend = await sendForm(easel, 'POST', `/c/${id}/messages`, { text: 'again', sendKey: randomUUID() }, { 'hx-request': 'true' });
+    expect(pageSend.status).toBe(503);
+    const refusal = find(read(await pageSend.text()), 'hx-partial');
+    expect(refusal.getAttribute('hx-target')).toBe('#composer-status');
+    expect(refusal.text).toContain(`the database ${dbPath()} is damaged`);
     expect(logLines(/the database is damaged/)).toHaveLength(1);
     expect(logLines(/the database is damaged/)[0]).toContain(dbPath());
   });

@@ -1,2 +1,3 @@
 export { createPageRoutes, type PageDeps } from './routes.ts';
 export { renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
+export { renderComposerStatus } from './views.ts';
