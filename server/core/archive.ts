@@ -4,8 +4,9 @@
 import { z } from 'zod';
 import { checkPngImage } from '../png/index.ts';
 import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
-import type { ConversationImport, ImageRecord, TranscriptTurn } from './conversation.ts';
-import { PINNABLE_FIELDS, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
+import { turnErrorCodeSchema } from './error-codes.ts';
+import { turnStatusSchema, type ConversationImport, type ImageRecord, type TranscriptTurn } from './conversation.ts';
+import { imageSkipReasonSchema, PINNABLE_FIELDS, promptSourceSchema, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
 import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
 import { MAX_IMAGE_BYTES } from './image-limits.ts';
 import { oneLineText, promptSchema, titleSchema, typedText } from './text.ts';
@@ -212,9 +213,9 @@ const turnSchema = z
   .object({
     role: z.enum(['user', 'assistant']),
     text: shortText(MAX_REPLY_CHARS),
-    status: z.enum(['ok', 'error', 'stopped', 'reset', 'interrupted', 'replaced']),
+    status: turnStatusSchema.exclude(['running']),
     metadata: storedMetadataSchema.optional(),
-    error: z.object({ code: ruledText(100, 'The error code'), message: ruledText(4000, 'The error message') }).strict().optional(),
+    error: z.object({ code: turnErrorCodeSchema, message: ruledText(4000, 'The error message') }).strict().optional(),
     notices: z.array(ruledText(4000, 'The notice')).max(20).optional(),
     createdAt: isoDate,
   })
@@ -264,7 +265,7 @@ const manifestV1Schema = z
   .strict();
 
 const turnV2Schema = turnSchema
-  .extend({ imageNote: z.object({ reason: z.enum(['no_backend', 'suggestion_pending', 'auto_off']), message: ruledText(4000, 'The image note') }).strict().optional() })
+  .extend({ imageNote: z.object({ reason: imageSkipReasonSchema, message: ruledText(4000, 'The image note') }).strict().optional() })
   .superRefine(checkUserText);
 
 const MAX_PROMPT_VERSIONS = 20_000;
@@ -275,7 +276,7 @@ const promptVersionSchema = z
     /** The version it was changed from, as a position in promptVersions (an earlier one). */
     parent: position.nullable(),
     prompt: promptSchema,
-    source: z.enum(['user', 'model', 'suggestion', 'earlier']),
+    source: promptSourceSchema,
     turn: position.nullable(),
     createdAt: isoDate,
   })

@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import type { ContextEntry, Metadata } from '../protocol/index.ts';
+import type { TurnErrorCode } from './error-codes.ts';
 import type { ImageSkipReason, PaneState, PinnableField, PromptSource, PromptSuggestion, PromptVersion, SettingsChange, SettingSuggestions } from './pane.ts';
 import type { Settings } from './settings.ts';
 
@@ -9,7 +11,9 @@ import type { Settings } from './settings.ts';
  * `running`: the reply is being written (its text is saved as it streams); `interrupted`: Easel stopped
  * before it ended (a crash, a power cut); `replaced`: Regenerate or Edit asked again, and the user saw this one.
  */
-export type TurnStatus = 'ok' | 'error' | 'stopped' | 'reset' | 'running' | 'interrupted' | 'replaced';
+export const TURN_STATUSES = ['ok', 'error', 'stopped', 'reset', 'running', 'interrupted', 'replaced'] as const;
+export const turnStatusSchema = z.enum(TURN_STATUSES);
+export type TurnStatus = z.infer<typeof turnStatusSchema>;
 
 export interface ImageRecord {
   id: string;
@@ -44,7 +48,7 @@ export interface TranscriptTurn {
   text: string;
   metadata?: Metadata;
   status: TurnStatus;
-  error?: { code: string; message: string };
+  error?: { code: TurnErrorCode; message: string };
   /** What the user was told about this reply (a value clamped into range, a reply cut short), shown again after a reload. */
   notices?: string[];
   images: ImageRecord[];
@@ -57,7 +61,7 @@ export interface NewTurn {
   text: string;
   metadata?: Metadata;
   status?: TurnStatus;
-  error?: { code: string; message: string };
+  error?: { code: TurnErrorCode; message: string };
   notices?: string[];
 }
 

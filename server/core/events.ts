@@ -1,3 +1,4 @@
+import type { TurnErrorCode } from './error-codes.ts';
 // The typed events of one turn. Two thin renderers turn them into JSON (API) and HTML (page).
 import type { ImageSkipReason, PaneView } from './pane.ts';
 
@@ -85,7 +86,7 @@ export type TurnEvent =
   | { type: 'generation'; id: string; queued?: boolean }
   | { type: 'progress'; id: string; fraction?: number; step?: number; steps?: number; etaSeconds?: number }
   | ImageEvent
-  | { type: 'error'; code: string; message: string }
+  | { type: 'error'; code: TurnErrorCode; message: string }
   | DoneEvent;
 
 export type TurnEventType = TurnEvent['type'];

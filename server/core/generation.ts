@@ -4,6 +4,7 @@ import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore, ImageRecord } from './conversation.ts';
 import { ImageBackendError, isImageBackendError, isStorageError } from './errors.ts';
 import type { ImageEvent, TurnEvent } from './events.ts';
+import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';
 import { describeStorageFailure } from './library.ts';
 import type { Logger } from './logger.ts';
 import type { ImageBackend, ImageProgress, ImageRequest, ImageResult, SeedRange } from './ports.ts';
@@ -285,7 +286,7 @@ function noop(): void {}
 
 const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
-function describeImageFailure(error: unknown, signal: AbortSignal, imagesDir: string | undefined): { code: string; message: string } {
+function describeImageFailure(error: unknown, signal: AbortSignal, imagesDir: string | undefined): { code: TurnErrorCode; message: string } {
   const keep = 'The prompt is kept: press Generate to try again.';
   if (error instanceof ImageSaveError) {
     const code = (error.cause as NodeJS.ErrnoException | undefined)?.code;
@@ -305,7 +306,7 @@ function describeImageFailure(error: unknown, signal: AbortSignal, imagesDir: st
   if (signal.aborted || (isImageBackendError(error) && error.code === 'cancelled')) {
     return { code: 'image_cancelled', message: `Image generation was cancelled. ${keep}` };
   }
-  if (isImageBackendError(error)) return { code: `image_${error.code}`, message: `${error.message} ${keep}` };
+  if (isImageBackendError(error)) return { code: IMAGE_BACKEND_FAILURES[error.code], message: `${error.message} ${keep}` };
   return { code: 'image_failed', message: `The image could not be made; the details are in the server log. ${keep}` };
 }
 

@@ -13,6 +13,7 @@ export type {
   TranscriptTurn,
   TurnStatus,
 } from './conversation.ts';
+export { TURN_STATUSES, turnStatusSchema } from './conversation.ts';
 export {
   ARCHIVE_FORMAT,
   ARCHIVE_MANIFEST,
@@ -36,9 +37,14 @@ export {
   decideReplyPane,
   findRedoVersion,
   findUndoVersion,
+  IMAGE_SKIP_REASONS,
+  imageSkipReasonSchema,
+  isGenerateOffered,
   isPinnableField,
   pinChangedFrom,
   PINNABLE_FIELDS,
+  PROMPT_SOURCES,
+  promptSourceSchema,
 } from './pane.ts';
 export type {
   ImageDecision,
@@ -76,3 +82,4 @@ export type { ReplyTimeoutKind, ReplyTimeouts, ReplyWatchdog } from './reply-wat
 export { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 export type { GenerateInput, ImageBackendStatus, ImageGenerator, ImageGeneratorDeps } from './generation.ts';
 export { MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text.ts';
+export { IMAGE_BACKEND_FAILURES, TURN_ERROR_CODES, turnErrorCodeSchema, type TurnErrorCode } from './error-codes.ts';

@@ -2,6 +2,7 @@
 // store cannot save something.
 import type { ConversationListing } from './conversation.ts';
 import type { StorageError } from './errors.ts';
+import type { TurnErrorCode } from './error-codes.ts';
 import { toOneLine } from './text.ts';
 
 export interface ConversationSummary {
@@ -44,7 +45,7 @@ export function shorten(text: string, max: number, firstLineOnly = true): string
 /** What the user was doing when the store failed: it decides what they are told to do next. */
 export type StorageAction = 'message' | 'reply' | 'change' | 'import' | 'delete' | 'read' | 'image';
 
-const STORAGE_CODES: Record<StorageError['code'], 'storage_full' | 'storage_read_only' | 'storage_failed'> = {
+const STORAGE_CODES: Record<StorageError['code'], TurnErrorCode> = {
   full: 'storage_full',
   read_only: 'storage_read_only',
   gone: 'storage_failed',
@@ -56,7 +57,7 @@ const STORAGE_CODES: Record<StorageError['code'], 'storage_full' | 'storage_read
  * The `error` event (and the HTTP message) for a failed write: what happened, where, and what to do.
  * The transaction was rolled back, so the message can say exactly what was and was not kept.
  */
-export function describeStorageFailure(error: StorageError, action: StorageAction): { code: string; message: string } {
+export function describeStorageFailure(error: StorageError, action: StorageAction): { code: TurnErrorCode; message: string } {
   const where = error.location;
   const causes: Record<StorageError['code'], string> = {
     full: `the disk holding ${where} is full`,

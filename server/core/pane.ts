@@ -1,5 +1,6 @@
 // The one rule for the prompt pane and the settings: what the user typed is theirs, the model suggests.
 // Pure decisions; the service reads the stored state, asks these, and stores the answer in one transaction.
+import { z } from 'zod';
 import type { Metadata } from '../protocol/index.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 
@@ -19,7 +20,9 @@ export type SettingSuggestions = Partial<Pick<Settings, PinnableField>>;
  * (the user took the model's waiting prompt), `earlier` (the prompt a conversation had before versions were
  * kept, or an imported one).
  */
-export type PromptSource = 'user' | 'model' | 'suggestion' | 'earlier';
+export const PROMPT_SOURCES = ['user', 'model', 'suggestion', 'earlier'] as const;
+export const promptSourceSchema = z.enum(PROMPT_SOURCES);
+export type PromptSource = z.infer<typeof promptSourceSchema>;
 
 export interface PromptVersion {
   id: number;
@@ -112,7 +115,15 @@ export function applyReplyPane(state: PaneState, change: ReplyPaneChange): Omit<
   };
 }
 
-export type ImageSkipReason = 'no_backend' | 'suggestion_pending' | 'auto_off';
+/** Why a reply whose prompt was ready made no image. */
+export const IMAGE_SKIP_REASONS = ['no_backend', 'suggestion_pending', 'auto_off'] as const;
+export const imageSkipReasonSchema = z.enum(IMAGE_SKIP_REASONS);
+export type ImageSkipReason = z.infer<typeof imageSkipReasonSchema>;
+
+/** Whether pressing Generate helps after that reason: without a backend it cannot. */
+export function isGenerateOffered(reason: ImageSkipReason): boolean {
+  return reason !== 'no_backend';
+}
 
 export type ImageDecision = { kind: 'none' } | { kind: 'make' } | { kind: 'skip'; reason: ImageSkipReason; message: string };
 

@@ -1,3 +1,4 @@
+import type { TurnErrorCode } from './error-codes.ts';
 // How long one model call may stay silent. Ollama sends nothing at all (not even HTTP headers) while
 // it loads a model, so without these limits a stuck load or a hung runner waits forever. A pure
 // policy says which limit applies and what the person reads; a small timer enforces it.
@@ -50,7 +51,7 @@ export function describeSlowStart(model: string, loaded: boolean | undefined): s
 export function describeReplyTimeout(
   error: Pick<ReplyTimeoutError, 'kind' | 'ms'>,
   context: { model: string; loaded: boolean | undefined },
-): { code: string; message: string } {
+): { code: TurnErrorCode; message: string } {
   const { model } = context;
   const time = formatSeconds(error.ms);
   if (error.kind === 'first_token') {

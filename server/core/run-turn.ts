@@ -1,3 +1,4 @@
+import type { TurnErrorCode } from './error-codes.ts';
 import {
   buildCompactionRequest,
   buildMetadataReminder,
@@ -247,7 +248,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
 
       if (attempt?.capped && mode === 'reply') {
         // Asking again would resend the runaway reply and likely run away again: end the turn here.
-        const failure = { code: 'reply_too_long', message: REPLY_CAP_ERROR };
+        const failure = { code: 'reply_too_long' as const, message: REPLY_CAP_ERROR };
         yield { type: 'error', ...failure };
         return { turn: { role: 'assistant', text: shownSoFar, status: 'error', error: failure }, context: boundContext(turnContext), done: done('error') };
       }
@@ -354,14 +355,14 @@ function boundContext(context: ContextEntry[]): ContextEntry[] {
   return kept;
 }
 
-const CHAT_FAILURES: Record<Exclude<ChatModelError['code'], 'aborted'>, string> = {
+const CHAT_FAILURES: Record<Exclude<ChatModelError['code'], 'aborted'>, TurnErrorCode> = {
   unreachable: 'ollama_unreachable',
   model_not_found: 'model_not_found',
   stream_failed: 'ollama_stream_failed',
   bad_response: 'ollama_error',
 };
 
-function describeFailure(error: unknown): { code: string; message: string } {
+function describeFailure(error: unknown): { code: TurnErrorCode; message: string } {
   if (isChatModelError(error) && error.code !== 'aborted') {
     return { code: CHAT_FAILURES[error.code], message: `${error.message} Your message is kept: press Retry once it is fixed.` };
   }

@@ -1,6 +1,6 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
-import { nameImageDownload, type ImageRecord } from '../../core/index.ts';
+import { isGenerateOffered, nameImageDownload, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
 import { renderMarkdown } from './markdown.ts';
 import { EMPTY, html, renderMessage, type Html } from './markup.ts';
 
@@ -142,9 +142,9 @@ export function renderNotice(text: string): Html {
  * A reply said its prompt was ready and no image was made: why, and (on the last reply, where it helps) a
  * Generate button, which submits the prompt pane's Generate form: the image is made from what the pane shows.
  */
-export function renderImageNote(note: { reason: string; message: string }, withGenerate: boolean): Html {
+export function renderImageNote(note: { reason: ImageSkipReason; message: string }, withGenerate: boolean): Html {
   const generate =
-    withGenerate && note.reason !== 'no_backend'
+    withGenerate && isGenerateOffered(note.reason)
       ? html`<button type="submit" form="generate-form" class="note-generate last-only">Generate</button>`
       : EMPTY;
   return html`<div class="image-note" data-reason="${note.reason}"><p class="image-note-text">${renderMessage(note.message)}</p>${generate}</div>`;

@@ -124,7 +124,7 @@ describe('createImageActivities', () => {
   });
 
   it('a generator that refuses at once, or yields nothing, gives the refusal and starts nothing', async () => {
-    const refusal: TurnEvent = { type: 'error', code: 'no_image_backend', message: 'No image backend.' };
+    const refusal: TurnEvent = { type: 'error', code: 'image_backend_missing', message: 'No image backend.' };
     let closed = 0;
     const refusing = createImageActivities({
       images: scriptedImages(async function* () {

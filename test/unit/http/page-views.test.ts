@@ -128,7 +128,7 @@ describe('the page of a conversation', () => {
 
   it('a failed last reply offers Retry instead of Regenerate; an earlier one neither', () => {
     const failed = (extra: TranscriptTurn[]) =>
-      page(conversation({ turns: [turn('user', 'a'), turn('assistant', '', { status: 'error', error: { code: 'x', message: 'Run `ollama serve`.' } }), ...extra] }));
+      page(conversation({ turns: [turn('user', 'a'), turn('assistant', '', { status: 'error', error: { code: 'ollama_unreachable', message: 'Run `ollama serve`.' } }), ...extra] }));
     const last = failed([]);
     expect(find(last, '.error-box .error-text code').text).toBe('ollama serve');
     expect(last.querySelectorAll('.retry-button')).toHaveLength(1);
@@ -154,7 +154,7 @@ describe('the page of a conversation', () => {
     const view = conversation({
       turns: [
         turn('user', 'first try', { status: 'replaced' }),
-        turn('assistant', 'old', { status: 'replaced', error: { code: 'x', message: 'Failed.' }, imageNote: { reason: 'auto_off', message: 'No prompt.' } }),
+        turn('assistant', 'old', { status: 'replaced', error: { code: 'internal_error', message: 'Failed.' }, imageNote: { reason: 'auto_off', message: 'No prompt.' } }),
         turn('user', 'second try'),
         turn('assistant', 'Reset.', { status: 'reset' }),
       ],

@@ -19,7 +19,7 @@ const EVENTS: TurnEvent[] = [
   { type: 'generation', id: 'g1', queued: true },
   { type: 'progress', id: 'g1', step: 3, steps: 12 },
   { type: 'image', id: 'g1', url: '/images/0123456789abcdef0123456789abcdef.png', seed: 5, width: 512, height: 768, prompt: HOSTILE },
-  { type: 'error', code: 'x', message: HOSTILE },
+  { type: 'error', code: 'internal_error', message: HOSTILE },
   { type: 'done', attempts: 1, repairs: [], level: 'stopped', evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 },
 ];
 
@@ -72,8 +72,8 @@ describe('renderEventHtml', () => {
   });
 
   it('sends errors after an image started to the image area, not the reply, and removes that image\'s bar', () => {
-    const markup = String(renderEventHtml({ type: 'error', code: 'cancelled', message: 'Cancelled.' }, { ...view, imageStarted: true, generationId: 'g1' }));
-    expect(markup).toContain('<hx-partial hx-target="#image-error" hx-swap="innerHTML"><p class="image-error" role="alert">Cancelled.</p>');
+    const markup = String(renderEventHtml({ type: 'error', code: 'image_timeout', message: 'Too slow.' }, { ...view, imageStarted: true, generationId: 'g1' }));
+    expect(markup).toContain('<hx-partial hx-target="#image-error" hx-swap="innerHTML"><p class="image-error" role="alert">Too slow.</p>');
     expect(markup).toContain('<hx-partial hx-target="#generation-g1" hx-swap="delete">');
     expect(markup).not.toContain('Retry');
   });
@@ -260,10 +260,10 @@ describe('each event of a turn, as the page receives it', () => {
   });
 
   it('an error of the reply ends it with the error and Retry when the message is stored', () => {
-    const markup = String(renderEventHtml({ type: 'error', code: 'ollama_down', message: 'Run `ollama serve`.' }, { ...fresh(), started: true }));
+    const markup = String(renderEventHtml({ type: 'error', code: 'ollama_unreachable', message: 'Run `ollama serve`.' }, { ...fresh(), started: true }));
     expect(targets(markup)).toEqual(['#reply-1-live delete', '#reply-1-cursor delete', '#reply-1-notes beforeend']);
     expect(markup).toContain('<p class="error-text">Run <code>ollama serve</code>.</p><button type="button" class="retry-button last-only">Retry</button>');
-    expect(String(renderEventHtml({ type: 'error', code: 'x', message: 'm' }, { ...fresh(), started: false }))).not.toContain('retry-button');
+    expect(String(renderEventHtml({ type: 'error', code: 'internal_error', message: 'm' }, { ...fresh(), started: false }))).not.toContain('retry-button');
   });
 
   it('a reply cut by its length limit is a notice, not an error', () => {

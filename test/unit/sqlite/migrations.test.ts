@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS } from '../../../server/core/index.ts';
+import { DEFAULT_SETTINGS, PROMPT_SOURCES, TURN_STATUSES } from '../../../server/core/index.ts';
 import { createSqliteStore, latestSchemaVersion } from '../../../server/sqlite/index.ts';
 
 const MIGRATIONS = fileURLToPath(new URL('../../../server/sqlite/migrations/', import.meta.url));
@@ -115,5 +115,27 @@ describe.each([1, 2])('a database at schema version %i', (version) => {
     db.prepare('DELETE FROM turns WHERE id = 6').run();
     if (version >= 2) expect(db.prepare("SELECT turn_id FROM images WHERE id = 'img-a'").get()).toEqual({ turn_id: null });
     db.close();
+  });
+});
+
+describe('the closed sets the schema checks', () => {
+  // SQL cannot import the TypeScript lists: the CHECKs in the migrations must take exactly their values.
+  it('take exactly every turn status and prompt source the code declares, and refuse any other', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'easel-closed-sets-'));
+    dirs.push(dir);
+    const path = join(dir, 'easel.db');
+    createSqliteStore({ path }).close();
+    const db = new Database(path);
+    try {
+      db.prepare("INSERT INTO conversations (id, created_at, updated_at, prompt, settings) VALUES ('c', 'now', 'now', '', ?)").run(JSON.stringify(DEFAULT_SETTINGS));
+      const turn = db.prepare("INSERT INTO turns (conversation_id, role, text, status, created_at) VALUES ('c', 'assistant', '', ?, 'now')");
+      for (const status of TURN_STATUSES) expect(() => turn.run(status), status).not.toThrow();
+      expect(() => turn.run('paused')).toThrow(/CHECK constraint failed/);
+      const version = db.prepare("INSERT INTO prompt_versions (conversation_id, prompt, source, created_at) VALUES ('c', 'x', ?, 'now')");
+      for (const source of PROMPT_SOURCES) expect(() => version.run(source), source).not.toThrow();
+      expect(() => version.run('vision')).toThrow(/CHECK constraint failed/);
+    } finally {
+      db.close();
+    }
   });
 });
