@@ -39,3 +39,13 @@ export function dropTrailingReplies(context: readonly ContextEntry[]): ContextEn
   while (end > 0 && context[end - 1]?.kind === 'assistant') end--;
   return context.slice(0, end);
 }
+
+/** A Retry re-sends the unanswered last message: reuse it instead of asking twice. */
+export function appendUserEntry(context: ContextEntry[], entry: Extract<ContextEntry, { kind: 'user' }>): ContextEntry[] {
+  const last = context.at(-1);
+  if (last?.kind === 'user' && last.text === entry.text) {
+    const note = [last.note, entry.note].filter(Boolean).join('\n') || undefined;
+    return [...context.slice(0, -1), { kind: 'user', text: entry.text, ...(note ? { note } : {}) }];
+  }
+  return [...context, entry];
+}

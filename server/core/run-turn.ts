@@ -37,9 +37,10 @@ import {
 import type { Settings } from './settings.ts';
 
 export interface TurnInput {
+  /** The working context of this turn, its user's message last (appendUserEntry): computed once, by the caller that stores it. */
   context: ContextEntry[];
+  /** That message's words (the compaction call repeats them). */
   userText: string;
-  note: string | undefined;
   prompt: string;
   settings: Settings;
   signal: AbortSignal;
@@ -82,7 +83,7 @@ const MAX_STORED_ENTRIES = 400;
 export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator<TurnEvent, TurnOutcome> {
   const startedAt = deps.now();
   const stats = { attempts: 0, evalCount: 0, evalDurationNs: 0, firstTokenAt: null as number | null };
-  const turnContext = appendUserEntry(input.context, { kind: 'user', text: input.userText, ...(input.note ? { note: input.note } : {}) });
+  const turnContext = input.context;
   const baseMessages = renderContext(turnContext, { numCtx: deps.numCtx });
   const history: Array<{ messages: ChatMessage[]; reply: string }> = [];
   let level: DoneEvent['level'] = 'clean';
@@ -328,16 +329,6 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     yield { type: 'error', ...failure };
     return { turn: { role: 'assistant', text: shownSoFar, status: 'error', error: failure }, context, done: done('error') };
   }
-}
-
-/** A Retry re-sends the unanswered last message: reuse it instead of asking twice. */
-export function appendUserEntry(context: ContextEntry[], entry: Extract<ContextEntry, { kind: 'user' }>): ContextEntry[] {
-  const last = context.at(-1);
-  if (last?.kind === 'user' && last.text === entry.text) {
-    const note = [last.note, entry.note].filter(Boolean).join('\n') || undefined;
-    return [...context.slice(0, -1), { kind: 'user', text: entry.text, ...(note ? { note } : {}) }];
-  }
-  return [...context, entry];
 }
 
 /**

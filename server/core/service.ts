@@ -1,70 +1,30 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { z } from 'zod';
+// The service: what the page and the API ask of Easel, composed of one part per concern. The library, the
+// pane and the archive are commands of their own (library-commands, pane-commands, archive-commands); turns
+// run here as tasks, each through the turn pipeline, beside the images Generate asks for.
 import { formatUserNote, type ContextEntry } from '../protocol/index.ts';
-import {
-  buildArchiveFiles,
-  IMPORT_LIMITS,
-  MAX_IMPORT_BYTES,
-  nameArchive,
-  readArchiveFiles,
-  type ArchiveCodec,
-  type ImageFiles,
-} from './archive.ts';
-import { describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
-import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, StartedTurn, TranscriptTurn } from './conversation.ts';
-import { isStorageError, type StorageError } from './errors.ts';
+import { createArchiveCommands } from './archive-commands.ts';
+import { appendUserEntry, describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
+import type { StartedTurn } from './conversation.ts';
+import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 import type { DoneEvent, TurnEvent } from './events.ts';
-import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
-import type { Logger } from './logger.ts';
-import type { ChatModel, ModelHealth } from './ports.ts';
+import { describeStorageFailure, type ConversationSummary } from './library.ts';
+import { createLibraryCommands } from './library-commands.ts';
+import type { ModelHealth } from './ports.ts';
 import { createReplySaver } from './reply-saver.ts';
-import { DEFAULT_REPLY_TIMEOUTS, type ReplyTimeouts } from './reply-watchdog.ts';
-import { appendUserEntry, runTurn, type TurnOutcome } from './run-turn.ts';
-import { NO_BACKEND_MESSAGE, type ImageBackendStatus, type ImageGenerator } from './generation.ts';
-import { createImageActivities, type ImageActivity, type ImageInProgress } from './image-activities.ts';
-import {
-  applyReplyPane,
-  applyUserSettings,
-  decideReplyImage,
-  decideReplyPane,
-  findRedoVersion,
-  findUndoVersion,
-  isPinnableField,
-  pinChangedFrom,
-  PINNABLE_FIELDS,
-  type PaneState,
-  type PaneView,
-  type PinnableField,
-  type PromptVersion,
-} from './pane.ts';
+import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
+import { runTurn, type TurnOutcome } from './run-turn.ts';
+import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
+import type { ImageActivity } from './image-activities.ts';
+import { applyReplyPane, decideReplyImage, decideReplyPane, pinChangedFrom, type PaneView, type PinnableField, type PromptVersion } from './pane.ts';
+import { createPaneCommands } from './pane-commands.ts';
+import { busy, invalid, notFound, type Result } from './results.ts';
+import { createServiceState, paneStateOf, sameSettings, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
-import { messageSchema, promptSchema, titleSchema } from './text.ts';
+import { messageSchema, promptSchema } from './text.ts';
 
-export type ServiceErrorCode = 'not_found' | 'busy' | 'conflict' | 'invalid' | 'unavailable' | 'storage' | 'bad_archive' | 'too_large';
-
-export interface ServiceError {
-  code: ServiceErrorCode;
-  message: string;
-  /** Field → message, for 'invalid'. */
-  fields?: Record<string, string>;
-  /** For 'storage': the documented code (storage_full, storage_read_only, storage_failed). */
-  storageCode?: string;
-}
-
-export type Result<T> = { ok: true; value: T } | { ok: false; error: ServiceError };
-
-export interface ConversationView extends ConversationSummary {
-  prompt: string;
-  settings: Settings;
-  /** The transcript; a reply left `running` by a process that is gone shows as `interrupted`. */
-  turns: TranscriptTurn[];
-  images: ImageRecord[];
-  /** The prompt pane and the settings as stored, with what undo and redo would do. */
-  pane: PaneView;
-  /** The images being made now, oldest first. */
-  generating: ImageInProgress[];
-}
+export type { Result, ServiceError, ServiceErrorCode } from './results.ts';
+export type { ConversationView, ServiceDeps } from './service-state.ts';
 
 export interface Health {
   ollama: ModelHealth;
@@ -178,37 +138,6 @@ export function isConversationId(value: string): boolean {
   return CONVERSATION_ID.test(value);
 }
 
-export interface ServiceDeps {
-  store: ConversationStore;
-  llm: ChatModel;
-  logger: Logger;
-  clock: { now(): number };
-  numCtx: number;
-  newId?: () => string;
-  images: ImageGenerator;
-  /** The PNG files of the images folder: deleted with their conversation, read by export, written by import. */
-  imageFiles: ImageFiles;
-  /** The zip format of export and import. */
-  archive: ArchiveCodec;
-  /** Limits on a silent model, and when to say what it is waiting for. Default DEFAULT_REPLY_TIMEOUTS. */
-  replyTimeouts?: ReplyTimeouts;
-  /** Default REPLY_SAVE_INTERVAL_MS; tests shorten it. */
-  replySaveIntervalMs?: number;
-  /** How long shutdown() waits for aborted work (default SHUTDOWN_WAIT_MS). */
-  shutdownWaitMs?: number;
-  /** The most pixels an imported image may have (--max-image-pixels); default checkPngImage's, 8192×8192. */
-  maxImagePixels?: number;
-}
-
-/** One turn running as its own task. */
-interface TurnTask {
-  controller: AbortController;
-  /** Settles once the outcome is stored and the task is over; never rejects. */
-  settled: Promise<void>;
-  /** Its `done` was pushed: the reply is over and the conversation takes the next message (its image may run on). */
-  replied: boolean;
-}
-
 /** What a turn does, decided when it is asked for. */
 interface TurnPlan {
   kind: 'send' | 'edit' | 'regenerate';
@@ -225,117 +154,11 @@ interface TurnPlan {
 const FAILED_DONE: DoneEvent = { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
 
 export function createEaselService(deps: ServiceDeps): EaselService {
-  // The latest turn task per conversation, removed (only by itself) once it settled. Awaiting each
-  // entry's `settled` awaits every turn: a newer task settles only after the one before it.
-  const running = new Map<string, TurnTask>();
+  const state = createServiceState(deps);
+  const { running, activities, deleting, findRecord, tryWrite, logStorageFailure, isoNow, turnStateOf } = state;
   const replyTimeouts = deps.replyTimeouts ?? DEFAULT_REPLY_TIMEOUTS;
-  // Every image being made, per conversation: an activity of its own, apart from the reply that asked for it.
-  const activities = createImageActivities({ images: deps.images, logger: deps.logger });
   // Generate's streams still open (they end with their own `done`): shutdown lets them write it.
   const openImageStreams = new Set<Promise<void>>();
-  // Conversations being deleted: nothing new may start in them.
-  const deleting = new Set<string>();
-  const newId = deps.newId ?? randomUUID;
-  const isoNow = () => new Date(deps.clock.now()).toISOString();
-
-  function summarize(record: ConversationRecord, turns: readonly TranscriptTurn[]): ConversationSummary {
-    const shown = turns.filter((turn) => turn.status !== 'replaced');
-    const listing: ConversationListing = {
-      id: record.id,
-      title: record.title,
-      firstMessage: shown.find((turn) => turn.role === 'user')?.text ?? null,
-      lastMessage: shown.findLast((turn) => turn.text !== '')?.text ?? null,
-      prompt: record.prompt,
-      createdAt: record.createdAt,
-      updatedAt: record.updatedAt,
-    };
-    return describeConversation(listing);
-  }
-
-  function view(record: ConversationRecord): ConversationView {
-    const busy = running.has(record.id);
-    // A reply still `running` in the store but not here was left by a turn that could not finish.
-    const turns = deps.store
-      .listTurns(record.id)
-      .map((turn) => (turn.status === 'running' && !busy ? { ...turn, status: 'interrupted' as const } : turn));
-    return {
-      ...summarize(record, turns),
-      prompt: record.prompt,
-      settings: record.settings,
-      turns,
-      images: deps.store.listImages(record.id),
-      pane: describePane(record),
-      generating: activities.listRunning(record.id).map((activity) => activity.describe()),
-    };
-  }
-
-  /** The pane as stored, and whether undo and redo have somewhere to go. */
-  function describePane(record: ConversationRecord): PaneView {
-    const current = record.promptVersion === null ? undefined : deps.store.getPromptVersion(record.id, record.promptVersion);
-    const children = current ? deps.store.listPromptVersionChildren(record.id, current.id) : [];
-    return {
-      ...paneStateOf(record),
-      canUndo: findUndoVersion(current) !== null,
-      canRedo: findRedoVersion(children) !== null,
-    };
-  }
-
-  /** Moves the prompt to another stored version (undo, redo). */
-  function movePrompt(id: string, pick: (record: ConversationRecord) => number | null, nothing: string): Result<PaneView> {
-    const record = findRecord(id);
-    if (!record) return notFound(id);
-    const target = pick(record);
-    if (target === null) return { ok: false, error: { code: 'conflict', message: nothing } };
-    const moved = tryWrite('change', () => deps.store.selectPromptVersion(id, target));
-    return moved.ok ? paneOf(id) : moved;
-  }
-
-  /** Inside tryWrite: a prompt typed by the user is a new version; the model hears of it with the next message. */
-  function saveUserPrompt(id: string, prompt: string): number {
-    return deps.store.addPromptVersion(id, { prompt, source: 'user', turnId: null }, isoNow(), { tellModel: true, clearSuggestion: false });
-  }
-
-  /** Inside tryWrite: values set by hand are pinned; the model hears of changed values with the next message. */
-  function saveUserSettings(record: ConversationRecord, patch: SettingsPatch, unpin: readonly PinnableField[]) {
-    const change = applyUserSettings(record, patch, unpin);
-    deps.store.setSettings(record.id, change, { tellModel: !sameSettings(change.settings, record.settings) });
-    return change;
-  }
-
-  function paneOf(id: string): Result<PaneView> {
-    const record = findRecord(id);
-    return record ? { ok: true, value: describePane(record) } : notFound(id);
-  }
-
-  function findRecord(id: string): ConversationRecord | undefined {
-    return deleting.has(id) ? undefined : deps.store.getConversation(id);
-  }
-
-  function notFound(id: string): { ok: false; error: ServiceError } {
-    return { ok: false, error: { code: 'not_found', message: `There is no conversation ${JSON.stringify(id)}. Start a new one.` } };
-  }
-
-  function busy(): { ok: false; error: ServiceError } {
-    return { ok: false, error: { code: 'busy', message: 'A reply is still being written in this conversation. Wait for it or press Stop.' } };
-  }
-
-  /** A vanished or damaged database is logged once, with its path, by the store; any other failure at each write. */
-  function logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void {
-    if (error.code === 'gone' || error.code === 'corrupt') return;
-    deps.logger.error(message, { ...fields, error });
-  }
-
-  /** Runs a write; a store failure becomes a result saying what happened and what to do. */
-  function tryWrite<T>(action: StorageAction, work: () => T): Result<T> {
-    try {
-      return { ok: true, value: work() };
-    } catch (error) {
-      if (!isStorageError(error)) throw error;
-      logStorageFailure('a write to the conversation store failed', error, { action });
-      const failure = describeStorageFailure(error, action);
-      return { ok: false, error: { code: 'storage', message: failure.message, storageCode: failure.code } };
-    }
-  }
 
   /**
    * The turn's work, pushed into `buffer`. It waits for the previous (stopped) turn to be stored first,
@@ -427,7 +250,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     });
     const turn = runTurn(
       { llm: deps.llm, logger: deps.logger, now: deps.clock.now, numCtx: deps.numCtx, conversationId: id, timeouts: replyTimeouts },
-      { context: prior, userText: plan.text, note, prompt: base.prompt, settings: base.settings, signal: controller.signal },
+      { context: turnContext, userText: plan.text, prompt: base.prompt, settings: base.settings, signal: controller.signal },
     );
     let shown = '';
     let outcome: TurnOutcome;
@@ -473,7 +296,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       return;
     }
     const latest = deps.store.getConversation(id);
-    if (change && latest) yield { type: 'pane', ...describePane(latest) };
+    if (change && latest) yield { type: 'pane', ...state.describePane(latest) };
     if (decision.kind === 'skip') yield { type: 'image_not_made', reason: decision.reason, message: decision.message };
     if (decision.kind === 'make' && latest && !controller.signal.aborted) {
       // Exactly what the pane shows now; what changes in the pane later never reaches this image.
@@ -525,210 +348,29 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   }
 
   /** A stopped turn only has its outcome left to store, a replied one its task's end: a plain message queues behind it. */
-  function isReplying(id: string): boolean {
-    const current = running.get(id);
-    return current !== undefined && !current.controller.signal.aborted && !current.replied;
+
+
+  function stopReply(id: string): boolean {
+    // A reply that is over (its image may still run) has nothing left to stop.
+    const stoppable = turnStateOf(id) === 'replying' || turnStateOf(id) === 'stopping';
+    if (stoppable) running.get(id)?.controller.abort(new Error('stopped by the user'));
+    return stoppable;
+  }
+
+  function stop(id: string): boolean {
+    const reply = stopReply(id);
+    const images = activities.cancel(id, new Error('stopped by the user'));
+    return reply || images;
   }
 
   const service: EaselService = {
+    ...createLibraryCommands(state, { stop }),
+    ...createPaneCommands(state),
+    ...createArchiveCommands(state),
+
     async checkHealth(signal) {
       const [ollama, images] = await Promise.all([deps.llm.checkHealth(signal), deps.images.checkHealth(signal)]);
       return { ollama, images };
-    },
-
-    createConversation() {
-      const created = tryWrite('change', () => deps.store.createConversation({ id: newId(), createdAt: isoNow(), settings: DEFAULT_SETTINGS }));
-      return created.ok ? { ok: true, value: view(created.value) } : created;
-    },
-
-    getConversation(id) {
-      const record = findRecord(id);
-      return record ? view(record) : undefined;
-    },
-
-    getSummary(id) {
-      const record = findRecord(id);
-      return record ? summarize(record, deps.store.listTurns(record.id)) : undefined;
-    },
-
-    listConversations(query) {
-      return deps.store
-        .listConversations(query === undefined ? {} : { query })
-        .filter((listing) => !deleting.has(listing.id))
-        .map(describeConversation);
-    },
-
-    renameConversation(id, title) {
-      if (!findRecord(id)) return notFound(id);
-      const parsed = titleSchema.safeParse(title);
-      if (!parsed.success) return invalid(parsed.error, 'title');
-      const renamed = tryWrite('change', () => deps.store.renameConversation(id, parsed.data === '' ? null : parsed.data));
-      if (!renamed.ok) return renamed;
-      const summary = service.getSummary(id);
-      return summary ? { ok: true, value: summary } : notFound(id);
-    },
-
-    async deleteConversation(id) {
-      if (!findRecord(id)) return notFound(id);
-      deleting.add(id);
-      try {
-        // Its reply and images stop first, so nothing writes into a conversation that is gone.
-        const images = activities.listRunning(id);
-        service.stop(id);
-        await running.get(id)?.settled;
-        await Promise.all(images.map((activity) => activity.settled));
-        const deleted = tryWrite('delete', () => deps.store.deleteConversation(id));
-        if (!deleted.ok) return deleted;
-        if (!deleted.value) return notFound(id);
-        // The records are gone first: a file left behind by a crash here is only unused, never missing.
-        for (const file of deleted.value.files) {
-          await deps.imageFiles.remove(file).catch((error: unknown) => deps.logger.warn('an image file of a deleted conversation could not be removed', { file, error }));
-        }
-        return { ok: true, value: undefined };
-      } finally {
-        deleting.delete(id);
-      }
-    },
-
-    async exportConversation(id) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      const conversation = view(record);
-      const exportedAt = isoNow();
-      const files = await buildArchiveFiles(
-        {
-          ...conversation,
-          title: record.title,
-          context: deps.store.readContext(id),
-          promptVersions: deps.store.listPromptVersions(id),
-          promptVersion: record.promptVersion,
-          suggestion: record.suggestion,
-          pinned: record.pinned,
-          settingSuggestions: record.settingSuggestions,
-        },
-        {
-          exportedAt,
-          readImage: (file) =>
-            deps.imageFiles.read(file).catch((error: unknown) => {
-              deps.logger.warn('an image file is missing and was left out of the export', { conversationId: id, file, error });
-              return undefined;
-            }),
-        },
-      );
-      return { ok: true, value: { fileName: nameArchive(conversation.title, exportedAt), bytes: deps.archive.pack(files) } };
-    },
-
-    async importConversation(bytes) {
-      if (bytes.byteLength > MAX_IMPORT_BYTES) return { ok: false, error: { code: 'too_large', message: tooLargeMessage(bytes.byteLength) } };
-      const unpacked = deps.archive.unpack(bytes, IMPORT_LIMITS);
-      if (!unpacked.ok) {
-        const code = unpacked.error.code === 'malformed' ? 'bad_archive' : unpacked.error.code === 'too_large' ? 'too_large' : 'invalid';
-        return { ok: false, error: { code, message: unpacked.error.message } };
-      }
-      const id = newId();
-      const read = await readArchiveFiles(unpacked.files, { conversationId: id, newImageId: () => randomBytes(16).toString('hex'), maxPixels: deps.maxImagePixels });
-      if (!read.ok) return { ok: false, error: { code: 'invalid', message: read.error.message } };
-      const written: string[] = [];
-      const removeWritten = async () => {
-        for (const name of written) await deps.imageFiles.remove(name).catch(() => undefined);
-      };
-      try {
-        for (const file of read.value.files) {
-          await deps.imageFiles.save(file.name, file.bytes);
-          written.push(file.name);
-        }
-      } catch (error) {
-        await removeWritten();
-        deps.logger.error('an imported image could not be written', { error });
-        const code = (error as NodeJS.ErrnoException).code;
-        const message =
-          code === 'ENOSPC' || code === 'EDQUOT'
-            ? `Nothing was imported: the disk holding the images folder is full (${code}). Free some disk space, then import the file again.`
-            : `Nothing was imported: an image could not be written to the images folder${code ? ` (${code})` : ''}. Check that Easel may write to its data folder (--data-dir), then import the file again.`;
-        return { ok: false, error: { code: 'storage', message } };
-      }
-      const stored = tryWrite('import', () => deps.store.importConversation(read.value.conversation));
-      if (!stored.ok) {
-        await removeWritten();
-        return stored;
-      }
-      return { ok: true, value: { id } };
-    },
-
-    setPrompt(id, prompt) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      const parsed = promptSchema.safeParse(prompt);
-      if (!parsed.success) return invalid(parsed.error, 'prompt');
-      // Saving what is already there would tell the model about an edit nobody made.
-      if (parsed.data === record.prompt) return { ok: true, value: describePane(record) };
-      const saved = tryWrite('change', () => saveUserPrompt(id, parsed.data));
-      return saved.ok ? paneOf(id) : saved;
-    },
-
-    setSettings(id, patch) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      const unpin = readUnpin(patch);
-      if (!unpin.ok) return unpin;
-      const values = isRecord(patch) ? Object.fromEntries(Object.entries(patch).filter(([key]) => key !== 'unpin')) : patch;
-      const parsed = settingsPatchSchema.safeParse(values);
-      if (!parsed.success) return invalid(parsed.error);
-      const saved = tryWrite('change', () => saveUserSettings(record, parsed.data, unpin.value));
-      return saved.ok ? { ok: true, value: saved.value.settings } : saved;
-    },
-
-    getPane(id) {
-      const record = findRecord(id);
-      return record ? describePane(record) : undefined;
-    },
-
-    listPromptVersions(id) {
-      return findRecord(id) ? deps.store.listPromptVersions(id) : undefined;
-    },
-
-    undoPrompt(id) {
-      return movePrompt(
-        id,
-        (record) => findUndoVersion(record.promptVersion === null ? undefined : deps.store.getPromptVersion(id, record.promptVersion)),
-        'There is nothing to undo: this is the first version of the prompt.',
-      );
-    },
-
-    redoPrompt(id) {
-      return movePrompt(
-        id,
-        (record) => (record.promptVersion === null ? null : findRedoVersion(deps.store.listPromptVersionChildren(id, record.promptVersion))),
-        'There is nothing to redo: this is the newest version of the prompt.',
-      );
-    },
-
-    answerSuggestion(id, accept) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      if (typeof accept !== 'boolean') {
-        return { ok: false, error: { code: 'invalid', message: 'accept must be true (use the suggestion) or false (keep yours).', fields: { accept: 'accept must be true or false.' } } };
-      }
-      const suggestion = record.suggestion;
-      if (!suggestion) return { ok: false, error: { code: 'conflict', message: 'No suggestion is waiting: the prompt is as shown.' } };
-      const answered = tryWrite('change', () => {
-        // The model's own prompt: nothing new to tell it. Keeping yours leaves your edit's note for the next message.
-        if (accept) deps.store.addPromptVersion(id, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, isoNow(), { tellModel: false, clearSuggestion: true });
-        else deps.store.setSuggestion(id, null);
-      });
-      return answered.ok ? paneOf(id) : answered;
-    },
-
-    takeSettingSuggestion(id, field) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      if (!isPinnableField(field)) {
-        return { ok: false, error: { code: 'invalid', message: `${String(field)} is not a setting the assistant suggests (${PINNABLE_FIELDS.join(', ')}).` } };
-      }
-      const value = record.settingSuggestions[field];
-      if (value === undefined) return { ok: false, error: { code: 'conflict', message: `The assistant suggests nothing for ${field} now.` } };
-      const taken = tryWrite('change', () => saveUserSettings(record, { [field]: value }, []));
-      return taken.ok ? paneOf(id) : taken;
     },
 
     sendMessage(id, text, signal, options = {}) {
@@ -744,7 +386,9 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (prompt && !prompt.success) return invalid(prompt.error, 'prompt');
       const patch = options.settings === undefined ? undefined : settingsPatchSchema.safeParse(options.settings);
       if (patch && !patch.success) return invalid(patch.error);
-      if (options.replaceLast ? running.has(id) : isReplying(id)) return busy();
+      // A new message waits for a stopped turn, or runs beside an image; an edit rewrites the last exchange, so needs none.
+      const turn = turnStateOf(id);
+      if (options.replaceLast ? turn !== 'idle' : turn === 'replying') return busy();
 
       const plan: TurnPlan = { kind: 'send', text: parsed.data, replaces: [] };
       if (creating) {
@@ -755,12 +399,12 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         // What is on screen and not saved yet is saved first, so the model hears of it in this turn: an
         // edit it sees, which its next prompt supersedes.
         if (prompt && prompt.data !== record.prompt) {
-          const saved = tryWrite('message', () => saveUserPrompt(id, prompt.data));
+          const saved = tryWrite('message', () => state.saveUserPrompt(id, prompt.data));
           if (!saved.ok) return saved;
         }
         const changed = patch ? pickChanged(record.settings, patch.data) : {};
         if (Object.keys(changed).length > 0) {
-          const saved = tryWrite('message', () => saveUserSettings(record, changed, []));
+          const saved = tryWrite('message', () => state.saveUserSettings(record, changed, []));
           if (!saved.ok) return saved;
         }
       }
@@ -779,7 +423,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
     regenerate(id, signal) {
       if (!findRecord(id)) return notFound(id);
-      if (running.has(id)) return busy();
+      if (turnStateOf(id) !== 'idle') return busy();
       const last = deps.store.listLastExchange(id);
       const user = last[0];
       if (!user || user.role !== 'user') {
@@ -844,19 +488,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       return { ok: true, value: { [Symbol.asyncIterator]: () => events } };
     },
 
-    stop(id) {
-      const reply = service.stopReply(id);
-      const images = activities.cancel(id, new Error('stopped by the user'));
-      return reply || images;
-    },
-
-    stopReply(id) {
-      const task = running.get(id);
-      // A reply that is over (its image may still run) has nothing left to stop.
-      if (!task || task.replied) return false;
-      task.controller.abort(new Error('stopped by the user'));
-      return true;
-    },
+    stop,
+    stopReply,
 
     cancelImages(id) {
       return activities.cancel(id, new Error('image cancelled by the user'));
@@ -870,8 +503,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     },
 
     isBusy(id) {
-      const task = running.get(id);
-      return task !== undefined && !task.replied;
+      const turn = turnStateOf(id);
+      return turn === 'replying' || turn === 'stopping';
     },
 
     async shutdown() {
@@ -890,57 +523,13 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   return service;
 }
 
-function tooLargeMessage(bytes: number): string {
-  return `The file is ${Math.round(bytes / 1024 / 1024)} MB; Easel imports conversations of at most ${MAX_IMPORT_BYTES / 1024 / 1024} MB.`;
-}
 
-function sameSettings(a: Settings, b: Settings): boolean {
-  return (Object.keys(a) as Array<keyof Settings>).every((key) => a[key] === b[key]);
-}
 
-function paneStateOf(record: ConversationRecord): PaneState {
-  return {
-    prompt: record.prompt,
-    promptVersion: record.promptVersion,
-    suggestion: record.suggestion,
-    settings: record.settings,
-    pinned: record.pinned,
-    settingSuggestions: record.settingSuggestions,
-  };
-}
 
 /** The fields of a patch whose value differs from the stored one. */
 function pickChanged(settings: Settings, patch: SettingsPatch): SettingsPatch {
   return Object.fromEntries(Object.entries(patch).filter(([key, value]) => settings[key as keyof Settings] !== value)) as SettingsPatch;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
-/** `unpin`: a list of the settings the model may set again. */
-function readUnpin(patch: unknown): Result<PinnableField[]> {
-  const unpin = isRecord(patch) ? patch['unpin'] : undefined;
-  if (unpin === undefined) return { ok: true, value: [] };
-  if (!Array.isArray(unpin) || !unpin.every(isPinnableField)) {
-    const message = `unpin must be a list of ${PINNABLE_FIELDS.join(', ')}.`;
-    return { ok: false, error: { code: 'invalid', message, fields: { unpin: message } } };
-  }
-  return { ok: true, value: unpin };
-}
 
-function invalid(error: z.ZodError, field?: string): { ok: false; error: ServiceError } {
-  const fields: Record<string, string> = {};
-  for (const issue of error.issues) {
-    const key = issue.path.length > 0 ? issue.path.join('.') : (field ?? 'body');
-    if (issue.code === 'unrecognized_keys') {
-      for (const name of issue.keys) fields[name] = `${name} is not a setting Easel knows.`;
-      continue;
-    }
-    fields[key] ??= issue.message;
-  }
-  const message = Object.entries(fields)
-    .map(([key, text]) => (text.startsWith(key) ? text : `${key}: ${text}`))
-    .join(' ');
-  return { ok: false, error: { code: 'invalid', message, fields } };
-}

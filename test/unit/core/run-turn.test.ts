@@ -4,7 +4,8 @@
 // between two calls, and which length cut is the context window's.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger, DEFAULT_SETTINGS, type ChatModel, type TurnEvent } from '../../../server/core/index.ts';
-import { appendUserEntry, runTurn, type TurnDeps, type TurnInput, type TurnOutcome } from '../../../server/core/run-turn.ts';
+import { appendUserEntry } from '../../../server/core/context-change.ts';
+import { runTurn, type TurnDeps, type TurnInput, type TurnOutcome } from '../../../server/core/run-turn.ts';
 import { createOllamaChatModel } from '../../../server/ollama/index.ts';
 import { MAX_REPLY_CHARS, NEUTRAL_FALLBACK_TEXT, RESET_MESSAGE, type ContextEntry } from '../../../server/protocol/index.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../../fakes/fake-ollama.ts';
@@ -41,8 +42,11 @@ function depsWith(over: Partial<TurnDeps> = {}): TurnDeps {
   };
 }
 
-function inputWith(over: Partial<TurnInput> = {}): TurnInput {
-  return { context: [], userText: 'a cat', note: undefined, prompt: '', settings: DEFAULT_SETTINGS, signal: new AbortController().signal, ...over };
+/** A turn's input: `prior` is the working context before it; the user's message is appended as the service does. */
+function inputWith(over: Partial<Omit<TurnInput, 'context'>> & { prior?: ContextEntry[] } = {}): TurnInput {
+  const { prior = [], ...rest } = over;
+  const userText = rest.userText ?? 'a cat';
+  return { context: appendUserEntry(prior, { kind: 'user', text: userText }), userText, prompt: '', settings: DEFAULT_SETTINGS, signal: new AbortController().signal, ...rest };
 }
 
 /** Runs a turn to its end; `onEvent` may act between events (the generator waits for it). */
@@ -131,7 +135,7 @@ describe('a turn that is answered', () => {
   it('a compaction reply with words keeps them, and the summary it leaves has no text', async () => {
     fake.enqueue('prose 1', METADATA_CUT, 'prose 2');
     fake.enqueue({ chunks: [JSON.stringify({ prompt: 'a cat', generate_image: false, steps: 20, cfg: 7, seed: -1 })] });
-    const { events, outcome } = await run(depsWith(), inputWith({ context: [{ kind: 'user', text: 'hello' }, { kind: 'assistant', text: 'Hi.', metadata: ASKING }] }));
+    const { events, outcome } = await run(depsWith(), inputWith({ prior: [{ kind: 'user', text: 'hello' }, { kind: 'assistant', text: 'Hi.', metadata: ASKING }] }));
     // The JSON-only compaction reply shows what the user last read.
     expect(outcome.turn.text).toBe('prose 2');
     expect(events.slice(-2)).toMatchObject([{ type: 'delta', text: 'prose 2' }, { type: 'metadata' }]);
@@ -151,14 +155,14 @@ describe('a turn that is answered', () => {
     const context: ContextEntry[] = [];
     for (let i = 0; i < 200; i++) context.push({ kind: 'user', text: `u${i}` }, { kind: 'assistant', text: `a${i}`, metadata: ASKING });
     fake.enqueue(scriptReply('A cat.', ASKING));
-    const { outcome } = await run(depsWith(), inputWith({ context }));
+    const { outcome } = await run(depsWith(), inputWith({ prior: context }));
     // 402 entries: the oldest pair goes, leaving 400 that start with a user's message.
     expect(outcome.context).toHaveLength(400);
     expect(outcome.context[0]).toEqual({ kind: 'user', text: 'u1' });
     expect(outcome.context.at(-1)).toMatchObject({ kind: 'assistant', text: 'A cat.' });
 
     fake.enqueue(scriptReply('A dog.', ASKING));
-    const odd = await run(depsWith(), inputWith({ context: context.slice(0, 399) }));
+    const odd = await run(depsWith(), inputWith({ prior: context.slice(0, 399) }));
     // 401 entries (u199 waits unanswered): the one over the bound is u0, and the reply after it goes too.
     expect(odd.outcome.context).toHaveLength(399);
     expect(odd.outcome.context[0]).toEqual({ kind: 'user', text: 'u1' });

@@ -1,0 +1,76 @@
+// The library: conversations listed, searched, made, renamed and deleted (with their image files).
+import { describeConversation, type ConversationSummary } from './library.ts';
+import { invalid, notFound, type Result } from './results.ts';
+import { DEFAULT_SETTINGS } from './settings.ts';
+import type { ConversationView, ServiceState } from './service-state.ts';
+import { titleSchema } from './text.ts';
+
+export interface LibraryCommands {
+  createConversation(): Result<ConversationView>;
+  getConversation(id: string): ConversationView | undefined;
+  getSummary(id: string): ConversationSummary | undefined;
+  listConversations(query?: string): ConversationSummary[];
+  renameConversation(id: string, title: unknown): Result<ConversationSummary>;
+  deleteConversation(id: string): Promise<Result<void>>;
+}
+
+/** `stop` ends a conversation's reply and images, before it is deleted. */
+export function createLibraryCommands(state: ServiceState, turns: { stop(id: string): boolean }): LibraryCommands {
+  const { deps, findRecord, tryWrite, deleting } = state;
+  const getSummary = (id: string): ConversationSummary | undefined => {
+    const record = findRecord(id);
+    return record ? state.summarize(record, deps.store.listTurns(record.id)) : undefined;
+  };
+  return {
+    createConversation() {
+      const created = tryWrite('change', () => deps.store.createConversation({ id: state.newId(), createdAt: state.isoNow(), settings: DEFAULT_SETTINGS }));
+      return created.ok ? { ok: true, value: state.view(created.value) } : created;
+    },
+
+    getConversation(id) {
+      const record = findRecord(id);
+      return record ? state.view(record) : undefined;
+    },
+
+    getSummary,
+
+    listConversations(query) {
+      return deps.store
+        .listConversations(query === undefined ? {} : { query })
+        .filter((listing) => !deleting.has(listing.id))
+        .map(describeConversation);
+    },
+
+    renameConversation(id, title) {
+      if (!findRecord(id)) return notFound(id);
+      const parsed = titleSchema.safeParse(title);
+      if (!parsed.success) return invalid(parsed.error, 'title');
+      const renamed = tryWrite('change', () => deps.store.renameConversation(id, parsed.data === '' ? null : parsed.data));
+      if (!renamed.ok) return renamed;
+      const summary = getSummary(id);
+      return summary ? { ok: true, value: summary } : notFound(id);
+    },
+
+    async deleteConversation(id) {
+      if (!findRecord(id)) return notFound(id);
+      deleting.add(id);
+      try {
+        // Its reply and images stop first, so nothing writes into a conversation that is gone.
+        const images = state.activities.listRunning(id);
+        turns.stop(id);
+        await state.running.get(id)?.settled;
+        await Promise.all(images.map((activity) => activity.settled));
+        const deleted = tryWrite('delete', () => deps.store.deleteConversation(id));
+        if (!deleted.ok) return deleted;
+        if (!deleted.value) return notFound(id);
+        // The records are gone first: a file left behind by a crash here is only unused, never missing.
+        for (const file of deleted.value.files) {
+          await deps.imageFiles.remove(file).catch((error: unknown) => deps.logger.warn('an image file of a deleted conversation could not be removed', { file, error }));
+        }
+        return { ok: true, value: undefined };
+      } finally {
+        deleting.delete(id);
+      }
+    },
+  };
+}

@@ -1,0 +1,124 @@
+// The prompt pane and the settings as the user changes them: a typed prompt is a new version, undo and redo
+// move between versions, the model's waiting suggestion is taken or let go, settings set by hand are pinned.
+import { findRedoVersion, findUndoVersion, isPinnableField, PINNABLE_FIELDS, type PaneView, type PinnableField, type PromptVersion } from './pane.ts';
+import { invalid, notFound, refuse, type Result } from './results.ts';
+import type { ServiceState } from './service-state.ts';
+import { settingsPatchSchema, type Settings } from './settings.ts';
+import { promptSchema } from './text.ts';
+import type { ConversationRecord } from './conversation.ts';
+
+export interface PaneCommands {
+  setPrompt(id: string, prompt: unknown): Result<PaneView>;
+  setSettings(id: string, patch: unknown): Result<Settings>;
+  getPane(id: string): PaneView | undefined;
+  listPromptVersions(id: string): PromptVersion[] | undefined;
+  undoPrompt(id: string): Result<PaneView>;
+  redoPrompt(id: string): Result<PaneView>;
+  answerSuggestion(id: string, accept: unknown): Result<PaneView>;
+  takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
+}
+
+export function createPaneCommands(state: ServiceState): PaneCommands {
+  const { deps, findRecord, tryWrite, paneOf, describePane } = state;
+
+  /** Moves the prompt to another stored version (undo, redo). */
+  function movePrompt(id: string, pick: (record: ConversationRecord) => number | null, nothing: string): Result<PaneView> {
+    const record = findRecord(id);
+    if (!record) return notFound(id);
+    const target = pick(record);
+    if (target === null) return refuse('conflict', nothing);
+    const moved = tryWrite('change', () => deps.store.selectPromptVersion(id, target));
+    return moved.ok ? paneOf(id) : moved;
+  }
+
+  return {
+    setPrompt(id, prompt) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      const parsed = promptSchema.safeParse(prompt);
+      if (!parsed.success) return invalid(parsed.error, 'prompt');
+      // Saving what is already there would tell the model about an edit nobody made.
+      if (parsed.data === record.prompt) return { ok: true, value: describePane(record) };
+      const saved = tryWrite('change', () => state.saveUserPrompt(id, parsed.data));
+      return saved.ok ? paneOf(id) : saved;
+    },
+
+    setSettings(id, patch) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      const unpin = readUnpin(patch);
+      if (!unpin.ok) return unpin;
+      const values = isRecord(patch) ? Object.fromEntries(Object.entries(patch).filter(([key]) => key !== 'unpin')) : patch;
+      const parsed = settingsPatchSchema.safeParse(values);
+      if (!parsed.success) return invalid(parsed.error);
+      const saved = tryWrite('change', () => state.saveUserSettings(record, parsed.data, unpin.value));
+      return saved.ok ? { ok: true, value: saved.value.settings } : saved;
+    },
+
+    getPane(id) {
+      const record = findRecord(id);
+      return record ? describePane(record) : undefined;
+    },
+
+    listPromptVersions(id) {
+      return findRecord(id) ? deps.store.listPromptVersions(id) : undefined;
+    },
+
+    undoPrompt(id) {
+      return movePrompt(
+        id,
+        (record) => findUndoVersion(record.promptVersion === null ? undefined : deps.store.getPromptVersion(id, record.promptVersion)),
+        'There is nothing to undo: this is the first version of the prompt.',
+      );
+    },
+
+    redoPrompt(id) {
+      return movePrompt(
+        id,
+        (record) => (record.promptVersion === null ? null : findRedoVersion(deps.store.listPromptVersionChildren(id, record.promptVersion))),
+        'There is nothing to redo: this is the newest version of the prompt.',
+      );
+    },
+
+    answerSuggestion(id, accept) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      if (typeof accept !== 'boolean') {
+        return refuse('invalid', 'accept must be true (use the suggestion) or false (keep yours).', { accept: 'accept must be true or false.' });
+      }
+      const suggestion = record.suggestion;
+      if (!suggestion) return refuse('conflict', 'No suggestion is waiting: the prompt is as shown.');
+      const answered = tryWrite('change', () => {
+        // The model's own prompt: nothing new to tell it. Keeping yours leaves your edit's note for the next message.
+        if (accept) deps.store.addPromptVersion(id, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, state.isoNow(), { tellModel: false, clearSuggestion: true });
+        else deps.store.setSuggestion(id, null);
+      });
+      return answered.ok ? paneOf(id) : answered;
+    },
+
+    takeSettingSuggestion(id, field) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      if (!isPinnableField(field)) return refuse('invalid', `${String(field)} is not a setting the assistant suggests (${PINNABLE_FIELDS.join(', ')}).`);
+      const value = record.settingSuggestions[field];
+      if (value === undefined) return refuse('conflict', `The assistant suggests nothing for ${field} now.`);
+      const taken = tryWrite('change', () => state.saveUserSettings(record, { [field]: value }, []));
+      return taken.ok ? paneOf(id) : taken;
+    },
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `unpin`: a list of the settings the model may set again. */
+function readUnpin(patch: unknown): Result<PinnableField[]> {
+  const unpin = isRecord(patch) ? patch['unpin'] : undefined;
+  if (unpin === undefined) return { ok: true, value: [] };
+  if (!Array.isArray(unpin) || !unpin.every(isPinnableField)) {
+    const message = `unpin must be a list of ${PINNABLE_FIELDS.join(', ')}.`;
+    return refuse('invalid', message, { unpin: message });
+  }
+  return { ok: true, value: unpin };
+}

@@ -1,0 +1,213 @@
+// What the service's parts share: its dependencies, the turns and images running now, and the small rules
+// every command uses (find a conversation, run a write, describe the pane). Made once by createEaselService.
+import { randomUUID } from 'node:crypto';
+import type { ArchiveCodec, ImageFiles } from './archive.ts';
+import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, TranscriptTurn } from './conversation.ts';
+import { isStorageError, type StorageError } from './errors.ts';
+import type { ImageGenerator } from './generation.ts';
+import { createImageActivities, type ImageActivities, type ImageInProgress } from './image-activities.ts';
+import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
+import type { Logger } from './logger.ts';
+import { applyUserSettings, findRedoVersion, findUndoVersion, type PaneState, type PaneView, type PinnableField, type SettingsChange } from './pane.ts';
+import type { ChatModel } from './ports.ts';
+import type { ReplyTimeouts } from './reply-watchdog.ts';
+import { notFound, type Result } from './results.ts';
+import type { Settings, SettingsPatch } from './settings.ts';
+
+export interface ServiceDeps {
+  store: ConversationStore;
+  llm: ChatModel;
+  logger: Logger;
+  clock: { now(): number };
+  numCtx: number;
+  newId?: () => string;
+  images: ImageGenerator;
+  /** The PNG files of the images folder: deleted with their conversation, read by export, written by import. */
+  imageFiles: ImageFiles;
+  /** The zip format of export and import. */
+  archive: ArchiveCodec;
+  /** Limits on a silent model, and when to say what it is waiting for. Default DEFAULT_REPLY_TIMEOUTS. */
+  replyTimeouts?: ReplyTimeouts;
+  /** Default REPLY_SAVE_INTERVAL_MS; tests shorten it. */
+  replySaveIntervalMs?: number;
+  /** How long shutdown() waits for aborted work (default SHUTDOWN_WAIT_MS). */
+  shutdownWaitMs?: number;
+  /** The most pixels an imported image may have (--max-image-pixels); default checkPngImage's, 8192×8192. */
+  maxImagePixels?: number;
+}
+
+export interface ConversationView extends ConversationSummary {
+  prompt: string;
+  settings: Settings;
+  /** The transcript; a reply left `running` by a process that is gone shows as `interrupted`. */
+  turns: TranscriptTurn[];
+  images: ImageRecord[];
+  /** The prompt pane and the settings as stored, with what undo and redo would do. */
+  pane: PaneView;
+  /** The images being made now, oldest first. */
+  generating: ImageInProgress[];
+}
+
+/** One turn running as its own task. */
+export interface TurnTask {
+  controller: AbortController;
+  /** Settles once the outcome is stored and the task is over; never rejects. */
+  settled: Promise<void>;
+  /** Its `done` was pushed: the reply is over and the conversation takes the next message (its image may run on). */
+  replied: boolean;
+}
+
+/**
+ * Where a conversation's turn is: `idle` (none), `replying`, `stopping` (stopped, its outcome not stored yet:
+ * the next message waits for it), `image-only` (the reply is over and stored; its automatic image runs on).
+ */
+export const TURN_STATES = ['idle', 'replying', 'stopping', 'image-only'] as const;
+export type TurnState = (typeof TURN_STATES)[number];
+
+export interface ServiceState {
+  deps: ServiceDeps;
+  /**
+   * The latest turn task per conversation, removed (only by itself) once it settled. Awaiting each entry's
+   * `settled` awaits every turn: a newer task settles only after the one before it.
+   */
+  running: Map<string, TurnTask>;
+  /** Every image being made, per conversation: an activity of its own, apart from the reply that asked for it. */
+  activities: ImageActivities;
+  /** Conversations being deleted: nothing new may start in them. */
+  deleting: Set<string>;
+  newId(): string;
+  isoNow(): string;
+  /** The one answer to "is it busy?": each command asks which state, not which of the task's flags. */
+  turnStateOf(id: string): TurnState;
+  /** The stored conversation, unless it is being deleted. */
+  findRecord(id: string): ConversationRecord | undefined;
+  summarize(record: ConversationRecord, turns: readonly TranscriptTurn[]): ConversationSummary;
+  view(record: ConversationRecord): ConversationView;
+  /** The pane as stored, and whether undo and redo have somewhere to go. */
+  describePane(record: ConversationRecord): PaneView;
+  paneOf(id: string): Result<PaneView>;
+  /** Runs a write; a store failure becomes a result saying what happened and what to do. */
+  tryWrite<T>(action: StorageAction, work: () => T): Result<T>;
+  /** A vanished or damaged database is logged once, with its path, by the store; any other failure at each write. */
+  logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void;
+  /** Inside tryWrite: a prompt typed by the user is a new version; the model hears of it with the next message. */
+  saveUserPrompt(id: string, prompt: string): number;
+  /** Inside tryWrite: values set by hand are pinned; the model hears of changed values with the next message. */
+  saveUserSettings(record: ConversationRecord, patch: SettingsPatch, unpin: readonly PinnableField[]): SettingsChange;
+}
+
+export function createServiceState(deps: ServiceDeps): ServiceState {
+  const running = new Map<string, TurnTask>();
+  const activities = createImageActivities({ images: deps.images, logger: deps.logger });
+  const deleting = new Set<string>();
+  const isoNow = () => new Date(deps.clock.now()).toISOString();
+
+  function findRecord(id: string): ConversationRecord | undefined {
+    return deleting.has(id) ? undefined : deps.store.getConversation(id);
+  }
+
+  function summarize(record: ConversationRecord, turns: readonly TranscriptTurn[]): ConversationSummary {
+    const shown = turns.filter((turn) => turn.status !== 'replaced');
+    const listing: ConversationListing = {
+      id: record.id,
+      title: record.title,
+      firstMessage: shown.find((turn) => turn.role === 'user')?.text ?? null,
+      lastMessage: shown.findLast((turn) => turn.text !== '')?.text ?? null,
+      prompt: record.prompt,
+      createdAt: record.createdAt,
+      updatedAt: record.updatedAt,
+    };
+    return describeConversation(listing);
+  }
+
+  function describePane(record: ConversationRecord): PaneView {
+    const current = record.promptVersion === null ? undefined : deps.store.getPromptVersion(record.id, record.promptVersion);
+    const children = current ? deps.store.listPromptVersionChildren(record.id, current.id) : [];
+    return {
+      ...paneStateOf(record),
+      canUndo: findUndoVersion(current) !== null,
+      canRedo: findRedoVersion(children) !== null,
+    };
+  }
+
+  function turnStateOf(id: string): TurnState {
+    const task = running.get(id);
+    if (!task) return 'idle';
+    if (task.replied) return 'image-only';
+    return task.controller.signal.aborted ? 'stopping' : 'replying';
+  }
+
+  function view(record: ConversationRecord): ConversationView {
+    const busy = turnStateOf(record.id) !== 'idle';
+    // A reply still `running` in the store but not here was left by a turn that could not finish.
+    const turns = deps.store
+      .listTurns(record.id)
+      .map((turn) => (turn.status === 'running' && !busy ? { ...turn, status: 'interrupted' as const } : turn));
+    return {
+      ...summarize(record, turns),
+      prompt: record.prompt,
+      settings: record.settings,
+      turns,
+      images: deps.store.listImages(record.id),
+      pane: describePane(record),
+      generating: activities.listRunning(record.id).map((activity) => activity.describe()),
+    };
+  }
+
+  function logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void {
+    if (error.code === 'gone' || error.code === 'corrupt') return;
+    deps.logger.error(message, { ...fields, error });
+  }
+
+  return {
+    deps,
+    running,
+    activities,
+    deleting,
+    newId: deps.newId ?? randomUUID,
+    isoNow,
+    turnStateOf,
+    findRecord,
+    summarize,
+    view,
+    describePane,
+    paneOf(id) {
+      const record = findRecord(id);
+      return record ? { ok: true, value: describePane(record) } : notFound(id);
+    },
+    tryWrite(action, work) {
+      try {
+        return { ok: true, value: work() };
+      } catch (error) {
+        if (!isStorageError(error)) throw error;
+        logStorageFailure('a write to the conversation store failed', error, { action });
+        const failure = describeStorageFailure(error, action);
+        return { ok: false, error: { code: 'storage', message: failure.message, storageCode: failure.code } };
+      }
+    },
+    logStorageFailure,
+    saveUserPrompt(id, prompt) {
+      return deps.store.addPromptVersion(id, { prompt, source: 'user', turnId: null }, isoNow(), { tellModel: true, clearSuggestion: false });
+    },
+    saveUserSettings(record, patch, unpin) {
+      const change = applyUserSettings(record, patch, unpin);
+      deps.store.setSettings(record.id, change, { tellModel: !sameSettings(change.settings, record.settings) });
+      return change;
+    },
+  };
+}
+
+export function sameSettings(a: Settings, b: Settings): boolean {
+  return (Object.keys(a) as Array<keyof Settings>).every((key) => a[key] === b[key]);
+}
+
+export function paneStateOf(record: ConversationRecord): PaneState {
+  return {
+    prompt: record.prompt,
+    promptVersion: record.promptVersion,
+    suggestion: record.suggestion,
+    settings: record.settings,
+    pinned: record.pinned,
+    settingSuggestions: record.settingSuggestions,
+  };
+}
