@@ -1,27 +1,23 @@
 // The service: what the page and the API ask of Easel, composed of one part per concern. The library, the
 // pane and the archive are commands of their own (library-commands, pane-commands, archive-commands); turns
-// run here as tasks, each through the turn pipeline, beside the images Generate asks for.
-import { formatUserNote, type ContextEntry } from '../protocol/index.ts';
+// run here as tasks, each through the turn pipeline (turn-pipeline.ts), beside the images Generate asks for.
 import { createArchiveCommands } from './archive-commands.ts';
-import { appendUserEntry, describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
-import type { StartedTurn } from './conversation.ts';
 import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
-import type { DoneEvent, TurnEvent } from './events.ts';
+import type { TurnEvent } from './events.ts';
 import { describeStorageFailure, type ConversationSummary } from './library.ts';
 import { createLibraryCommands } from './library-commands.ts';
 import type { ModelHealth } from './ports.ts';
-import { createReplySaver } from './reply-saver.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
-import { runTurn, type TurnOutcome } from './run-turn.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import type { ImageActivity } from './image-activities.ts';
-import { applyReplyPane, decideReplyImage, decideReplyPane, pinChangedFrom, type PaneView, type PinnableField, type PromptVersion } from './pane.ts';
+import { pinChangedFrom, type PaneView, type PromptVersion } from './pane.ts';
 import { createPaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, type Result } from './results.ts';
-import { createServiceState, paneStateOf, sameSettings, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
+import { createServiceState, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
+import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
 
 export type { Result, ServiceError, ServiceErrorCode } from './results.ts';
 export type { ConversationView, ServiceDeps } from './service-state.ts';
@@ -128,8 +124,7 @@ export interface EaselService {
 /** How long shutdown() waits for aborted work to settle: a stream whose client stopped reading may never finish. */
 export const SHUTDOWN_WAIT_MS = 3_000;
 
-/** How often the text of a streaming reply is saved: a crash loses at most this much of it. */
-export const REPLY_SAVE_INTERVAL_MS = 1000;
+export { REPLY_SAVE_INTERVAL_MS } from './turn-pipeline.ts';
 
 const CONVERSATION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -138,20 +133,6 @@ export function isConversationId(value: string): boolean {
   return CONVERSATION_ID.test(value);
 }
 
-/** What a turn does, decided when it is asked for. */
-interface TurnPlan {
-  kind: 'send' | 'edit' | 'regenerate';
-  /** The user's message (for Regenerate: the last one, asked again). */
-  text: string;
-  /** Edit: the text of the message it replaces (found in the working context to rewind it). */
-  replacedText?: string;
-  /** Turns marked `replaced` in the transaction that starts this one. */
-  replaces: number[];
-  /** The conversation is created by this message, with these. */
-  create?: { prompt: string; settings: Settings; pinned: PinnableField[] };
-}
-
-const FAILED_DONE: DoneEvent = { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
 
 export function createEaselService(deps: ServiceDeps): EaselService {
   const state = createServiceState(deps);
@@ -159,6 +140,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   const replyTimeouts = deps.replyTimeouts ?? DEFAULT_REPLY_TIMEOUTS;
   // Generate's streams still open (they end with their own `done`): shutdown lets them write it.
   const openImageStreams = new Set<Promise<void>>();
+  const runPipeline = createTurnPipeline(state, replyTimeouts);
 
   /**
    * The turn's work, pushed into `buffer`. It waits for the previous (stopped) turn to be stored first,
@@ -167,10 +149,12 @@ export function createEaselService(deps: ServiceDeps): EaselService {
    */
   async function runTask(id: string, plan: TurnPlan, task: TurnTask, buffer: EventBuffer<TurnEvent>, previous: Promise<void> | undefined): Promise<ImageActivity | undefined> {
     await previous;
-    const image: { activity?: ImageActivity } = {};
     let started = false;
     try {
-      for await (const event of turnEvents(id, plan, task.controller, image)) {
+      const events = runPipeline(id, plan, task.controller);
+      for (let step = await events.next(); ; step = await events.next()) {
+        if (step.done) return step.value;
+        const event = step.value;
         // From `done` on, the conversation takes the next message: the image does not hold the chat.
         if (event.type === 'done') task.replied = true;
         if (event.type === 'started') started = true;
@@ -187,130 +171,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       }
       task.replied = true;
       buffer.push(FAILED_DONE);
+      return undefined;
     }
-    return image.activity;
-  }
-
-  async function* turnEvents(id: string, plan: TurnPlan, controller: AbortController, image: { activity?: ImageActivity }): AsyncGenerator<TurnEvent> {
-    const record = findRecord(id);
-    if (!record && !plan.create) {
-      yield { type: 'error', code: 'not_found', message: 'This conversation was deleted; your message was not sent. Start a new conversation.' };
-      yield FAILED_DONE;
-      return;
-    }
-    const base = record ?? {
-      prompt: plan.create?.prompt ?? '',
-      settings: plan.create?.settings ?? DEFAULT_SETTINGS,
-      // What the user set on the empty page, the model hears with the first message.
-      pending: { promptEdited: (plan.create?.prompt ?? '') !== '', settingsChanged: !sameSettings(plan.create?.settings ?? DEFAULT_SETTINGS, DEFAULT_SETTINGS) },
-    };
-    // From here until beginTurn nothing awaits: the context read and the transaction see the same state.
-    const stored = record ? deps.store.readContext(id) : [];
-    let prior: ContextEntry[];
-    let carriedNote: string | undefined;
-    if (plan.kind === 'edit') ({ context: prior, note: carriedNote } = rewindToBefore(stored, plan.replacedText ?? ''));
-    else if (plan.kind === 'regenerate') prior = dropTrailingReplies(stored);
-    else prior = stored.slice();
-    const pendingNote = formatUserNote({
-      ...(base.pending.promptEdited ? { editedPrompt: base.prompt } : {}),
-      ...(base.pending.settingsChanged ? { settings: base.settings } : {}),
-    });
-    const note = [carriedNote, pendingNote].filter(Boolean).join('\n') || undefined;
-    const turnContext = appendUserEntry(prior, { kind: 'user', text: plan.text, ...(note ? { note } : {}) });
-    let started: StartedTurn;
-    try {
-      started = deps.store.beginTurn(
-        id,
-        {
-          ...(plan.create ? { create: { createdAt: isoNow(), ...plan.create } } : {}),
-          ...(plan.kind === 'regenerate' ? {} : { user: { text: plan.text } }),
-          replaces: plan.replaces,
-          context: describeContextChange(stored, turnContext),
-        },
-        isoNow(),
-      );
-    } catch (error) {
-      if (!isStorageError(error)) throw error;
-      logStorageFailure('the message could not be stored; nothing was sent to the model', error, { conversationId: id });
-      yield { type: 'error', ...describeStorageFailure(error, plan.kind === 'regenerate' ? 'change' : 'message') };
-      yield FAILED_DONE;
-      return;
-    }
-    yield { type: 'started', conversationId: id, turnId: started.turnId, userTurnId: started.userTurnId };
-
-    const saver = createReplySaver({
-      save: (text) => deps.store.saveReplyText(started.turnId, text),
-      onError: (error) => {
-        // A vanished or damaged database is logged once by the store; a save a second would repeat it.
-        if (isStorageError(error) && (error.code === 'gone' || error.code === 'corrupt')) return;
-        deps.logger.warn('the reply could not be saved while streaming', { conversationId: id, error });
-      },
-      intervalMs: deps.replySaveIntervalMs ?? REPLY_SAVE_INTERVAL_MS,
-      now: deps.clock.now,
-    });
-    const turn = runTurn(
-      { llm: deps.llm, logger: deps.logger, now: deps.clock.now, numCtx: deps.numCtx, conversationId: id, timeouts: replyTimeouts },
-      { context: turnContext, userText: plan.text, prompt: base.prompt, settings: base.settings, signal: controller.signal },
-    );
-    let shown = '';
-    let outcome: TurnOutcome;
-    try {
-      let step = await turn.next();
-      while (!step.done) {
-        const event = step.value;
-        // The shown text, as the page and API show it: saved as it streams.
-        if (event.type === 'delta') shown += event.text;
-        else if (event.type === 'retry') shown = '';
-        else if (event.type === 'reset') shown = event.message;
-        if (event.type === 'delta' || event.type === 'retry' || event.type === 'reset') saver.update(shown);
-        yield event;
-        step = await turn.next();
-      }
-      outcome = step.value;
-    } finally {
-      saver.stop();
-    }
-    const metadata = outcome.metadata;
-    // Read, decided and written without an await in between: no edit can slip between the three.
-    const before = deps.store.getConversation(id);
-    const change = metadata && before ? decideReplyPane(paneStateOf(before), metadata, started.promptVersion, started.turnId) : undefined;
-    const after = change && before ? applyReplyPane(paneStateOf(before), change) : undefined;
-    const decision = metadata && after ? decideReplyImage(metadata, after, deps.images.configured) : { kind: 'none' as const };
-    try {
-      deps.store.finishTurn(
-        id,
-        {
-          turnId: started.turnId,
-          turn: outcome.turn,
-          context: describeContextChange(turnContext, outcome.context),
-          ...(change ? { pane: change } : {}),
-          ...(decision.kind === 'skip' ? { imageNote: { reason: decision.reason, message: decision.message } } : {}),
-        },
-        isoNow(),
-      );
-    } catch (error) {
-      if (!isStorageError(error)) throw error;
-      logStorageFailure('the reply could not be stored', error, { conversationId: id });
-      yield { type: 'error', ...describeStorageFailure(error, 'reply') };
-      yield { ...outcome.done, level: 'error' };
-      return;
-    }
-    const latest = deps.store.getConversation(id);
-    if (change && latest) yield { type: 'pane', ...state.describePane(latest) };
-    if (decision.kind === 'skip') yield { type: 'image_not_made', reason: decision.reason, message: decision.message };
-    if (decision.kind === 'make' && latest && !controller.signal.aborted) {
-      // Exactly what the pane shows now; what changes in the pane later never reaches this image.
-      const begun = await activities.start({
-        conversationId: id,
-        turnId: started.turnId,
-        prompt: latest.prompt,
-        settings: latest.settings,
-        promptVersion: latest.promptVersion,
-      });
-      if (begun.ok) image.activity = begun.activity;
-      else yield begun.event;
-    }
-    yield outcome.done;
   }
 
   /** Starts the task of a planned turn; the caller checked that the conversation may take it. */

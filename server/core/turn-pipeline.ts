@@ -1,0 +1,171 @@
+// A turn from the message to its image: begin (the message and its context stored in one transaction, before
+// Ollama is asked) → run (the reply and the recovery ladder) → finish (the reply, the pane and the context
+// stored) → the pane's change → the automatic image. The working context is computed once, here.
+import { formatUserNote, type ContextEntry } from '../protocol/index.ts';
+import { appendUserEntry, describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
+import type { StartedTurn } from './conversation.ts';
+import { isStorageError } from './errors.ts';
+import type { DoneEvent, TurnEvent } from './events.ts';
+import type { ImageActivity } from './image-activities.ts';
+import { describeStorageFailure } from './library.ts';
+import { applyReplyPane, decideReplyImage, decideReplyPane, type PinnableField } from './pane.ts';
+import { createReplySaver } from './reply-saver.ts';
+import type { ReplyTimeouts } from './reply-watchdog.ts';
+import { runTurn, type TurnOutcome } from './run-turn.ts';
+import { paneStateOf, sameSettings, type ServiceState } from './service-state.ts';
+import { DEFAULT_SETTINGS, type Settings } from './settings.ts';
+
+/** How often the text of a streaming reply is saved: a crash loses at most this much of it. */
+export const REPLY_SAVE_INTERVAL_MS = 1000;
+
+/** What a turn does, decided when it is asked for. */
+export interface TurnPlan {
+  kind: 'send' | 'edit' | 'regenerate';
+  /** The user's message (for Regenerate: the last one, asked again). */
+  text: string;
+  /** Edit: the text of the message it replaces (found in the working context to rewind it). */
+  replacedText?: string;
+  /** Turns marked `replaced` in the transaction that starts this one. */
+  replaces: number[];
+  /** The conversation is created by this message, with these. */
+  create?: { prompt: string; settings: Settings; pinned: PinnableField[] };
+}
+
+export const FAILED_DONE: DoneEvent = { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
+
+/**
+ * The pipeline of one turn: its events, and the automatic image it started, if any (that image runs on after
+ * the reply's `done`, as an activity of its own).
+ */
+export function createTurnPipeline(
+  state: ServiceState,
+  replyTimeouts: ReplyTimeouts,
+): (id: string, plan: TurnPlan, controller: AbortController) => AsyncGenerator<TurnEvent, ImageActivity | undefined> {
+  const { deps, findRecord, logStorageFailure, isoNow, describePane, activities } = state;
+  return async function* runPipeline(id: string, plan: TurnPlan, controller: AbortController): AsyncGenerator<TurnEvent, ImageActivity | undefined> {
+    const record = findRecord(id);
+    if (!record && !plan.create) {
+      yield { type: 'error', code: 'not_found', message: 'This conversation was deleted; your message was not sent. Start a new conversation.' };
+      yield FAILED_DONE;
+      return;
+    }
+    const base = record ?? {
+      prompt: plan.create?.prompt ?? '',
+      settings: plan.create?.settings ?? DEFAULT_SETTINGS,
+      // What the user set on the empty page, the model hears with the first message.
+      pending: { promptEdited: (plan.create?.prompt ?? '') !== '', settingsChanged: !sameSettings(plan.create?.settings ?? DEFAULT_SETTINGS, DEFAULT_SETTINGS) },
+    };
+    // From here until beginTurn nothing awaits: the context read and the transaction see the same state.
+    const stored = record ? deps.store.readContext(id) : [];
+    let prior: ContextEntry[];
+    let carriedNote: string | undefined;
+    if (plan.kind === 'edit') ({ context: prior, note: carriedNote } = rewindToBefore(stored, plan.replacedText ?? ''));
+    else if (plan.kind === 'regenerate') prior = dropTrailingReplies(stored);
+    else prior = stored.slice();
+    const pendingNote = formatUserNote({
+      ...(base.pending.promptEdited ? { editedPrompt: base.prompt } : {}),
+      ...(base.pending.settingsChanged ? { settings: base.settings } : {}),
+    });
+    const note = [carriedNote, pendingNote].filter(Boolean).join('\n') || undefined;
+    const turnContext = appendUserEntry(prior, { kind: 'user', text: plan.text, ...(note ? { note } : {}) });
+    let started: StartedTurn;
+    try {
+      started = deps.store.beginTurn(
+        id,
+        {
+          ...(plan.create ? { create: { createdAt: isoNow(), ...plan.create } } : {}),
+          ...(plan.kind === 'regenerate' ? {} : { user: { text: plan.text } }),
+          replaces: plan.replaces,
+          context: describeContextChange(stored, turnContext),
+        },
+        isoNow(),
+      );
+    } catch (error) {
+      if (!isStorageError(error)) throw error;
+      logStorageFailure('the message could not be stored; nothing was sent to the model', error, { conversationId: id });
+      yield { type: 'error', ...describeStorageFailure(error, plan.kind === 'regenerate' ? 'change' : 'message') };
+      yield FAILED_DONE;
+      return;
+    }
+    yield { type: 'started', conversationId: id, turnId: started.turnId, userTurnId: started.userTurnId };
+
+    const saver = createReplySaver({
+      save: (text) => deps.store.saveReplyText(started.turnId, text),
+      onError: (error) => {
+        // A vanished or damaged database is logged once by the store; a save a second would repeat it.
+        if (isStorageError(error) && (error.code === 'gone' || error.code === 'corrupt')) return;
+        deps.logger.warn('the reply could not be saved while streaming', { conversationId: id, error });
+      },
+      intervalMs: deps.replySaveIntervalMs ?? REPLY_SAVE_INTERVAL_MS,
+      now: deps.clock.now,
+    });
+    const turn = runTurn(
+      { llm: deps.llm, logger: deps.logger, now: deps.clock.now, numCtx: deps.numCtx, conversationId: id, timeouts: replyTimeouts },
+      { context: turnContext, userText: plan.text, prompt: base.prompt, settings: base.settings, signal: controller.signal },
+    );
+    let shown = '';
+    let outcome: TurnOutcome;
+    try {
+      let step = await turn.next();
+      while (!step.done) {
+        const event = step.value;
+        // The shown text, as the page and API show it: saved as it streams.
+        if (event.type === 'delta') shown += event.text;
+        else if (event.type === 'retry') shown = '';
+        else if (event.type === 'reset') shown = event.message;
+        if (event.type === 'delta' || event.type === 'retry' || event.type === 'reset') saver.update(shown);
+        yield event;
+        step = await turn.next();
+      }
+      outcome = step.value;
+    } finally {
+      saver.stop();
+    }
+    const metadata = outcome.metadata;
+    // Read, decided and written without an await in between: no edit can slip between the three.
+    const before = deps.store.getConversation(id);
+    const change = metadata && before ? decideReplyPane(paneStateOf(before), metadata, started.promptVersion, started.turnId) : undefined;
+    const after = change && before ? applyReplyPane(paneStateOf(before), change) : undefined;
+    const decision = metadata && after ? decideReplyImage(metadata, after, deps.images.configured) : { kind: 'none' as const };
+    try {
+      deps.store.finishTurn(
+        id,
+        {
+          turnId: started.turnId,
+          turn: outcome.turn,
+          context: describeContextChange(turnContext, outcome.context),
+          ...(change ? { pane: change } : {}),
+          ...(decision.kind === 'skip' ? { imageNote: { reason: decision.reason, message: decision.message } } : {}),
+        },
+        isoNow(),
+      );
+    } catch (error) {
+      if (!isStorageError(error)) throw error;
+      logStorageFailure('the reply could not be stored', error, { conversationId: id });
+      yield { type: 'error', ...describeStorageFailure(error, 'reply') };
+      yield { ...outcome.done, level: 'error' };
+      return;
+    }
+    const latest = deps.store.getConversation(id);
+    if (change && latest) yield { type: 'pane', ...describePane(latest) };
+    if (decision.kind === 'skip') yield { type: 'image_not_made', reason: decision.reason, message: decision.message };
+    if (decision.kind === 'make' && latest && !controller.signal.aborted) {
+      // Exactly what the pane shows now; what changes in the pane later never reaches this image.
+      const begun = await activities.start({
+        conversationId: id,
+        turnId: started.turnId,
+        prompt: latest.prompt,
+        settings: latest.settings,
+        promptVersion: latest.promptVersion,
+      });
+      if (begun.ok) {
+        yield outcome.done;
+        return begun.activity;
+      }
+      yield begun.event;
+    }
+    yield outcome.done;
+    return undefined;
+  };
+
+}
