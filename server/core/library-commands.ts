@@ -1,5 +1,5 @@
 // The library: conversations listed, searched, made, renamed and deleted (with their image files).
-import { describeConversation, type ConversationSummary } from './library.ts';
+import { describeConversation, UNTITLED, type ConversationSummary } from './library.ts';
 import { invalid, notFound, type Result } from './results.ts';
 import { DEFAULT_SETTINGS } from './settings.ts';
 import type { ConversationView, ServiceState } from './service-state.ts';
@@ -7,6 +7,7 @@ import { titleSchema } from './text.ts';
 
 export interface LibraryCommands {
   createConversation(): Result<ConversationView>;
+  draftConversation(): ConversationView;
   getConversation(id: string): ConversationView | undefined;
   getSummary(id: string): ConversationSummary | undefined;
   listConversations(query?: string): ConversationSummary[];
@@ -25,6 +26,12 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
     createConversation() {
       const created = tryWrite('change', () => deps.store.createConversation({ id: state.newId(), createdAt: state.isoNow(), settings: DEFAULT_SETTINGS }));
       return created.ok ? { ok: true, value: state.view(created.value) } : created;
+    },
+
+    draftConversation() {
+      const now = state.isoNow();
+      const pane = { prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false };
+      return { id: state.newId(), title: UNTITLED, createdAt: now, updatedAt: now, preview: '', prompt: '', settings: DEFAULT_SETTINGS, turns: [], images: [], pane, generating: [] };
     },
 
     getConversation(id) {

@@ -7,14 +7,24 @@ import { settingsPatchSchema, type Settings } from './settings.ts';
 import { promptSchema } from './text.ts';
 import type { ConversationRecord } from './conversation.ts';
 
+/** What the user's screen shows and has not saved yet: saved first, so the command acts on what they see. */
+export interface OnScreen {
+  prompt?: unknown;
+}
+
+export interface SettingsOptions {
+  /** Only these fields were changed by the user (a form sends them all): the others are left as stored, unpinned. */
+  only?: readonly string[];
+}
+
 export interface PaneCommands {
   setPrompt(id: string, prompt: unknown): Result<PaneView>;
-  setSettings(id: string, patch: unknown): Result<Settings>;
+  setSettings(id: string, patch: unknown, options?: SettingsOptions): Result<Settings>;
   getPane(id: string): PaneView | undefined;
   listPromptVersions(id: string): PromptVersion[] | undefined;
-  undoPrompt(id: string): Result<PaneView>;
-  redoPrompt(id: string): Result<PaneView>;
-  answerSuggestion(id: string, accept: unknown): Result<PaneView>;
+  undoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
+  redoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
+  answerSuggestion(id: string, accept: unknown, onScreen?: OnScreen): Result<PaneView>;
   takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
 }
 
@@ -31,24 +41,36 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     return moved.ok ? paneOf(id) : moved;
   }
 
-  return {
-    setPrompt(id, prompt) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      const parsed = promptSchema.safeParse(prompt);
-      if (!parsed.success) return invalid(parsed.error, 'prompt');
-      // Saving what is already there would tell the model about an edit nobody made.
-      if (parsed.data === record.prompt) return { ok: true, value: describePane(record) };
-      const saved = tryWrite('change', () => state.saveUserPrompt(id, parsed.data));
-      return saved.ok ? paneOf(id) : saved;
-    },
+  function setPrompt(id: string, prompt: unknown): Result<PaneView> {
+    const record = findRecord(id);
+    if (!record) return notFound(id);
+    const parsed = promptSchema.safeParse(prompt);
+    if (!parsed.success) return invalid(parsed.error, 'prompt');
+    // Saving what is already there would tell the model about an edit nobody made.
+    if (parsed.data === record.prompt) return { ok: true, value: describePane(record) };
+    const saved = tryWrite('change', () => state.saveUserPrompt(id, parsed.data));
+    return saved.ok ? paneOf(id) : saved;
+  }
 
-    setSettings(id, patch) {
+  /** The prompt on screen saved first (a refusal ends the command), then `then`. */
+  function afterScreen(id: string, onScreen: OnScreen | undefined, then: () => Result<PaneView>): Result<PaneView> {
+    if (onScreen?.prompt !== undefined) {
+      const saved = setPrompt(id, onScreen.prompt);
+      if (!saved.ok) return saved;
+    }
+    return then();
+  }
+
+  return {
+    setPrompt,
+
+    setSettings(id, patch, options = {}) {
       const record = findRecord(id);
       if (!record) return notFound(id);
       const unpin = readUnpin(patch);
       if (!unpin.ok) return unpin;
-      const values = isRecord(patch) ? Object.fromEntries(Object.entries(patch).filter(([key]) => key !== 'unpin')) : patch;
+      const only = options.only === undefined ? undefined : new Set(options.only);
+      const values = isRecord(patch) ? Object.fromEntries(Object.entries(patch).filter(([key]) => key !== 'unpin' && (only === undefined || only.has(key)))) : patch;
       const parsed = settingsPatchSchema.safeParse(values);
       if (!parsed.success) return invalid(parsed.error);
       const saved = tryWrite('change', () => state.saveUserSettings(record, parsed.data, unpin.value));
@@ -64,23 +86,28 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
       return findRecord(id) ? deps.store.listPromptVersions(id) : undefined;
     },
 
-    undoPrompt(id) {
-      return movePrompt(
+    undoPrompt(id, onScreen) {
+      return afterScreen(id, onScreen, () => movePrompt(
         id,
         (record) => findUndoVersion(record.promptVersion === null ? undefined : deps.store.getPromptVersion(id, record.promptVersion)),
         'There is nothing to undo: this is the first version of the prompt.',
-      );
+      ));
     },
 
-    redoPrompt(id) {
-      return movePrompt(
+    redoPrompt(id, onScreen) {
+      return afterScreen(id, onScreen, () => movePrompt(
         id,
         (record) => (record.promptVersion === null ? null : findRedoVersion(deps.store.listPromptVersionChildren(id, record.promptVersion))),
         'There is nothing to redo: this is the newest version of the prompt.',
-      );
+      ));
     },
 
-    answerSuggestion(id, accept) {
+    answerSuggestion(id, accept, onScreen) {
+      // Typing not saved yet becomes a version before "Use suggestion" replaces it: one undo brings it back.
+      if (accept === true && onScreen?.prompt !== undefined) {
+        const saved = setPrompt(id, onScreen.prompt);
+        if (!saved.ok) return saved;
+      }
       const record = findRecord(id);
       if (!record) return notFound(id);
       if (typeof accept !== 'boolean') {

@@ -12,7 +12,7 @@ import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import type { ImageActivity } from './image-activities.ts';
 import { pinChangedFrom, type PaneView, type PromptVersion } from './pane.ts';
-import { createPaneCommands } from './pane-commands.ts';
+import { createPaneCommands, type OnScreen, type SettingsOptions } from './pane-commands.ts';
 import { busy, invalid, notFound, type Result } from './results.ts';
 import { createServiceState, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
@@ -21,6 +21,7 @@ import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.
 
 export type { Result, ServiceError, ServiceErrorCode } from './results.ts';
 export type { ConversationView, ServiceDeps } from './service-state.ts';
+export type { OnScreen, SettingsOptions } from './pane-commands.ts';
 
 export interface Health {
   ollama: ModelHealth;
@@ -30,6 +31,16 @@ export interface Health {
 export interface GenerateOverrides {
   prompt?: unknown;
   settings?: unknown;
+}
+
+export interface GenerateOptions {
+  /** The page's empty page: the conversation is made first, with the overrides as its prompt and settings. */
+  create?: boolean;
+  /**
+   * The overrides are what the user's screen shows: a prompt that differs from the stored one is saved as
+   * their version first, so the image records the version it was made from (the API's overrides are not saved).
+   */
+  fromScreen?: boolean;
 }
 
 export interface SendOptions {
@@ -50,6 +61,8 @@ export interface EaselService {
   checkHealth(signal?: AbortSignal): Promise<Health>;
   /** An empty conversation (POST /api/conversations). The page never creates one before its first message. */
   createConversation(): Result<ConversationView>;
+  /** The page's empty "new conversation": a fresh id and the defaults, stored by nothing until its first message or Generate. */
+  draftConversation(): ConversationView;
   getConversation(id: string): ConversationView | undefined;
   getSummary(id: string): ConversationSummary | undefined;
   /** Newest activity first; `query` finds conversations holding every word (messages, titles, prompts). */
@@ -67,17 +80,17 @@ export interface EaselService {
    * The user's settings: every model-proposed field given (steps, cfg, seed, negativePrompt) is pinned;
    * `unpin: [field…]` lets fields follow the model again (taking its waiting value).
    */
-  setSettings(id: string, patch: unknown): Result<Settings>;
+  setSettings(id: string, patch: unknown, options?: SettingsOptions): Result<Settings>;
   /** The pane as stored, with what undo and redo would do. */
   getPane(id: string): PaneView | undefined;
   /** Every version of the prompt, oldest first. */
   listPromptVersions(id: string): PromptVersion[] | undefined;
   /** Back to the version the current one was changed from ('conflict' when there is none). */
-  undoPrompt(id: string): Result<PaneView>;
+  undoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
   /** Forward to the newest version changed from the current one ('conflict' when there is none). */
-  redoPrompt(id: string): Result<PaneView>;
+  redoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
   /** "Use suggestion" (true) or "Keep mine" (false) for the model's waiting prompt ('conflict' when none waits). */
-  answerSuggestion(id: string, accept: unknown): Result<PaneView>;
+  answerSuggestion(id: string, accept: unknown, onScreen?: OnScreen): Result<PaneView>;
   /** Takes the model's waiting value for a pinned setting: set by hand, so it stays pinned. */
   takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
   /**
@@ -94,7 +107,7 @@ export interface EaselService {
    * button, POST …/generations). Runs beside a chat reply; images queue one at a time per backend.
    * With `create` (the page's empty page) the conversation is made first, with the overrides as its prompt and settings.
    */
-  generate(id: string, overrides: GenerateOverrides, signal: AbortSignal, options?: { create?: boolean }): Result<AsyncIterable<TurnEvent>>;
+  generate(id: string, overrides: GenerateOverrides, signal: AbortSignal, options?: GenerateOptions): Result<AsyncIterable<TurnEvent>>;
   /**
    * Aborts the running reply (and the request to Ollama) and any image being made. False when nothing ran.
    * The conversation takes a new message at once; the stopped turn is stored before it.
@@ -319,6 +332,12 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         );
         if (!created.ok) return created;
         record = created.value;
+      } else if (record && options.fromScreen && prompt.data !== record.prompt) {
+        // What the screen shows becomes the user's version first: the image records the version it was made from.
+        const screenPrompt = prompt.data;
+        const saved = tryWrite('change', () => state.saveUserPrompt(id, screenPrompt));
+        if (!saved.ok) return saved;
+        record = findRecord(id) ?? record;
       }
       // The image records the version it was made from: the pane's, unless the prompt was overridden.
       const promptVersion = record && prompt.data === record.prompt ? record.promptVersion : null;

@@ -1,9 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
 import { streamEvents, withRequestSignal, type SseMessage } from '../stream-events.ts';
-import { DEFAULT_SETTINGS, UNTITLED, type ConversationView, type EaselService, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
+import { type ConversationView, type EaselService, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
@@ -22,7 +22,6 @@ import {
   renderPromptSaved,
   renderSettingsSaved,
   renderStatus,
-  SETTINGS_FIELDS,
   type ImageStatus,
   type PageModel,
 } from './views.ts';
@@ -81,23 +80,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   // A new conversation's empty page. Nothing is stored until its first message (or Generate), which
   // creates it under the id chosen here.
-  page.get('/', (c) => {
-    const now = new Date().toISOString();
-    const draft: ConversationView = {
-      id: randomUUID(),
-      title: UNTITLED,
-      createdAt: now,
-      updatedAt: now,
-      preview: '',
-      prompt: '',
-      settings: DEFAULT_SETTINGS,
-      turns: [],
-      images: [],
-      pane: { prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false },
-      generating: [],
-    };
-    return sendPage(c, pageModel(draft, true, c.req.query('q') ?? ''));
-  });
+  page.get('/', (c) => sendPage(c, pageModel(service.draftConversation(), true, c.req.query('q') ?? '')));
 
   page.get('/c/:id', (c) => {
     const conversation = service.getConversation(c.req.param('id'));
@@ -206,16 +189,15 @@ export function createPageRoutes(deps: PageDeps): Hono {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(message)), 409);
     }
     const hangup = new AbortController();
-    // The prompt on screen is saved first (a version the image records); the settings on screen are used as
-    // they are, even a change whose save has not arrived yet. The image is made from exactly what is shown.
-    if (typeof form.prompt === 'string' && service.getSummary(id)) service.setPrompt(id, form.prompt);
+    // The image is made from exactly what is shown: the prompt (saved first as a version, by the core) and the
+    // settings as they are, even a change whose save has not arrived yet.
     const hasSettings = 'steps' in form || 'negativePrompt' in form;
     const overrides = {
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
       ...(hasSettings ? { settings: readSettingsForm(form) } : {}),
     };
     const creating = form.startNew === '1' && !service.getSummary(id);
-    const result = service.generate(id, overrides, hangup.signal, { create: creating });
+    const result = service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true });
     if (!result.ok) {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
@@ -276,9 +258,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const form = body.value;
     const patch = readSettingsForm(form);
     // `changed` names the fields the user changed (web/easel.js): only those are set by hand, and pinned.
-    const changed = typeof form.changed === 'string' ? new Set(form.changed.split(',')) : undefined;
-    const picked = changed ? Object.fromEntries(Object.entries(patch).filter(([name]) => changed.has(name) && (SETTINGS_FIELDS as readonly string[]).includes(name))) : patch;
-    const result = service.setSettings(id, picked);
+    const result = service.setSettings(id, patch, typeof form.changed === 'string' ? { only: form.changed.split(',') } : {});
     if (result.ok) {
       const pane = service.getPane(id);
       return sendHtml(c, joinHtml([renderSettingsSaved({}, 'Saved.'), pane ? renderPaneUpdate(id, pane) : EMPTY]));
@@ -293,8 +273,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
       const id = c.req.param('id');
       const body = await readFormBody(c);
       if (!body.ok) return body.response;
-      if (typeof body.value.prompt === 'string') service.setPrompt(id, body.value.prompt);
-      return sendPane(c, id, direction === 'undo' ? service.undoPrompt(id) : service.redoPrompt(id));
+      const onScreen = typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {};
+      return sendPane(c, id, direction === 'undo' ? service.undoPrompt(id, onScreen) : service.redoPrompt(id, onScreen));
     });
   }
 
@@ -304,8 +284,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
     const accept = body.value.accept === '1';
-    if (accept && typeof body.value.prompt === 'string') service.setPrompt(id, body.value.prompt);
-    return sendPane(c, id, service.answerSuggestion(id, accept));
+    return sendPane(c, id, service.answerSuggestion(id, accept, typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {}));
   });
 
   page.post('/c/:id/settings/unpin', async (c) => {

@@ -12,6 +12,7 @@ import {
   createImageGenerator,
   createLogger,
   DEFAULT_SETTINGS,
+  isConversationId,
   ImageBackendError,
   MAX_IMPORT_BYTES,
   StorageError,
@@ -226,6 +227,42 @@ describe('the first message of the empty page', () => {
       ok: false,
       error: { code: 'invalid', message: 'This new conversation has no valid id: reload the page and try again.' },
     });
+  });
+});
+
+describe('what the screen shows, saved by the core before the command', () => {
+  it('undo and redo save the prompt on screen first; a prompt the rules refuse ends the command and changes nothing', async () => {
+    const { service } = await setUp();
+    const id = newConversationId(service);
+    expect(service.setPrompt(id, 'a fox').ok).toBe(true);
+    expect(service.setPrompt(id, 'a red fox').ok).toBe(true);
+
+    const refused = service.undoPrompt(id, { prompt: 'a red fox\u0000' });
+    expect(refused.ok || refused.error.code).toBe('invalid');
+    expect(service.getPane(id)?.prompt).toBe('a red fox');
+
+    const undone = service.undoPrompt(id, { prompt: 'a red fox, typed' });
+    // The typing became a version, and undo went back from it.
+    expect(undone.ok && undone.value.prompt).toBe('a red fox');
+    const redone = service.redoPrompt(id, {});
+    expect(redone.ok && redone.value.prompt).toBe('a red fox, typed');
+  });
+
+  it('settings sent whole with the fields the user changed: only those are set and pinned', async () => {
+    const { service } = await setUp();
+    const id = newConversationId(service);
+    const saved = service.setSettings(id, { steps: 30, cfg: 9, seed: 5 }, { only: ['steps'] });
+    expect(saved.ok && saved.value).toMatchObject({ steps: 30, cfg: 7, seed: -1 });
+    expect(service.getPane(id)?.pinned).toEqual(['steps']);
+  });
+
+  it('the empty page is a draft: a fresh id and the defaults, stored by nothing', async () => {
+    const { service } = await setUp();
+    const draft = service.draftConversation();
+    expect(isConversationId(draft.id)).toBe(true);
+    expect(draft).toMatchObject({ prompt: '', settings: DEFAULT_SETTINGS, turns: [], pane: { canUndo: false, promptVersion: null } });
+    expect(service.getConversation(draft.id)).toBeUndefined();
+    expect(service.draftConversation().id).not.toBe(draft.id);
   });
 });
 
