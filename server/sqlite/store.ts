@@ -1,7 +1,6 @@
-import { readFileSync, readdirSync, statSync, type Stats } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+// The ConversationStore on SQLite: conversations, turns, prompt versions, images and the working context, each
+// write one transaction. Opening, migrations and the file's watch are open.ts's; rows and their parsing rows.ts's.
+import type Database from 'better-sqlite3';
 import type {
   BeginTurnInput,
   ContextChange,
@@ -14,103 +13,36 @@ import type {
   ImageRecord,
   NewTurn,
   PendingNotes,
-  TranscriptTurn,
-  TurnStatus,
 } from '../core/conversation.ts';
-import { isPinnableField, type PinnableField, type PromptSource, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from '../core/pane.ts';
-import { StorageError, type StorageErrorCode } from '../core/errors.ts';
+import type { PinnableField, PromptSource } from '../core/pane.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
 import type { ContextEntry } from '../protocol/index.ts';
+import {
+  encodeNotices,
+  NO_PENDING,
+  toConversation,
+  toImage,
+  toImageRow,
+  toPromptVersion,
+  toTurn,
+  type ConversationRow,
+  type ImageRow,
+  type ListingRow,
+  type PromptVersionRow,
+  type TurnRow,
+} from './rows.ts';
+import { openDatabase, StoreError, toStorageError, watchFile } from './open.ts';
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+export { describeOpenFailure, latestSchemaVersion, StoreError, StoreOpenError, toStorageError, type StoreOpenErrorCode } from './open.ts';
+
 const CONVERSATION_COLUMNS = 'id, title, created_at, updated_at, prompt, settings, pending, prompt_version_id, suggestion, pinned, setting_suggestions';
-const NO_PENDING: PendingNotes = { promptEdited: false, settingsChanged: false };
 /** Conversations whose parsed working context stays in memory (the ones being talked to). */
 const CONTEXT_CACHE_SIZE = 32;
 /** At most this many words of a search are looked up (each one narrows the result). */
 const MAX_SEARCH_TERMS = 8;
 /** The preview of a conversation in the list is cut here (a reply can be 200 000 characters). */
 const PREVIEW_CHARS = 300;
-
-interface ConversationRow {
-  id: string;
-  title: string | null;
-  created_at: string;
-  updated_at: string;
-  prompt: string;
-  settings: string;
-  pending: string;
-  prompt_version_id: number | null;
-  suggestion: string | null;
-  pinned: string;
-  setting_suggestions: string;
-}
-
-interface ListingRow extends ConversationRow {
-  first_message: string | null;
-  last_message: string | null;
-}
-
-interface TurnRow {
-  id: number;
-  role: 'user' | 'assistant';
-  text: string;
-  metadata: string | null;
-  status: TurnStatus;
-  error: string | null;
-  notices: string | null;
-  image_note: string | null;
-  created_at: string;
-}
-
-interface PromptVersionRow {
-  id: number;
-  parent_id: number | null;
-  prompt: string;
-  source: PromptSource;
-  turn_id: number | null;
-  created_at: string;
-}
-
-interface ImageRow {
-  id: string;
-  conversation_id: string;
-  turn_id: number | null;
-  file: string;
-  prompt: string;
-  negative_prompt: string;
-  steps: number | null;
-  cfg: number | null;
-  seed: number | null;
-  sampler: string | null;
-  width: number;
-  height: number;
-  model: string | null;
-  prompt_version_id: number | null;
-  created_at: string;
-}
-
-export type StoreOpenErrorCode = 'cannot_open' | 'read_only' | 'corrupt' | 'newer_version';
-
-/** The database cannot be used at start-up; the message names the file, the cause and what to do. */
-export class StoreOpenError extends Error {
-  override readonly name = 'StoreOpenError';
-  readonly code: StoreOpenErrorCode;
-  constructor(code: StoreOpenErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
-}
-
-export class StoreError extends Error {
-  override readonly name = 'StoreError';
-}
-
-/** The highest schema version this build knows: the number of its last migration. */
-export function latestSchemaVersion(): number {
-  return Math.max(0, ...listMigrations().map((migration) => migration.version));
-}
 
 export interface SqliteStoreOptions {
   /** A file path or ':memory:'. */
@@ -261,6 +193,9 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
   }
 
   // ---- Rows ----
+
+  const reportUnreadable = (turnId: number) => (column: string, error: unknown) =>
+    logger?.warn('left out a part of a turn that cannot be read', { turnId, column, error });
 
   function readConversation(id: string): ConversationRecord | undefined {
     const row = statements.getConversation.get(id);
@@ -496,10 +431,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     },
     listTurns(conversationId) {
       const images = listImages(conversationId);
-      return statements.listTurns.all(conversationId).map((row) => toTurn(row, images));
+      return statements.listTurns.all(conversationId).map((row) => toTurn(row, images, reportUnreadable(row.id)));
     },
     listLastExchange(conversationId) {
-      return statements.listLastExchange.all(conversationId, conversationId).map((row) => toTurn(row, []));
+      return statements.listLastExchange.all(conversationId, conversationId).map((row) => toTurn(row, [], reportUnreadable(row.id)));
     },
     readContext,
     beginTurn(conversationId, input, at) {
@@ -513,7 +448,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     finishTurn(conversationId, outcome, at) {
       write(() => finishTurn(conversationId, outcome, at));
       cacheContextChange(conversationId, outcome.context);
-      return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, []);
+      return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, [], reportUnreadable(outcome.turnId));
     },
     addPromptVersion(conversationId, version, at, options) {
       return write(() => addPromptVersion(conversationId, version, at, options));
@@ -575,148 +510,6 @@ function guardRead<K extends (typeof READ_METHODS)[number]>(
   store[name] = read(store[name] as (...args: unknown[]) => unknown) as ConversationStore[K];
 }
 
-interface FileWatch {
-  /** Throws the 'gone' StorageError while the path no longer names the file Easel opened. */
-  requireSameFile(): void;
-  /** Logs a damaged or vanished database once (with its path), and hands the error back to throw. */
-  noteFailure(error: unknown): unknown;
-}
-
-/**
- * Notices the database file deleted or replaced under a running Easel (its device and inode at the path
- * differ from the ones opened), which SQLite itself never does: it goes on writing into the open file,
- * and everything is lost at the next start. The first time, Easel saves what it had beside the path.
- */
-function watchFile(db: Database.Database, path: string, logger: Logger | undefined): FileWatch {
-  const opened = path === ':memory:' ? undefined : statSync(path);
-  let recoveredTo: string | undefined;
-  let recoveryTried = false;
-  const logged = new Set<string>();
-  const logOnce = (code: string, message: string, fields: Record<string, unknown>) => {
-    if (logged.has(code)) return;
-    logged.add(code);
-    logger?.error(message, { path, ...fields });
-  };
-
-  function saveRecoveryCopy(): void {
-    if (recoveryTried) return;
-    recoveryTried = true;
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    const copy = join(dirname(path), `${basename(path, '.db')}-recovered-${stamp}.db`);
-    try {
-      // Read through the connection, so the copy holds what Easel had, WAL included, even from a deleted file.
-      db.prepare('VACUUM INTO ?').run(copy);
-      recoveredTo = copy;
-      logger?.info('saved a copy of the database Easel had open', { path, copy });
-    } catch (error) {
-      logger?.error('could not save a copy of the database Easel had open', { path, copy, error });
-    }
-  }
-
-  return {
-    requireSameFile() {
-      if (opened === undefined) return;
-      let now: Stats | undefined;
-      try {
-        now = statSync(path, { throwIfNoEntry: false });
-      } catch {
-        // ENOTDIR (its folder replaced by a file), EACCES: the path no longer leads to the file Easel opened.
-        now = undefined;
-      }
-      if (now !== undefined && now.ino === opened.ino && now.dev === opened.dev) return;
-      const replaced = now !== undefined;
-      saveRecoveryCopy();
-      logOnce('gone', `the database file was ${replaced ? 'replaced' : 'deleted'} while Easel was running; writes are refused`, { recoveredTo });
-      throw new StorageError('gone', `The database file ${path} was ${replaced ? 'replaced' : 'deleted'} while Easel had it open.`, { location: path, recoveredTo, replaced });
-    },
-    noteFailure(error) {
-      if (error instanceof StorageError && error.code === 'corrupt') logOnce('corrupt', 'the database is damaged', { error: error.cause });
-      return error;
-    },
-  };
-}
-
-function toConversation(row: ConversationRow): ConversationRecord {
-  return {
-    id: row.id,
-    title: row.title,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    prompt: row.prompt,
-    promptVersion: row.prompt_version_id,
-    suggestion: row.suggestion ? (JSON.parse(row.suggestion) as PromptSuggestion) : null,
-    settings: JSON.parse(row.settings) as Settings,
-    pinned: (JSON.parse(row.pinned) as unknown[]).filter(isPinnableField),
-    settingSuggestions: JSON.parse(row.setting_suggestions) as SettingSuggestions,
-    pending: { ...NO_PENDING, ...(JSON.parse(row.pending) as Partial<PendingNotes>) },
-  };
-}
-
-/** NULL when there are none: most turns. */
-function encodeNotices(notices: readonly string[] | undefined): string | null {
-  return notices && notices.length > 0 ? JSON.stringify(notices) : null;
-}
-
-function toPromptVersion(row: PromptVersionRow): PromptVersion {
-  return { id: row.id, parentId: row.parent_id, prompt: row.prompt, source: row.source, turnId: row.turn_id, createdAt: row.created_at };
-}
-
-function toTurn(row: TurnRow, images: ImageRecord[]): TranscriptTurn {
-  return {
-    id: row.id,
-    role: row.role,
-    text: row.text,
-    ...(row.metadata ? { metadata: JSON.parse(row.metadata) } : {}),
-    status: row.status,
-    ...(row.error ? { error: JSON.parse(row.error) } : {}),
-    ...(row.notices ? { notices: JSON.parse(row.notices) as string[] } : {}),
-    images: images.filter((image) => image.turnId === row.id),
-    ...(row.image_note ? { imageNote: JSON.parse(row.image_note) as ImageNote } : {}),
-    createdAt: row.created_at,
-  };
-}
-
-function toImageRow(image: ImageRecord): ImageRow {
-  return {
-    id: image.id,
-    conversation_id: image.conversationId,
-    turn_id: image.turnId,
-    file: image.file,
-    prompt: image.prompt,
-    negative_prompt: image.negativePrompt,
-    steps: image.steps,
-    cfg: image.cfg,
-    seed: image.seed,
-    sampler: image.sampler,
-    width: image.width,
-    height: image.height,
-    model: image.model,
-    prompt_version_id: image.promptVersion,
-    created_at: image.createdAt,
-  };
-}
-
-function toImage(row: ImageRow): ImageRecord {
-  return {
-    id: row.id,
-    conversationId: row.conversation_id,
-    turnId: row.turn_id,
-    file: row.file,
-    url: `/images/${row.file}`,
-    prompt: row.prompt,
-    negativePrompt: row.negative_prompt,
-    steps: row.steps,
-    cfg: row.cfg,
-    seed: row.seed,
-    sampler: row.sampler,
-    width: row.width,
-    height: row.height,
-    model: row.model,
-    promptVersion: row.prompt_version_id,
-    createdAt: row.created_at,
-  };
-}
-
 /**
  * The user's words as FTS5 terms: split where the tokenizer splits (anything but letters and digits),
  * each one quoted (so no word is read as FTS5 syntax: AND, NEAR, a column filter) and matched as a prefix.
@@ -729,116 +522,3 @@ export function toSearchTerms(query: string): string[] {
     .map((word) => `"${word.replaceAll('"', '""')}"*`);
 }
 
-function sqliteCode(error: unknown): string | undefined {
-  return error instanceof Database.SqliteError ? error.code : undefined;
-}
-
-/** SQLite's failure as the StorageError a person can act on; errors that are not SQLite's pass through. Exported for its tests. */
-export function toStorageError(error: unknown, location: string): unknown {
-  const code = sqliteCode(error);
-  if (code === undefined) return error;
-  const kind: StorageErrorCode = code.startsWith('SQLITE_FULL')
-    ? 'full'
-    : code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || code === 'SQLITE_PERM' || code === 'SQLITE_AUTH'
-      ? 'read_only'
-      : code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB'
-        ? 'corrupt'
-        : 'failed';
-  const what = kind === 'full' ? 'the disk is full' : kind === 'read_only' ? 'it cannot be written' : kind === 'corrupt' ? 'the file is damaged' : 'the database failed';
-  return new StorageError(kind, `Using ${location} failed: ${what} (${code}: ${(error as Error).message}).`, { location, cause: error });
-}
-
-function listMigrations(): Array<{ version: number; file: string }> {
-  return readdirSync(MIGRATIONS_DIR)
-    .filter((name) => /^\d{3}-[\w-]+\.sql$/.test(name))
-    .sort()
-    .map((file) => ({ version: Number(file.slice(0, 3)), file }));
-}
-
-/** Opens, checks and migrates the database, or throws StoreOpenError saying what is wrong and what to do. */
-function openDatabase(path: string): Database.Database {
-  let db: Database.Database;
-  try {
-    db = new Database(path);
-  } catch (error) {
-    throw describeOpenFailure(error, path);
-  }
-  try {
-    if (path !== ':memory:') {
-      const check = db.pragma('quick_check', { simple: true });
-      if (check !== 'ok') {
-        throw new StoreOpenError('corrupt', corruptMessage(path, String(check)));
-      }
-    }
-    const version = db.pragma('user_version', { simple: true }) as number;
-    const latest = latestSchemaVersion();
-    if (version > latest) {
-      throw new StoreOpenError(
-        'newer_version',
-        `The database ${path} was written by a newer Easel (schema version ${version}; this one knows up to ${latest}). Update Easel, or start it with another --data-dir.`,
-      );
-    }
-    db.pragma('journal_mode = WAL');
-    migrate(db);
-    db.pragma('foreign_keys = ON');
-    // A turn left `running` belongs to a process that ended without finishing it (a crash, kill -9). This
-    // write also proves, at start, that the database can be written.
-    db.prepare("UPDATE turns SET status = 'interrupted' WHERE status = 'running'").run();
-    return db;
-  } catch (error) {
-    db.close();
-    if (error instanceof StoreOpenError) throw error;
-    throw describeOpenFailure(error, path);
-  }
-}
-
-function corruptMessage(path: string, detail: string): string {
-  return `The database ${path} is damaged (${detail}). Move it aside and start Easel again to begin with an empty library, or restore it from a backup.`;
-}
-
-/** Why the database could not be opened, in words that say what to do. Exported for its tests. */
-export function describeOpenFailure(error: unknown, path: string): StoreOpenError {
-  const code = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code;
-  // An error with no code (better-sqlite3's own, a failed migration) is told in its words alone.
-  const detail = code === undefined ? (error as Error).message : `${code}: ${(error as Error).message}`;
-  if (code === 'SQLITE_NOTADB' || code?.startsWith('SQLITE_CORRUPT')) {
-    return new StoreOpenError('corrupt', corruptMessage(path, detail), { cause: error });
-  }
-  if (code?.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EROFS') {
-    return new StoreOpenError(
-      'read_only',
-      `The database ${path} cannot be written (${detail}). Make it and its folder writable for Easel, or start it with another --data-dir.`,
-      { cause: error },
-    );
-  }
-  return new StoreOpenError(
-    'cannot_open',
-    `The database ${path} cannot be opened (${detail}). Check the file and its folder, or start Easel with another --data-dir.`,
-    { cause: error },
-  );
-}
-
-/**
- * Applies each numbered .sql file once, in order, recording the version in user_version. Foreign keys are
- * off meanwhile (a migration may rebuild a table: dropping it must not cascade), and checked before commit.
- */
-function migrate(db: Database.Database): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  const pending = listMigrations().filter((migration) => migration.version > current);
-  if (pending.length === 0) return;
-  db.pragma('foreign_keys = OFF');
-  try {
-    for (const migration of pending) {
-      db.transaction(() => {
-        db.exec(readFileSync(MIGRATIONS_DIR + migration.file, 'utf8'));
-        const broken = db.pragma('foreign_key_check') as unknown[];
-        if (broken.length > 0) {
-          throw new StoreError(`migration ${migration.file} left ${broken.length} broken reference${broken.length === 1 ? '' : 's'}, so nothing was changed`);
-        }
-        db.pragma(`user_version = ${migration.version}`);
-      })();
-    }
-  } finally {
-    db.pragma('foreign_keys = ON');
-  }
-}

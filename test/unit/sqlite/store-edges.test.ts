@@ -12,6 +12,7 @@ import { DEFAULT_SETTINGS, StorageError, type ContextChange, type ConversationSt
 import type { Logger } from '../../../server/core/logger.ts';
 import type { ContextEntry } from '../../../server/protocol/index.ts';
 import { createSqliteStore, toSearchTerms } from '../../../server/sqlite/index.ts';
+import { StoredValueError } from '../../../server/sqlite/rows.ts';
 import { describeOpenFailure, toStorageError } from '../../../server/sqlite/store.ts';
 
 const MIGRATIONS = fileURLToPath(new URL('../../../server/sqlite/migrations/', import.meta.url));
@@ -121,17 +122,41 @@ describe('the working context cache', () => {
 });
 
 describe('a conversation whose row cannot be read', () => {
-  function storeWithBadRow() {
+  function storeWithBadRow(settings = '{not json') {
     const path = tempPath();
     const first = openStore(path);
     first.createConversation({ id: 'good', createdAt: at, settings: DEFAULT_SETTINGS });
     first.createConversation({ id: 'bad', createdAt: at, settings: DEFAULT_SETTINGS });
     first.close();
-    otherConnection(path).prepare("UPDATE conversations SET settings = '{not json' WHERE id = 'bad'").run();
+    otherConnection(path).prepare("UPDATE conversations SET settings = ? WHERE id = 'bad'").run(settings);
     const { logger, warnings } = recordingLogger();
     return { store: openStore(path, logger), warnings };
   }
-  const line = ['skipped a conversation whose record cannot be read', { conversationId: 'bad', error: expect.any(SyntaxError) }];
+  const line = ['skipped a conversation whose record cannot be read', { conversationId: 'bad', error: expect.any(StoredValueError) }];
+
+  it('read with zod, not cast: JSON of the wrong shape is skipped too; older values of the right types are read', () => {
+    const wrong = storeWithBadRow('{"steps": "many"}');
+    expect(wrong.store.getConversation('bad')).toBeUndefined();
+    expect(wrong.warnings).toEqual([line]);
+    // A value stored under other limits, and a field an older Easel did not write: read, the default filling in.
+    const older = storeWithBadRow('{"steps": 500, "cfg": 7, "seed": -1, "width": 512, "height": 512, "negativePrompt": ""}');
+    expect(older.store.getConversation('bad')?.settings).toEqual({ ...DEFAULT_SETTINGS, steps: 500 });
+    expect(older.warnings).toEqual([]);
+  });
+
+  it('a part of a turn that cannot be read is left out with a log line; the turn and the rest still show', () => {
+    const path = tempPath();
+    const first = openStore(path);
+    first.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS });
+    first.beginTurn('c1', { user: { text: 'a cat' }, replaces: [], context: append(user('a cat')) }, at);
+    first.close();
+    otherConnection(path).prepare("UPDATE turns SET metadata = '{\"prompt\": 5}', notices = '[\"kept\"]' WHERE role = 'assistant'").run();
+    const { logger, warnings } = recordingLogger();
+    const turns = openStore(path, logger).listTurns('c1');
+    expect(turns.at(-1)).toMatchObject({ role: 'assistant', notices: ['kept'] });
+    expect(turns.at(-1)).not.toHaveProperty('metadata');
+    expect(warnings).toEqual([['left out a part of a turn that cannot be read', { turnId: turns.at(-1)!.id, column: 'metadata', error: expect.any(StoredValueError) }]]);
+  });
 
   it('opened: is not found, with one log line', () => {
     const { store, warnings } = storeWithBadRow();

@@ -1,0 +1,210 @@
+// The store's rows and the records they are read into. A JSON column is parsed with zod, never cast: a value
+// that does not match what Easel writes throws StoredValueError, and the reader skips that record with a log line.
+import { z } from 'zod';
+import { turnErrorCodeSchema } from '../core/error-codes.ts';
+import { turnStatusSchema, type ConversationRecord, type ImageRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
+import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
+import { DEFAULT_SETTINGS } from '../core/settings.ts';
+import { metadataSchema, type Metadata } from '../protocol/index.ts';
+
+export const NO_PENDING: PendingNotes = { promptEdited: false, settingsChanged: false };
+
+export class StoredValueError extends Error {
+  override readonly name = 'StoredValueError';
+}
+
+/** Types, not today's ranges: a value stored under older limits is still read (the defaults fill what is missing). */
+const storedSettingsSchema = z
+  .object({
+    steps: z.number(),
+    cfg: z.number(),
+    seed: z.number(),
+    width: z.number(),
+    height: z.number(),
+    negativePrompt: z.string(),
+    autoGenerate: z.boolean(),
+  })
+  .partial();
+const settingSuggestionsSchema = z.object({ steps: z.number(), cfg: z.number(), seed: z.number(), negativePrompt: z.string() }).partial();
+const pendingSchema = z.object({ promptEdited: z.boolean(), settingsChanged: z.boolean() }).partial();
+const suggestionSchema = z.object({ prompt: z.string(), turnId: z.number() });
+// The message is for a person and is kept whole; a code outside today's closed set reads as internal_error.
+const turnErrorSchema = z.object({ code: turnErrorCodeSchema.catch('internal_error'), message: z.string() });
+const imageNoteSchema = z.object({ reason: imageSkipReasonSchema, message: z.string() });
+
+function readJson<T>(text: string, schema: z.ZodType<T>): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new StoredValueError('a stored JSON value cannot be parsed', { cause: error });
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new StoredValueError(`a stored value is not what Easel writes: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
+}
+
+/** Metadata as the model's reply gave it, read with the same schema (an older reply may lack negative_prompt). */
+function readMetadata(text: string): Metadata {
+  const { negative_prompt, ...metadata } = readJson(text, metadataSchema);
+  return { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) };
+}
+
+/** Zod's partial output has `key?: T | undefined`; a record keeps only the keys that hold a value. */
+function dropUndefined<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
+export interface ConversationRow {
+  id: string;
+  title: string | null;
+  created_at: string;
+  updated_at: string;
+  prompt: string;
+  settings: string;
+  pending: string;
+  prompt_version_id: number | null;
+  suggestion: string | null;
+  pinned: string;
+  setting_suggestions: string;
+}
+
+export interface ListingRow extends ConversationRow {
+  first_message: string | null;
+  last_message: string | null;
+}
+
+export interface TurnRow {
+  id: number;
+  role: 'user' | 'assistant';
+  text: string;
+  metadata: string | null;
+  status: z.infer<typeof turnStatusSchema>;
+  error: string | null;
+  notices: string | null;
+  image_note: string | null;
+  created_at: string;
+}
+
+export interface PromptVersionRow {
+  id: number;
+  parent_id: number | null;
+  prompt: string;
+  source: z.infer<typeof promptSourceSchema>;
+  turn_id: number | null;
+  created_at: string;
+}
+
+export interface ImageRow {
+  id: string;
+  conversation_id: string;
+  turn_id: number | null;
+  file: string;
+  prompt: string;
+  negative_prompt: string;
+  steps: number | null;
+  cfg: number | null;
+  seed: number | null;
+  sampler: string | null;
+  width: number;
+  height: number;
+  model: string | null;
+  prompt_version_id: number | null;
+  created_at: string;
+}
+
+export function toConversation(row: ConversationRow): ConversationRecord {
+  return {
+    id: row.id,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    prompt: row.prompt,
+    promptVersion: row.prompt_version_id,
+    suggestion: row.suggestion ? readJson(row.suggestion, suggestionSchema) : null,
+    settings: { ...DEFAULT_SETTINGS, ...readJson(row.settings, storedSettingsSchema) },
+    pinned: readJson(row.pinned, z.array(z.unknown())).filter(isPinnableField),
+    settingSuggestions: dropUndefined(readJson(row.setting_suggestions, settingSuggestionsSchema)),
+    pending: { ...NO_PENDING, ...dropUndefined(readJson(row.pending, pendingSchema)) },
+  };
+}
+
+/** NULL when there are none: most turns. */
+export function encodeNotices(notices: readonly string[] | undefined): string | null {
+  return notices && notices.length > 0 ? JSON.stringify(notices) : null;
+}
+
+export function toPromptVersion(row: PromptVersionRow): PromptVersion {
+  return { id: row.id, parentId: row.parent_id, prompt: row.prompt, source: row.source, turnId: row.turn_id, createdAt: row.created_at };
+}
+
+/** A part of a turn that cannot be read is left out and reported (`onUnreadable`), so the rest of the turn still shows. */
+export function toTurn(row: TurnRow, images: ImageRecord[], onUnreadable: (column: string, error: unknown) => void = () => {}): TranscriptTurn {
+  const optional = <T>(column: string, text: string | null, read: (text: string) => T): T | undefined => {
+    if (text === null) return undefined;
+    try {
+      return read(text);
+    } catch (error) {
+      onUnreadable(column, error);
+      return undefined;
+    }
+  };
+  const metadata = optional('metadata', row.metadata, readMetadata);
+  const error = optional('error', row.error, (text) => readJson(text, turnErrorSchema));
+  const notices = optional('notices', row.notices, (text) => readJson(text, z.array(z.string())));
+  const imageNote = optional('image_note', row.image_note, (text) => readJson(text, imageNoteSchema));
+  return {
+    id: row.id,
+    role: row.role,
+    text: row.text,
+    ...(metadata ? { metadata } : {}),
+    status: row.status,
+    ...(error ? { error } : {}),
+    ...(notices ? { notices } : {}),
+    images: images.filter((image) => image.turnId === row.id),
+    ...(imageNote ? { imageNote } : {}),
+    createdAt: row.created_at,
+  };
+}
+
+export function toImageRow(image: ImageRecord): ImageRow {
+  return {
+    id: image.id,
+    conversation_id: image.conversationId,
+    turn_id: image.turnId,
+    file: image.file,
+    prompt: image.prompt,
+    negative_prompt: image.negativePrompt,
+    steps: image.steps,
+    cfg: image.cfg,
+    seed: image.seed,
+    sampler: image.sampler,
+    width: image.width,
+    height: image.height,
+    model: image.model,
+    prompt_version_id: image.promptVersion,
+    created_at: image.createdAt,
+  };
+}
+
+export function toImage(row: ImageRow): ImageRecord {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    turnId: row.turn_id,
+    file: row.file,
+    url: `/images/${row.file}`,
+    prompt: row.prompt,
+    negativePrompt: row.negative_prompt,
+    steps: row.steps,
+    cfg: row.cfg,
+    seed: row.seed,
+    sampler: row.sampler,
+    width: row.width,
+    height: row.height,
+    model: row.model,
+    promptVersion: row.prompt_version_id,
+    createdAt: row.created_at,
+  };
+}
+
