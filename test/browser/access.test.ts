@@ -4,9 +4,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { replyMeta } from '../helpers/replies.ts';
 
 const TOKEN = 'browser-token-0123456789abcdef';
-const meta = (prompt: string) => ({ prompt, generate_image: false, steps: 20, cfg: 7, seed: -1 });
+const meta = (prompt: string) => replyMeta(prompt);
 
 describeInBrowser('token mode in the browser', () => {
   let stage: Stage;

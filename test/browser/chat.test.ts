@@ -4,9 +4,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { conversationIdOf, openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { replyMeta } from '../helpers/replies.ts';
+import { RESET_MESSAGE } from '../../server/protocol/index.ts';
 
-const RESET_MESSAGE = "I'm having trouble understanding the format. Let's start fresh.";
-const meta = (prompt: string, extra: Record<string, unknown> = {}) => ({ prompt, generate_image: false, steps: 20, cfg: 7, seed: -1, ...extra });
+const meta = replyMeta;
 
 describeInBrowser('the chat pane', () => {
   let stage: Stage;

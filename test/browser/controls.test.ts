@@ -4,10 +4,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { conversationIdOf, openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { replyMeta } from '../helpers/replies.ts';
 
 const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-const meta = (prompt: string) => ({ prompt, generate_image: false, steps: 20, cfg: 7, seed: -1 });
+const meta = (prompt: string) => replyMeta(prompt);
 
 describeInBrowser('controls, settings and status', () => {
   let stage: Stage;

@@ -9,8 +9,10 @@ import { scriptReply } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { replyMeta } from '../helpers/replies.ts';
 
-const meta = (prompt: string, extra: Record<string, unknown> = {}) => ({ prompt, generate_image: false, steps: 4, cfg: 7, seed: -1, ...extra });
+// Few steps: the fake backend's images come quickly.
+const meta = (prompt: string, extra: Record<string, unknown> = {}) => replyMeta(prompt, { steps: 4, ...extra });
 
 interface StoredConversation {
   prompt: string;

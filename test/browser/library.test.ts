@@ -8,8 +8,9 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { replyMeta } from '../helpers/replies.ts';
 
-const meta = (prompt: string) => ({ prompt, generate_image: false, steps: 20, cfg: 7, seed: -1 });
+const meta = (prompt: string) => replyMeta(prompt);
 
 describeInBrowser('the conversation library', () => {
   let stage: Stage;

@@ -7,9 +7,11 @@ import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { readyMeta, replyMeta } from '../helpers/replies.ts';
 
-const meta = (prompt: string, extra: Record<string, unknown> = {}) => ({ prompt, generate_image: false, steps: 4, cfg: 7, seed: -1, ...extra });
-const ready = (prompt: string, extra: Record<string, unknown> = {}) => meta(prompt, { generate_image: true, ...extra });
+// Few steps: the fake backend's images come quickly.
+const meta = (prompt: string, extra: Record<string, unknown> = {}) => replyMeta(prompt, { steps: 4, ...extra });
+const ready = (prompt: string, extra: Record<string, unknown> = {}) => readyMeta(prompt, { steps: 4, ...extra });
 
 describeInBrowser('the prompt pane follows one rule', () => {
   let a1111: FakeA1111;

@@ -5,8 +5,9 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
 import { describeInBrowser, poll } from './suite.ts';
+import { replyMeta } from '../helpers/replies.ts';
 
-const meta = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
+const meta = replyMeta();
 
 describeInBrowser('a reload', () => {
   let stage: Stage;

@@ -3,10 +3,10 @@ import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ol
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { metadataJsonSchema } from '../../server/protocol/index.ts';
 import { eventTypes, iterateSse, readSse, shownText, type SseEvent } from '../helpers/sse.ts';
+import { RESET_MESSAGE } from '../../server/protocol/index.ts';
 
 const READY = { prompt: 'a tabby cat in a wizard hat', generate_image: true, steps: 20, cfg: 7, seed: -1 };
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
-const RESET_MESSAGE = "I'm having trouble understanding the format. Let's start fresh.";
 /** The answer to the metadata-only request, cut off by its num_predict cap: the ladder goes on. */
 const METADATA_CUT = { chunks: ['{"prompt": "a cat in a hat, highly', ' detailed'], doneReason: 'length' };
 

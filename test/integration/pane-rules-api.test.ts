@@ -6,9 +6,11 @@ import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { iterateSse, readSse, shownText, type SseEvent } from '../helpers/sse.ts';
+import { readyMeta, replyMeta } from '../helpers/replies.ts';
 
-const meta = (prompt: string, extra: Record<string, unknown> = {}) => ({ prompt, generate_image: false, steps: 4, cfg: 7, seed: -1, ...extra });
-const ready = (prompt: string, extra: Record<string, unknown> = {}) => meta(prompt, { generate_image: true, ...extra });
+// Few steps: the fake backend's images come quickly.
+const meta = (prompt: string, extra: Record<string, unknown> = {}) => replyMeta(prompt, { steps: 4, ...extra });
+const ready = (prompt: string, extra: Record<string, unknown> = {}) => readyMeta(prompt, { steps: 4, ...extra });
 
 interface Pane {
   prompt: string;
