@@ -1,20 +1,17 @@
 // Who may talk to Easel (docs/SECURITY.md): Host allowlist, cross-site writes, content types, the
 // security headers, token mode and control characters, through a real port with the headers a
 // browser (or an attacker's page) would send.
-import { networkInterfaces, tmpdir } from 'node:os';
+import { networkInterfaces } from 'node:os';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEaselService, createImageGenerator, silentLogger } from '../../server/core/index.ts';
+import { silentLogger } from '../../server/core/index.ts';
 import { createApp } from '../../server/http/index.ts';
-import { createOllamaChatModel } from '../../server/ollama/index.ts';
-import { createSqliteStore } from '../../server/sqlite/index.ts';
-import { createImageFiles } from '../../server/util/index.ts';
-import { createZipArchive } from '../../server/zip/index.ts';
 import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { rawRequest, type RawResponse } from '../helpers/raw-http.ts';
 import { readSse } from '../helpers/sse.ts';
+import { buildService } from '../helpers/service.ts';
 
 const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
@@ -582,10 +579,7 @@ describe('a non-loopback --host', () => {
 
 describe('an internal error', () => {
   it('carries the security headers too', async () => {
-    const store = createSqliteStore({ path: ':memory:' });
-    const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => {} });
-    const llm = createOllamaChatModel({ host: 'http://127.0.0.1:9', model: 'mistral:7b', numCtx: 8192 });
-    const service = createEaselService({ store, llm, images, imageFiles: createImageFiles(tmpdir()), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
+    const { service, store } = buildService();
     const page = new Hono().get('/boom', () => {
       throw new Error('boom');
     });

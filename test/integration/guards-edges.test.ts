@@ -6,16 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEaselService, createImageGenerator, createLogger, silentLogger } from '../../server/core/index.ts';
+import { createLogger } from '../../server/core/index.ts';
 import { createApp, type AccessOptions } from '../../server/http/index.ts';
 import { createPageRoutes } from '../../server/http/page/index.ts';
-import { createOllamaChatModel } from '../../server/ollama/index.ts';
-import { createSqliteStore } from '../../server/sqlite/index.ts';
-import { createImageFiles } from '../../server/util/index.ts';
-import { createZipArchive } from '../../server/zip/index.ts';
 import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
+import { buildService } from '../helpers/service.ts';
 
 const TOKEN = 'correct-horse-battery-staple-42';
 const HOW = 'Send the header Authorization: Bearer <token>; the token is in the URL Easel printed when it started, or the one given with --token.';
@@ -30,11 +27,8 @@ function buildApp(access: AccessOptions, page?: Hono) {
   const lines: string[] = [];
   // Time fixed at the epoch, so a whole log line can be compared.
   const logger = createLogger({ level: 'debug', write: (line) => lines.push(line), now: () => new Date(0) });
-  const store = createSqliteStore({ path: ':memory:' });
   const imagesDir = mkdtempSync(join(tmpdir(), 'easel-guards-'));
-  const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => {} });
-  const llm = createOllamaChatModel({ host: 'http://127.0.0.1:9', model: 'mistral:7b', numCtx: 8192 });
-  const service = createEaselService({ store, llm, images, imageFiles: createImageFiles(imagesDir), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
+  const { service, store } = buildService({ imagesDir });
   const app = createApp({ service, logger, imagesDir, access, page: page ?? createPageRoutes({ service, logger }) });
   const request = (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) =>
     app.request(path, { ...init, headers: { ...LOCAL, ...init.headers } });

@@ -5,16 +5,13 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createEaselService, createImageGenerator, silentLogger, type EaselService, type TurnEvent } from '../../server/core/index.ts';
+import { silentLogger, type EaselService, type TurnEvent } from '../../server/core/index.ts';
 import { createApp } from '../../server/http/index.ts';
-import { createOllamaChatModel } from '../../server/ollama/index.ts';
-import { createSqliteStore } from '../../server/sqlite/index.ts';
-import { createImageFiles } from '../../server/util/index.ts';
-import { createZipArchive } from '../../server/zip/index.ts';
 import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { readSse, shownText } from '../helpers/sse.ts';
 import { collectAll } from '../helpers/streams.ts';
+import { buildService } from '../helpers/service.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const LONG_REPLY = Array.from({ length: 400 }, (_, i) => `word${i} `);
@@ -36,10 +33,7 @@ describe('Stop with a stream nobody reads (the real app through app.request)', (
 
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'easel-stop-'));
-    const store = createSqliteStore({ path: join(dataDir, 'easel.db') });
-    const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
-    const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => undefined });
-    const service = createEaselService({ store, llm, images, imageFiles: createImageFiles(tmpdir()), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
+    const { service, store } = buildService({ ollamaUrl: fake.url, dbPath: join(dataDir, 'easel.db') });
     const app = createApp({ service, logger: silentLogger, access: { allowedHosts: [] } });
     request = async (path, body) =>
       // A browser or curl always sends Host; the app refuses a request without one (DNS rebinding).
@@ -121,10 +115,8 @@ describe('turn tasks in the service (real store, real Ollama adapter)', () => {
 
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'easel-tasks-'));
-    const store = createSqliteStore({ path: join(dataDir, 'easel.db') });
-    const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
-    const images = createImageGenerator({ backend: null, store, logger: silentLogger, clock: Date, saveFile: async () => undefined });
-    service = createEaselService({ store, llm, images, imageFiles: createImageFiles(tmpdir()), archive: createZipArchive(), logger: silentLogger, clock: Date, numCtx: 8192 });
+    let store: { close(): void };
+    ({ service, store } = buildService({ ollamaUrl: fake.url, dbPath: join(dataDir, 'easel.db') }));
     close = () => {
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
