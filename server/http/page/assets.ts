@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,10 @@ const HTMX_FILES: Record<string, string> = {
 };
 
 const WEB_FILES = ['easel.css', 'easel.js', 'favicon.svg'];
+
+// The modules web/easel.js imports: every web/js/*.js, served beside it (/assets/<name>.js), so its
+// `./name.js` imports resolve there. A name another asset has is refused at start-up.
+const MODULES_DIR = join(WEB_DIR, 'js');
 
 const CONTENT_TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -44,5 +48,9 @@ export function loadAssets(): Map<string, Asset> {
   };
   for (const [name, path] of Object.entries(HTMX_FILES)) add(name, join(htmxRoot, path));
   for (const name of WEB_FILES) add(name, join(WEB_DIR, name));
+  for (const name of readdirSync(MODULES_DIR).filter((file) => file.endsWith('.js')).sort()) {
+    if (assets.has(name)) throw new Error(`web/js/${name} has the name of another asset`);
+    add(name, join(MODULES_DIR, name));
+  }
   return assets;
 }

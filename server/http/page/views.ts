@@ -57,7 +57,7 @@ function renderDocument(title: string, body: Html): Html {
 <link rel="stylesheet" href="/assets/easel.css">
 <script src="/assets/htmx.min.js" defer></script>
 <script src="/assets/hx-sse.min.js" defer></script>
-<script src="/assets/easel.js" defer></script>
+<script type="module" src="/assets/easel.js"></script>
 </head>
 ${body}
 </html>`;

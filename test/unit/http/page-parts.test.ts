@@ -2,6 +2,8 @@
 // render, read as HTML (node-html-parser) for the ids, htmx attributes and words that web/easel.js, htmx
 // and a person depend on; the settings form's reading; the send keys; the served assets.
 import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, type PaneView } from '../../../server/core/index.ts';
 import { loadAssets } from '../../../server/http/page/assets.ts';
@@ -258,8 +260,12 @@ describe('send keys', () => {
 });
 
 describe('assets', () => {
+  // The page's script modules: every web/js/*.js, served beside easel.js, which imports them.
+  const MODULES = readdirSync(fileURLToPath(new URL('../../../web/js/', import.meta.url))).filter((name) => name.endsWith('.js'));
+
   it('each file has the content type of its extension and an ETag from its bytes', () => {
     const assets = loadAssets();
+    expect(MODULES.length).toBeGreaterThan(0);
     expect(Object.fromEntries([...assets].map(([name, asset]) => [name, asset.contentType]))).toEqual({
       'htmx.min.js': 'text/javascript; charset=utf-8',
       'htmx.min.js.map': 'application/json; charset=utf-8',
@@ -268,11 +274,27 @@ describe('assets', () => {
       'easel.css': 'text/css; charset=utf-8',
       'easel.js': 'text/javascript; charset=utf-8',
       'favicon.svg': 'image/svg+xml',
+      ...Object.fromEntries(MODULES.map((name) => [name, 'text/javascript; charset=utf-8'])),
     });
     for (const asset of assets.values()) {
       expect(asset.body.length).toBeGreaterThan(0);
       expect(asset.etag).toBe(`"${createHash('sha256').update(asset.body).digest('base64url').slice(0, 22)}"`);
     }
     expect(new Set([...assets.values()].map((asset) => asset.etag)).size).toBe(assets.size);
+  });
+
+  it('every module the page imports is served beside easel.js, at /assets/<name>.js', () => {
+    const assets = loadAssets();
+    const imported = new Set<string>();
+    for (const name of ['easel.js', ...MODULES]) {
+      const source = new TextDecoder().decode(assets.get(name)?.body);
+      for (const [, specifier = ''] of source.matchAll(/^import\s[^'"]*['"]([^'"]+)['"]/gm)) {
+        expect(specifier).toMatch(/^\.\/[\w-]+\.js$/);
+        expect(assets.has(specifier.slice(2)), `${name} imports ${specifier}`).toBe(true);
+        imported.add(specifier.slice(2));
+      }
+    }
+    // Each module is reached from the entry: none is served and never loaded.
+    expect([...imported].sort()).toEqual([...MODULES].sort());
   });
 });

@@ -1,0 +1,31 @@
+// The prompt pane as the server decided it: a carrier (.pane-values) arrives in #pane-inbox, and its
+// values go into the fields that hold no unsaved typing. A suggestion beside the prompt is announced.
+import { byId, need } from './dom.js';
+import { announcePrompt, showStoredPrompt } from './prompt.js';
+import { showStoredSettings } from './settings.js';
+
+/** The suggestion last announced: a suggestion offered beside the user's own prompt is said once. */
+let announcedSuggestion = '';
+
+export function watchPaneInbox() {
+  const inbox = need('pane-inbox', HTMLElement);
+  const observer = new MutationObserver(() => {
+    const carrier = inbox.querySelector('.pane-values');
+    if (!(carrier instanceof HTMLElement)) return;
+    inbox.replaceChildren();
+    const values = carrier.dataset;
+    showStoredPrompt(values.prompt, values.version, values.force === 'yes');
+    showStoredSettings(values);
+    announceSuggestion();
+  });
+  observer.observe(inbox, { childList: true });
+  return observer;
+}
+
+/** The server replaces #suggestion whole: a new text in it is a new suggestion. */
+function announceSuggestion() {
+  const suggestion = byId('suggestion');
+  const text = suggestion && !suggestion.hidden ? (need('suggestion-text', HTMLElement).textContent ?? '') : '';
+  if (text && text !== announcedSuggestion) announcePrompt('The assistant suggests another prompt, shown below yours.');
+  announcedSuggestion = text;
+}

@@ -1,0 +1,164 @@
+// The settings form: it saves itself on every change (hx-trigger="change"). Only the fields the user
+// changed are sent as changed, and the server pins those: a stale value never overwrites the model's.
+import { byId, formBody, isField, isNewConversation, need } from './dom.js';
+
+/** @type {Set<string>} Fields the user changed that the server has not stored yet, by name. */
+const dirty = new Set();
+/** A change made before the conversation existed: saved once it does. */
+let waiting = false;
+/** @type {WeakMap<import('htmx.org').HtmxRequestCtx, string[]>} What each save in flight sent as changed. */
+const sent = new WeakMap();
+
+export function resetSettings() {
+  waiting = false;
+  dirty.clear();
+}
+
+const settingsForm = () => need('settings-form', HTMLFormElement);
+
+/**
+ * A setting's field: `setting-steps`, `setting-seed`, …
+ * @param {string} name
+ */
+const settingField = (name) => {
+  const field = byId(`setting-${name}`);
+  return field instanceof HTMLInputElement || field instanceof HTMLTextAreaElement ? field : null;
+};
+
+/** Saves the settings form, as a change of one of its fields would. */
+export function saveSettings() {
+  settingsForm().dispatchEvent(new Event('change', { bubbles: true }));
+}
+
+/**
+ * Before its first message the conversation does not exist: the settings wait, and go with it.
+ * Otherwise the save names the fields changed by hand.
+ * @param {CustomEvent<{ ctx: import('htmx.org').HtmxRequestCtx }>} event
+ */
+export function onSettingsConfigRequest(event) {
+  const ctx = event.detail.ctx;
+  if (ctx.sourceElement !== byId('settings-form')) return;
+  if (isNewConversation()) {
+    event.preventDefault();
+    waiting = true;
+    return;
+  }
+  formBody(ctx).set('changed', [...dirty].join(','));
+  sent.set(ctx, [...dirty]);
+  dirty.clear();
+}
+
+/**
+ * Not stored: those fields still hold the user's change, sent again with the next one.
+ * @param {import('htmx.org').HtmxRequestCtx} ctx
+ */
+export function onSettingsAfterRequest(ctx) {
+  if (ctx.sourceElement !== byId('settings-form') || ctx.response?.status === 200) return;
+  for (const name of sent.get(ctx) ?? []) dirty.add(name);
+}
+
+/**
+ * The first message of a new conversation carries every setting (the conversation is created with them).
+ * @param {FormData} body
+ */
+export function sendSettingsWith(body) {
+  for (const [name, value] of new FormData(settingsForm())) body.set(name, value);
+  waiting = false;
+  dirty.clear();
+}
+
+/** The conversation now exists: the change that waited for it is saved. */
+export function saveWaitingSettings() {
+  if (!waiting) return;
+  waiting = false;
+  saveSettings();
+}
+
+/** @param {Event} event */
+export function onSettingsInput(event) {
+  const target = event.target;
+  if (!isField(target)) return;
+  if (target.closest('#settings-form') && target.name && target.name !== 'sizePreset') dirty.add(target.name);
+  if (target.id === 'setting-width' || target.id === 'setting-height') matchPreset();
+}
+
+/**
+ * A checkbox or a select changes without an input event in some browsers: a change marks its field too.
+ * A size preset marks the width and height.
+ * @param {Event} event
+ */
+export function markChangedSetting(event) {
+  const target = event.target;
+  if (!isField(target) || !target.closest('#settings-form') || !target.name) return;
+  if (target.name === 'sizePreset') {
+    dirty.add('width');
+    dirty.add('height');
+  } else {
+    dirty.add(target.name);
+  }
+}
+
+/**
+ * A size preset chosen: its width and height go into their fields, before the form saves them.
+ * @param {Event} event
+ */
+export function applySizePreset(event) {
+  const target = event.target;
+  if (!(target instanceof HTMLSelectElement) || target.id !== 'size-preset') return;
+  const [w, h] = target.value.split('x');
+  if (!w || !h) return;
+  need('setting-width', HTMLInputElement).value = w;
+  need('setting-height', HTMLInputElement).value = h;
+}
+
+/** The size preset that matches the width and height, or none. */
+export function matchPreset() {
+  const preset = need('size-preset', HTMLSelectElement);
+  const value = `${need('setting-width', HTMLInputElement).value}x${need('setting-height', HTMLInputElement).value}`;
+  preset.value = [...preset.options].some((option) => option.value === value) ? value : '';
+}
+
+/** @param {Element} target */
+export function onSettingsClick(target) {
+  if (target.closest('#random-seed')) randomSeed();
+}
+
+/** Random seed: -1, saved as a change by hand. */
+function randomSeed() {
+  const seed = need('setting-seed', HTMLInputElement);
+  seed.value = '-1';
+  dirty.add('seed');
+  seed.dispatchEvent(new Event('change', { bubbles: true }));
+}
+
+/**
+ * Like the user typing into the field: the change event saves it, set by hand.
+ * @param {string} name
+ * @param {string | undefined} value
+ */
+export function setSetting(name, value) {
+  const field = settingField(name);
+  if (value === undefined || !field) return;
+  field.value = value;
+  dirty.add(field.name);
+  const error = byId(`error-${field.name}`);
+  if (error) error.textContent = '';
+}
+
+/** The pane's fields the server sends back, by their name in the pane's data. */
+const PANE_FIELDS = ['steps', 'cfg', 'seed', 'negativePrompt'];
+
+/**
+ * Shows the settings the server stored; a field the user changed and the server has not stored keeps it.
+ * @param {DOMStringMap} values
+ */
+export function showStoredSettings(values) {
+  for (const key of PANE_FIELDS) {
+    const field = settingField(key);
+    const value = values[key];
+    if (!field || value === undefined || dirty.has(field.name)) continue;
+    if (field.value !== value) field.value = value;
+    const error = byId(`error-${field.name}`);
+    if (error) error.textContent = '';
+  }
+}
