@@ -2,23 +2,11 @@
 // Line numbers cite A1111 v1.10.1 (82a973c0) and stable-diffusion.cpp master-827 (97d29908).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageBackendError } from '../core/errors.ts';
-import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
-import { createImageServerFetch } from '../image-backend/index.ts';
+import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
+import { checkWithin, createImageServerFetch, DEFAULT_HEALTH_TIMEOUT_MS, DEFAULT_IMAGE_TIMEOUT_MS, describeImageTooLarge, runImageJob, type ConnectionWords } from '../image-backend/index.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
-import {
-  describeTooLarge,
-  formatBytes,
-  formatDuration,
-  isRecord,
-  NOT_LISTENING_CODES,
-  parseJson,
-  readCappedText,
-  readErrorCode,
-  readTextPrefix,
-  truncate,
-  type BodyTooLarge,
-} from '../util/index.ts';
+import { isRecord, parseJson, readCappedText, readTextPrefix, truncate } from '../util/index.ts';
 
 export interface A1111BackendOptions {
   /** Base URL, e.g. http://127.0.0.1:7860 */
@@ -32,10 +20,6 @@ export interface A1111BackendOptions {
   fetch?: typeof fetch;
 }
 
-type StopReason = 'cancelled' | 'timeout';
-
-const DEFAULT_TIMEOUT_MS = 10 * 60_000;
-const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
 const SD_SERVER = 'stable-diffusion.cpp sd-server';
 
 /**
@@ -125,7 +109,7 @@ function readUsedSettings(info: Record<string, unknown>): Omit<ImageResult, 'png
 export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
   const url = options.url.replace(/\/+$/, '');
   const pollIntervalMs = options.pollIntervalMs ?? 500;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_IMAGE_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   // Learnt from the server: its capabilities, a 404 on /progress, or `info.version` (routes_sdapi.cpp:299).
   let isSdServer = false;
@@ -133,58 +117,24 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
   // Every request: a redirect is refused, never followed (server/image-backend/).
   const fetchImpl = createImageServerFetch(options.fetch ?? globalThis.fetch, { label, url });
 
-  function toConnectionError(error: unknown): ImageBackendError {
-    const code = readErrorCode(error);
-    if (code !== undefined && !NOT_LISTENING_CODES.has(code)) {
-      return new ImageBackendError(
-        'unreachable',
-        `The connection to the image backend at ${url} broke before the image arrived (${code}). Check its console for a crash, then try again.`,
-        { cause: error },
-      );
-    }
-    return new ImageBackendError(
-      'unreachable',
-      `The image backend at ${url} is not answering${code === undefined ? '' : ` (${code})`}. Start AUTOMATIC1111 / Forge / SD.Next with --api (or stable-diffusion.cpp's sd-server), or set --image-url to where it runs.`,
-      { cause: error },
-    );
-  }
+  // Which of the servers of this API answers is not known until one does: the advice names them all.
+  const connection: ConnectionWords = {
+    product: 'The image backend',
+    url,
+    startHint: "AUTOMATIC1111 / Forge / SD.Next with --api (or stable-diffusion.cpp's sd-server)",
+  };
 
-  function toStoppedError(reason: StopReason, cause?: unknown): ImageBackendError {
-    // sd-server has no interrupt: a running image cannot be stopped (routes_sdcpp.cpp:592-596), only abandoned.
-    if (reason === 'timeout') {
-      const stopped = isSdServer ? 'Easel stopped waiting (sd-server cannot stop an image once it runs: it finishes it, and Easel discards it)' : 'so Easel asked it to stop';
-      return new ImageBackendError(
-        'timeout',
-        `${label()} at ${url} did not finish the image within ${formatDuration(timeoutMs)}, ${stopped}. Lower the steps or size, or raise the image timeout.`,
-        { cause },
-      );
-    }
-    if (isSdServer) {
-      return new ImageBackendError(
-        'cancelled',
-        `The image was cancelled. ${label()} at ${url} cannot stop an image once it runs, so it finishes this one and Easel discards it; the next image starts after it.`,
-        { cause },
-      );
-    }
-    return new ImageBackendError('cancelled', `The image was cancelled; ${label()} at ${url} was asked to stop.`, { cause });
-  }
+  // sd-server has no interrupt: a running image cannot be stopped (routes_sdcpp.cpp:592-596), only abandoned.
+  const stopWords = () => ({ product: label(), url, cannotStop: isSdServer ? { finishes: 'sd-server' } : undefined });
 
-  function toTooLargeError(error: BodyTooLarge): ImageBackendError {
-    return new ImageBackendError(
-      'too_large',
-      `AUTOMATIC1111 at ${url} sent ${describeTooLarge(error)}, more than Easel accepts for one image (${formatBytes(MAX_IMAGE_BYTES)} of PNG); Easel stopped reading it and kept nothing. Lower the image size, or check that --image-url points to AUTOMATIC1111's API.`,
-    );
-  }
-
-  /** Best effort: the job is abandoned either way, so a failed interrupt is not reported. */
+  /**
+   * Sent at the stop itself, not when txt2img returns: A1111 keeps working after a disconnect. Best effort: the
+   * job is abandoned either way, so runImageJob does not report a failed interrupt.
+   */
   async function interrupt(): Promise<void> {
     if (isSdServer) return;
-    try {
-      const response = await fetchImpl(`${url}/sdapi/v1/interrupt`, { method: 'POST', signal: AbortSignal.timeout(healthTimeoutMs) });
-      await response.body?.cancel();
-    } catch {
-      // Backend gone or slow: nothing more to stop.
-    }
+    const response = await fetchImpl(`${url}/sdapi/v1/interrupt`, { method: 'POST', signal: AbortSignal.timeout(healthTimeoutMs) });
+    await response.body?.cancel();
   }
 
   async function pollProgress(stop: AbortSignal, onProgress: (progress: ImageProgress) => void): Promise<void> {
@@ -245,74 +195,59 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     request: ImageRequest,
     { signal, onProgress }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
   ): Promise<ImageResult> {
-    if (signal.aborted) throw toStoppedError('cancelled', signal.reason);
-    const job = new AbortController();
-    let stopReason: StopReason | undefined;
-    let interrupted: Promise<void> = Promise.resolve();
-    // Interrupt at once rather than when txt2img returns: A1111 keeps working after a disconnect.
-    const stop = (reason: StopReason) => {
-      if (stopReason !== undefined) return;
-      stopReason = reason;
-      interrupted = interrupt();
-      job.abort();
-    };
-    const onAbort = () => stop('cancelled');
-    signal.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => stop('timeout'), timeoutMs);
     const polling = new AbortController();
-    if (isSdServer) polling.abort();
-    const poller = pollProgress(AbortSignal.any([job.signal, polling.signal]), (progress) => {
-      // A failing listener must not break the generation it listens to.
-      try {
-        onProgress(progress);
-      } catch {}
-    });
+    let poller: Promise<void> = Promise.resolve();
     try {
-      const response = await fetchImpl(`${url}/sdapi/v1/txt2img`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          prompt: request.prompt,
-          negative_prompt: request.negativePrompt,
-          steps: request.steps,
-          cfg_scale: request.cfg,
-          seed: request.seed,
-          width: request.width,
-          height: request.height,
-          batch_size: 1,
-          n_iter: 1,
-        }),
-        signal: job.signal,
+      return await runImageJob({ signal, timeoutMs, interrupt, stopWords, connection }, async (jobSignal) => {
+        if (!isSdServer) {
+          poller = pollProgress(AbortSignal.any([jobSignal, polling.signal]), (progress) => {
+            // A failing listener must not break the generation it listens to.
+            try {
+              onProgress(progress);
+            } catch {}
+          });
+        }
+        const response = await fetchImpl(`${url}/sdapi/v1/txt2img`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            prompt: request.prompt,
+            negative_prompt: request.negativePrompt,
+            steps: request.steps,
+            cfg_scale: request.cfg,
+            seed: request.seed,
+            width: request.width,
+            height: request.height,
+            batch_size: 1,
+            n_iter: 1,
+          }),
+          signal: jobSignal,
+        });
+        // The image arrives as base64 inside JSON, so the cap counts the JSON; an error answer is only quoted.
+        const body = response.ok ? await readCappedText(response, MAX_IMAGE_JSON_BYTES) : { ok: true as const, value: await readTextPrefix(response, MAX_ERROR_TEXT_BYTES) };
+        // A1111 answers an interrupted job with 200 and a half-finished image: ours was stopped, and is not read.
+        jobSignal.throwIfAborted();
+        if (!body.ok) {
+          const hint = isSdServer ? 'Lower the image size.' : "Lower the image size, or check that --image-url points to AUTOMATIC1111's API.";
+          throw describeImageTooLarge(body.error, { product: label(), url, hint });
+        }
+        const text = body.value;
+        if (response.status === 404) {
+          throw new ImageBackendError(
+            'backend_error',
+            `The server at ${url} has no /sdapi/v1/txt2img (HTTP 404: ${describeA1111Error(text)}). Start AUTOMATIC1111 with --api, or point --image-url at it.`,
+          );
+        }
+        if (!response.ok) {
+          throw new ImageBackendError(
+            'backend_error',
+            `${label()} at ${url} refused the image (HTTP ${response.status}): ${describeA1111Error(text)}. Check its console and the generation settings.`,
+          );
+        }
+        return readResult(text, request);
       });
-      // The image arrives as base64 inside JSON, so the cap counts the JSON; an error answer is only quoted.
-      const body = response.ok ? await readCappedText(response, MAX_IMAGE_JSON_BYTES) : { ok: true as const, value: await readTextPrefix(response, MAX_ERROR_TEXT_BYTES) };
-      // A1111 answers an interrupted job with 200 and a half-finished image: ours was stopped.
-      if (stopReason !== undefined) throw toStoppedError(stopReason);
-      if (!body.ok) throw toTooLargeError(body.error);
-      const text = body.value;
-      if (response.status === 404) {
-        throw new ImageBackendError(
-          'backend_error',
-          `The server at ${url} has no /sdapi/v1/txt2img (HTTP 404: ${describeA1111Error(text)}). Start AUTOMATIC1111 with --api, or point --image-url at it.`,
-        );
-      }
-      if (!response.ok) {
-        throw new ImageBackendError(
-          'backend_error',
-          `${label()} at ${url} refused the image (HTTP ${response.status}): ${describeA1111Error(text)}. Check its console and the generation settings.`,
-        );
-      }
-      return readResult(text, request);
-    } catch (error) {
-      if (stopReason !== undefined) {
-        await interrupted;
-        throw toStoppedError(stopReason, error);
-      }
-      if (error instanceof ImageBackendError) throw error;
-      throw toConnectionError(error);
     } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
+      // After the job, whose timer is gone by then: a timeout while polling ends cannot stop a finished image.
       polling.abort();
       await poller;
     }
@@ -334,9 +269,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
   }
 
   async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
-    const timeout = AbortSignal.timeout(healthTimeoutMs);
-    const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
-    try {
+    return checkWithin({ healthTimeoutMs, signal, connection, slowHint: 'it may be busy loading a model' }, async (combined) => {
       const [response, capabilities] = await Promise.all([fetchImpl(`${url}/sdapi/v1/options`, { signal: combined }), readCapabilities(combined)]);
       const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       if (capabilities !== undefined) {
@@ -365,15 +298,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
         };
       }
       return { reachable: true, detail: `The server at ${url} answers /sdapi/v1/options with HTTP ${response.status}: ${describeA1111Error(text)}.` };
-    } catch (error) {
-      if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
-      if (timeout.aborted) {
-        return { reachable: false, detail: `The image backend at ${url} did not answer within ${formatDuration(healthTimeoutMs)}; it may be busy loading a model.` };
-      }
-      // A redirect: something answers there, just not the image server itself.
-      if (error instanceof ImageBackendError) return { reachable: true, detail: error.message };
-      return { reachable: false, detail: toConnectionError(error).message };
-    }
+    });
   }
 
   return { name: 'a1111', url, generate, checkHealth };

@@ -6,22 +6,21 @@ import type WebSocket from 'ws';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
-import { createImageServerFetch, createRedirectError, isRedirectStatus } from '../image-backend/index.ts';
+import {
+  checkWithin,
+  createImageServerFetch,
+  createRedirectError,
+  DEFAULT_HEALTH_TIMEOUT_MS,
+  DEFAULT_IMAGE_TIMEOUT_MS,
+  describeConnectionFailure,
+  describeImageTooLarge,
+  isRedirectStatus,
+  runImageJob,
+  type ConnectionWords,
+} from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import { fillWorkflow, findCheckpointName, findSamplerSettings } from './workflow.ts';
-import {
-  describeTooLarge,
-  formatBytes,
-  formatDuration,
-  isRecord,
-  NOT_LISTENING_CODES,
-  parseJson,
-  readCappedBytes,
-  readCappedText,
-  readErrorCode,
-  readTextPrefix,
-  truncate,
-} from '../util/index.ts';
+import { describeTooLarge, isRecord, parseJson, readCappedBytes, readCappedText, readTextPrefix, truncate } from '../util/index.ts';
 
 export interface ComfyUiBackendOptions {
   /** Base URL, e.g. http://127.0.0.1:8188 */
@@ -49,10 +48,6 @@ interface OutputImage {
   type: string;
 }
 
-type StopReason = 'cancelled' | 'timeout';
-
-const DEFAULT_TIMEOUT_MS = 10 * 60_000;
-const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
 const HISTORY_ATTEMPTS = 5;
 const HISTORY_RETRY_MS = 100;
 
@@ -169,35 +164,11 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
   // ws is loaded with the first generation, not at start (issue 12): only ComfyUI needs it.
   let webSocketClass: Promise<typeof WebSocket> | undefined;
   const loadWebSocket = () => (webSocketClass ??= options.WebSocket ? Promise.resolve(options.WebSocket) : import('ws').then((ws) => ws.default));
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_IMAGE_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
 
-  function toConnectionError(error: unknown): ImageBackendError {
-    const code = readErrorCode(error);
-    if (code !== undefined && !NOT_LISTENING_CODES.has(code)) {
-      return new ImageBackendError(
-        'unreachable',
-        `The connection to ComfyUI at ${url} broke before the image arrived (${code}). Check its console for a crash, then try again.`,
-        { cause: error },
-      );
-    }
-    return new ImageBackendError(
-      'unreachable',
-      `ComfyUI at ${url} is not answering${code === undefined ? '' : ` (${code})`}. Start ComfyUI (python main.py, port 8188 by default), or set --image-url to where it runs.`,
-      { cause: error },
-    );
-  }
-
-  function toStoppedError(reason: StopReason, cause?: unknown): ImageBackendError {
-    if (reason === 'timeout') {
-      return new ImageBackendError(
-        'timeout',
-        `ComfyUI at ${url} did not finish the image within ${formatDuration(timeoutMs)}, so Easel asked it to stop. Lower the steps or size, or raise the image timeout.`,
-        { cause },
-      );
-    }
-    return new ImageBackendError('cancelled', `The image was cancelled; ComfyUI at ${url} was asked to stop.`, { cause });
-  }
+  const connection: ConnectionWords = { product: 'ComfyUI', url, startHint: 'ComfyUI (python main.py, port 8188 by default)' };
+  const stopWords = () => ({ product: 'ComfyUI', url });
 
   /** A successful answer's text within MAX_BACKEND_ANSWER_BYTES; an error answer only as far as it is quoted. */
   async function readAnswer(response: Response, path: string): Promise<string> {
@@ -306,7 +277,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       // Stays attached: ws throws an 'error' nobody listens to, and terminate() may emit one.
       socket.on('error', (error) => {
         signal.removeEventListener('abort', onAbort);
-        reject(toConnectionError(error));
+        reject(describeConnectionFailure(error, connection));
       });
     });
   }
@@ -407,12 +378,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     }
     // /view is a FileResponse with a Content-Length, so an oversized file is refused before any byte of it is read.
     const body = await readCappedBytes(response, MAX_IMAGE_BYTES);
-    if (!body.ok) {
-      throw new ImageBackendError(
-        'too_large',
-        `ComfyUI at ${url} sent ${image.filename} as ${describeTooLarge(body.error)}, more than the ${formatBytes(MAX_IMAGE_BYTES)} Easel accepts for one image; Easel stopped reading it and kept nothing. Lower the image size or upscale less in the workflow.`,
-      );
-    }
+    if (!body.ok) throw describeImageTooLarge(body.error, { product: 'ComfyUI', url, file: image.filename, hint: 'Lower the image size or upscale less in the workflow.' });
     const png = body.value;
     const chunks = readPngChunks(png);
     if (!chunks.ok) {
@@ -427,83 +393,61 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     request: ImageRequest,
     { signal, onProgress }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
   ): Promise<ImageResult> {
-    if (signal.aborted) throw toStoppedError('cancelled', signal.reason);
-    const job = new AbortController();
-    let stopReason: StopReason | undefined;
-    let interrupted: Promise<void> = Promise.resolve();
     // Ours from the start: a cancel before /prompt answers can name it.
     let promptId: string = randomUUID();
-    const stop = (reason: StopReason) => {
-      if (stopReason !== undefined) return;
-      stopReason = reason;
-      // Only our own prompt is stopped: a bare /interrupt would stop whatever runs, maybe someone else's job.
-      interrupted = cancelPrompt(promptId);
-      job.abort();
-    };
-    const onAbort = () => stop('cancelled');
-    signal.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    // Only our own prompt is stopped: a bare /interrupt would stop whatever runs, maybe someone else's job.
+    const interrupt = () => cancelPrompt(promptId);
     let socket: WebSocket | undefined;
     try {
-      const clientId = options.clientId ?? randomUUID();
-      const workflow = fillWorkflow(options.workflow, request);
-      // The socket opens first so that no progress message can come before we listen.
-      socket = await openSocket(clientId, job.signal);
-      const watcher = watchSocket(socket);
-      // A cancel does not abort /prompt: ComfyUI queues the prompt even when the client has gone
-      // (server.py:700-709), so a cancel meanwhile is sent again once it is queued (and named, by older servers).
-      const queued = queuePrompt(workflow, clientId, promptId, AbortSignal.timeout(timeoutMs));
-      queued.then(
-        (id) => {
-          promptId = id;
-          if (stopReason !== undefined) interrupted = Promise.all([interrupted, cancelPrompt(id)]).then(() => undefined);
-        },
-        () => {},
-      );
-      promptId = await untilAborted(queued, job.signal);
-      let announced: OutputImage[];
-      try {
-        announced = await followPrompt(watcher.readMessages(job.signal), promptId, onProgress);
-      } catch (error) {
-        if (error instanceof ImageBackendError || stopReason !== undefined) throw error;
-        throw new ImageBackendError(
-          'unreachable',
-          `ComfyUI at ${url} closed the connection before the image was finished. Check its console for a crash or restart, then try again.`,
-          { cause: error },
+      return await runImageJob({ signal, timeoutMs, interrupt, stopWords, connection }, async (jobSignal) => {
+        const clientId = options.clientId ?? randomUUID();
+        const workflow = fillWorkflow(options.workflow, request);
+        // The socket opens first so that no progress message can come before we listen.
+        socket = await openSocket(clientId, jobSignal);
+        const watcher = watchSocket(socket);
+        // A cancel does not abort /prompt: ComfyUI queues the prompt even when the client has gone
+        // (server.py:700-709), so a cancel meanwhile is sent again once it is queued (and named, by older servers).
+        const queued = queuePrompt(workflow, clientId, promptId, AbortSignal.timeout(timeoutMs));
+        queued.then(
+          (id) => {
+            promptId = id;
+            // Not awaited: the stop was reported long before /prompt answers, and a cancel never rejects.
+            if (jobSignal.aborted) void cancelPrompt(id);
+          },
+          () => {},
         );
-      }
-      const history = await readHistory(promptId, job.signal);
-      const image = history.images[0] ?? announced[0];
-      if (image === undefined) {
-        throw new ImageBackendError('bad_response', `ComfyUI at ${url} finished the workflow but it saved no image. End the workflow in a SaveImage node.`);
-      }
-      const png = await downloadImage(image, job.signal);
-      if (stopReason !== undefined) throw toStoppedError(stopReason);
-      // What ran is the workflow in the history (it is the one we sent): its sampler's own inputs, which a
-      // custom workflow may fix instead of taking our placeholders.
-      const ran = history.workflow ?? workflow;
-      const model = findCheckpointName(ran);
-      return { png, ...findSamplerSettings(ran), ...(model === undefined ? {} : { model }) };
-    } catch (error) {
-      if (stopReason !== undefined) {
-        await interrupted;
-        throw toStoppedError(stopReason, error);
-      }
-      if (error instanceof ImageBackendError) throw error;
-      throw toConnectionError(error);
+        promptId = await untilAborted(queued, jobSignal);
+        let announced: OutputImage[];
+        try {
+          announced = await followPrompt(watcher.readMessages(jobSignal), promptId, onProgress);
+        } catch (error) {
+          if (error instanceof ImageBackendError || jobSignal.aborted) throw error;
+          throw new ImageBackendError(
+            'unreachable',
+            `ComfyUI at ${url} closed the connection before the image was finished. Check its console for a crash or restart, then try again.`,
+            { cause: error },
+          );
+        }
+        const history = await readHistory(promptId, jobSignal);
+        const image = history.images[0] ?? announced[0];
+        if (image === undefined) {
+          throw new ImageBackendError('bad_response', `ComfyUI at ${url} finished the workflow but it saved no image. End the workflow in a SaveImage node.`);
+        }
+        const png = await downloadImage(image, jobSignal);
+        // What ran is the workflow in the history (it is the one we sent): its sampler's own inputs, which a
+        // custom workflow may fix instead of taking our placeholders.
+        const ran = history.workflow ?? workflow;
+        const model = findCheckpointName(ran);
+        return { png, ...findSamplerSettings(ran), ...(model === undefined ? {} : { model }) };
+      });
     } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
       socket?.close();
     }
   }
 
   async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
-    const timeout = AbortSignal.timeout(healthTimeoutMs);
-    try {
-      const response = await fetchImpl(`${url}/system_stats`, {
-        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-      });
+    return checkWithin({ healthTimeoutMs, signal, connection, slowHint: 'it may be busy starting up' }, async (combined) => {
+      const response = await fetchImpl(`${url}/system_stats`, { signal: combined });
       const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       if (!response.ok) {
         return { reachable: true, detail: `The server at ${url} answers /system_stats with HTTP ${response.status}; check that --image-url points to ComfyUI.` };
@@ -515,13 +459,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       const device: unknown = devices[0];
       const deviceName = isRecord(device) && typeof device['name'] === 'string' ? ` on ${device['name']}` : '';
       return { reachable: true, detail: `ComfyUI${version} answers at ${url}${deviceName}.` };
-    } catch (error) {
-      if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
-      if (timeout.aborted) return { reachable: false, detail: `ComfyUI at ${url} did not answer within ${formatDuration(healthTimeoutMs)}; it may be busy starting up.` };
-      // A redirect: something answers there, just not ComfyUI itself.
-      if (error instanceof ImageBackendError) return { reachable: true, detail: error.message };
-      return { reachable: false, detail: toConnectionError(error).message };
-    }
+    });
   }
 
   return { name: 'comfyui', url, generate, checkHealth };

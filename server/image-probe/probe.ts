@@ -3,7 +3,7 @@
 import { isImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES } from '../core/image-limits.ts';
 import type { ImageBackendName } from '../core/ports.ts';
-import { createImageServerFetch } from '../image-backend/index.ts';
+import { createImageServerFetch, DEFAULT_HEALTH_TIMEOUT_MS } from '../image-backend/index.ts';
 import { formatDuration, isRecord, parseJson, readErrorCode, readTextPrefix } from '../util/index.ts';
 
 export interface FoundImageServer {
@@ -52,7 +52,8 @@ const TRIED = 'GET /sdcpp/v1/capabilities, /sdapi/v1/options, /system_stats, /re
  * - /v1/models with a `data` list: another server with OpenAI's API → openai.
  */
 export async function probeImageServer(url: string, options: ProbeOptions = {}): Promise<ProbeResult> {
-  const timeoutMs = options.timeoutMs ?? 3_000;
+  // A probe is a health check of every kind of server at once: the same limit as the adapters' checks.
+  const timeoutMs = options.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   const base = url.replace(/\/+$/, '').replace(/\/v1$/, '');
   // Like the adapters: a redirect is refused, never followed, and thrown as an ImageBackendError that says where it pointed.
   const fetchImpl = createImageServerFetch(options.fetch ?? globalThis.fetch, { label: 'The server', url: base });

@@ -8,22 +8,9 @@
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
 import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
-import { createImageServerFetch } from '../image-backend/index.ts';
+import { checkWithin, createImageServerFetch, DEFAULT_HEALTH_TIMEOUT_MS, DEFAULT_IMAGE_TIMEOUT_MS, describeImageTooLarge, runImageJob, type ConnectionWords } from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
-import {
-  describeTooLarge,
-  formatBytes,
-  formatDuration,
-  isRecord,
-  NOT_LISTENING_CODES,
-  parseJson,
-  readCappedBytes,
-  readCappedText,
-  readErrorCode,
-  readTextPrefix,
-  truncate,
-  type BodyTooLarge,
-} from '../util/index.ts';
+import { isRecord, parseJson, readCappedBytes, readCappedText, readTextPrefix, truncate, type BodyTooLarge } from '../util/index.ts';
 
 export type OpenAiImagesDialect = 'openai' | 'localai';
 
@@ -43,10 +30,6 @@ export interface OpenAiImagesBackendOptions {
   fetch?: typeof fetch;
 }
 
-type StopReason = 'cancelled' | 'timeout';
-
-const DEFAULT_TIMEOUT_MS = 10 * 60_000;
-const DEFAULT_HEALTH_TIMEOUT_MS = 3_000;
 const SD_SERVER = 'stable-diffusion.cpp sd-server';
 
 /**
@@ -102,7 +85,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
   const url = options.url.replace(/\/+$/, '');
   const apiBase = `${url.replace(/\/v1$/, '')}/v1`;
   const origin = new URL(url).origin;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_IMAGE_TIMEOUT_MS;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   const authorization: Record<string, string> = options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` };
   const label = dialect === 'localai' ? 'LocalAI' : 'The image server';
@@ -149,32 +132,8 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     return { body: { ...common, prompt: request.prompt }, claims: { negativePrompt: '', ...(options.model === undefined ? {} : { model: options.model }) } };
   }
 
-  function toConnectionError(error: unknown): ImageBackendError {
-    const code = readErrorCode(error);
-    if (code !== undefined && !NOT_LISTENING_CODES.has(code)) {
-      return new ImageBackendError(
-        'unreachable',
-        `The connection to the image server at ${url} broke before the image arrived (${code}). Check its console for a crash, then try again.`,
-        { cause: error },
-      );
-    }
-    return new ImageBackendError(
-      'unreachable',
-      `${dialect === 'localai' ? 'LocalAI' : 'The OpenAI-compatible image server'} at ${url} is not answering${code === undefined ? '' : ` (${code})`}. Start ${dialect === 'localai' ? 'LocalAI' : 'the image server'}, or set --image-url to where it runs.`,
-      { cause: error },
-    );
-  }
-
-  function toStoppedError(reason: StopReason, cause?: unknown): ImageBackendError {
-    if (reason === 'timeout') {
-      return new ImageBackendError(
-        'timeout',
-        `${label} at ${url} did not finish the image within ${formatDuration(timeoutMs)}; Easel stopped waiting (this API cannot interrupt it). Lower the steps or size, or raise the image timeout.`,
-        { cause },
-      );
-    }
-    return new ImageBackendError('cancelled', `The image was cancelled; Easel stopped waiting for ${url} (this API has no interrupt, so the server may finish it anyway).`, { cause });
-  }
+  const connection: ConnectionWords =
+    dialect === 'localai' ? { product: 'LocalAI', url, startHint: 'LocalAI' } : { product: 'The OpenAI-compatible image server', url, startHint: 'the image server' };
 
   function toHttpError(status: number, text: string): ImageBackendError {
     const words = describeOpenAiError(text);
@@ -190,10 +149,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
   }
 
   function toTooLargeError(error: BodyTooLarge): ImageBackendError {
-    return new ImageBackendError(
-      'too_large',
-      `${label} at ${url} sent ${describeTooLarge(error)}, more than Easel accepts for one image (${formatBytes(MAX_IMAGE_BYTES)} of PNG); Easel stopped reading it and kept nothing. Lower the image size, or check that --image-url points to an image API.`,
-    );
+    return describeImageTooLarge(error, { product: label, url, hint: 'Lower the image size, or check that --image-url points to an image API.' });
   }
 
   /**
@@ -255,40 +211,22 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     request: ImageRequest,
     { signal }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
   ): Promise<ImageResult> {
-    if (signal.aborted) throw toStoppedError('cancelled', signal.reason);
-    const job = new AbortController();
-    let stopReason: StopReason | undefined;
-    const stop = (reason: StopReason) => {
-      stopReason ??= reason;
-      job.abort();
-    };
-    const onAbort = () => stop('cancelled');
-    signal.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => stop('timeout'), timeoutMs);
-    try {
-      const { body: requestBody, claims } = buildRequest(request, await probeSdServer(AbortSignal.any([job.signal, AbortSignal.timeout(healthTimeoutMs)])));
+    // No interrupt: a stop only abandons the request, and the server may finish the image anyway.
+    const stopWords = () => ({ product: label, url, cannotStop: 'no-interrupt' as const });
+    return runImageJob({ signal, timeoutMs, stopWords, connection }, async (jobSignal) => {
+      const { body: requestBody, claims } = buildRequest(request, await probeSdServer(AbortSignal.any([jobSignal, AbortSignal.timeout(healthTimeoutMs)])));
       const response = await fetchImpl(`${apiBase}/images/generations`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...authorization },
         body: JSON.stringify(requestBody),
-        signal: job.signal,
+        signal: jobSignal,
       });
       // b64_json arrives inside JSON, so the cap counts the JSON; an error answer is only quoted.
       if (!response.ok) throw toHttpError(response.status, await readTextPrefix(response, MAX_ERROR_TEXT_BYTES));
       const body = await readCappedText(response, MAX_IMAGE_JSON_BYTES);
       if (!body.ok) throw toTooLargeError(body.error);
-      const text = body.value;
-      const png = await readImage(text, job.signal);
-      if (stopReason !== undefined) throw toStoppedError(stopReason);
-      return { png, ...claims };
-    } catch (error) {
-      if (stopReason !== undefined) throw toStoppedError(stopReason, error);
-      if (error instanceof ImageBackendError) throw error;
-      throw toConnectionError(error);
-    } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-    }
+      return { png: await readImage(body.value, jobSignal), ...claims };
+    });
   }
 
   /** LocalAI's readiness: 200 when ready, 503 {"status":"starting"} during a startup preload (routes/health.go:31-39). */
@@ -304,9 +242,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
   }
 
   async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
-    const timeout = AbortSignal.timeout(healthTimeoutMs);
-    const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
-    try {
+    return checkWithin({ healthTimeoutMs, signal, connection, slowProduct: label }, async (combined) => {
       const [response, readiness, sdServer] = await Promise.all([
         fetchImpl(`${apiBase}/models`, { headers: authorization, signal: combined }),
         readReadiness(combined),
@@ -334,13 +270,7 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
         };
       }
       return { reachable: true, detail: `The OpenAI-compatible image server answers at ${url}${listed}. Its API takes no seed, steps, CFG or negative prompt, so Easel sends and records none.` };
-    } catch (error) {
-      if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
-      if (timeout.aborted) return { reachable: false, detail: `${label} at ${url} did not answer within ${formatDuration(healthTimeoutMs)}.` };
-      // A redirect: something answers there, just not the image server itself.
-      if (error instanceof ImageBackendError) return { reachable: true, detail: error.message };
-      return { reachable: false, detail: toConnectionError(error).message };
-    }
+    });
   }
 
   return { name: dialect, url, ...(dialect === 'localai' ? { seedRange: LOCALAI_SEEDS } : {}), generate, checkHealth };

@@ -76,6 +76,22 @@ describe('the a1111 backend against sd-server', () => {
     expect(fake.requests.filter((r) => r.path === '/sdapi/v1/interrupt')).toEqual([]);
   });
 
+  it('an answer over the cap names sd-server, not AUTOMATIC1111, once the server is known to be sd-server', async () => {
+    const fake = await startFake();
+    // sd-server's answer declares 150 MB: refused at its Content-Length, before any of it is read.
+    const hugeFetch: typeof fetch = (input, init) =>
+      String(input).endsWith('/txt2img')
+        ? Promise.resolve(new Response('{"images": ["', { headers: { 'content-type': 'application/json', 'content-length': String(150 * 1024 * 1024) } }))
+        : fetch(input, init);
+    const backend = createA1111Backend({ url: fake.url, pollIntervalMs: 5, fetch: hugeFetch });
+    expect((await backend.checkHealth()).server).toBe('stable-diffusion.cpp sd-server');
+
+    const error = await expectBackendError(backend.generate(REQUEST, { signal: new AbortController().signal, onProgress: noProgress }), 'too_large');
+    expect(error.message).toBe(
+      `stable-diffusion.cpp's sd-server at ${fake.url} sent an answer of 150 MB, more than Easel accepts for one image (64 MB of PNG); Easel stopped reading it and kept nothing. Lower the image size.`,
+    );
+  });
+
   it('checkHealth names sd-server (found by /sdcpp/v1/capabilities, although it answers /sdapi/v1/options too)', async () => {
     const fake = await startFake();
     const health = await createA1111Backend({ url: fake.url }).checkHealth();
