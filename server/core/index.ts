@@ -83,3 +83,4 @@ export { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 export type { GenerateInput, ImageBackendStatus, ImageGenerator, ImageGeneratorDeps } from './generation.ts';
 export { MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text.ts';
 export { IMAGE_BACKEND_FAILURES, TURN_ERROR_CODES, turnErrorCodeSchema, type TurnErrorCode } from './error-codes.ts';
+export { decideTurnOffers, statusOfDone, TURN_NOTICES, type TurnOffers } from './turn-offers.ts';

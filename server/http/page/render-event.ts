@@ -2,7 +2,7 @@
 // becomes one SSE message whose data is htmx 4 <hx-partial> fragments with their own targets.
 // It only renders: the protocol (withholding `---` and the JSON, the ladder) lives in the core.
 import { raw } from 'hono/html';
-import type { ImageInProgress, TurnEvent } from '../../core/index.ts';
+import { decideTurnOffers, statusOfDone, type ImageInProgress, type TurnEvent } from '../../core/index.ts';
 import {
   conversationPath,
   describeBubble,
@@ -111,7 +111,8 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'reset': {
       if (!ids) return EMPTY;
       view.replyEnded = true;
-      const resend = view.started ? (view.userText ?? view.findLastMessage?.()) : undefined;
+      const offers = decideTurnOffers({ status: 'reset', failed: false }, { last: true, stored: view.started === true });
+      const resend = offers.sendAgain && view.started ? (view.userText ?? view.findLastMessage?.()) : undefined;
       return joinHtml([
         renderPartial(`#${ids.text}`, 'outerHTML', renderReplyText(ids, event.message)),
         resend === undefined ? EMPTY : renderPartial(`#${ids.notes}`, 'beforeend', renderSendAgain(resend)),
@@ -146,7 +147,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         renderPartial(`#${ids.cursor}`, 'delete'),
         // Retry asks the stored message again (like Regenerate); a message that was not stored goes back
         // into the composer instead.
-        renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(event.message, { retry: view.started === true })),
+        renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(event.message, { retry: decideTurnOffers({ status: 'error', failed: true }, { last: true, stored: view.started === true }).retry })),
         // The message was not stored: its text goes back into the composer (web/easel.js puts it there).
         !view.started && view.userText !== undefined
           ? renderPartial('#composer-inbox', 'innerHTML', html`<div class="restore-text" data-text="${view.userText}"></div>`)
@@ -155,18 +156,16 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'done':
       // Whatever ended the image, its bar ends with the stream.
       if (!ids) return view.generationId ? renderGenerationEnd(view.generationId) : EMPTY;
+      const status = statusOfDone(event.level);
+      // The same decision a reload makes (views.ts): the reply just ended is the last one.
+      const offers = decideTurnOffers({ status, failed: status === 'error' }, { last: true, stored: view.started === true });
       return joinHtml([
         renderReplyEnd(view, ids),
         view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
         renderPartial(`#${ids.cursor}`, 'delete'),
-        event.level === 'stopped' ? renderPartial(`#${ids.notes}`, 'beforeend', renderNotice('Stopped.')) : EMPTY,
+        offers.notice === undefined ? EMPTY : renderPartial(`#${ids.notes}`, 'beforeend', renderNotice(offers.notice)),
         // A stored turn is now the last one: Copy and Regenerate on the reply, Edit on the message.
-        renderPartial(
-          `#${ids.actions}`,
-          'beforeend',
-          // A failed or reset reply offers Retry or "Send again" instead.
-          joinHtml([html`<button type="button" class="copy-message">Copy</button>`, view.started && event.level !== 'error' && event.level !== 'reset' ? renderRegenerateButton() : EMPTY]),
-        ),
+        renderPartial(`#${ids.actions}`, 'beforeend', joinHtml([html`<button type="button" class="copy-message">Copy</button>`, offers.regenerate ? renderRegenerateButton() : EMPTY])),
         view.started && view.userText !== undefined
           ? renderPartial(`#${userBubbleId(view.bubbleId!)} .msg-actions`, 'beforeend', html`<button type="button" class="edit-message last-only">Edit</button>`)
           : EMPTY,

@@ -1,5 +1,5 @@
 import type { ConversationView, Health, ImageRecord, PaneView, Settings, TranscriptTurn } from '../../core/index.ts';
-import { describeModelHealth, isPinnableField, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
+import { decideTurnOffers, describeModelHealth, isPinnableField, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
@@ -302,16 +302,15 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   const bubbleId = `turn-${turn.id}`;
   const replaced = turn.status === 'replaced';
   if (turn.role === 'user') return renderUserBubble(turn.text, { id: bubbleId, createdAt: turn.createdAt, conversationId, last, replaced });
+  // The same decision the live renderer makes as a reply ends (render-event.ts).
+  const offers = decideTurnOffers({ status: turn.status, failed: turn.error !== undefined }, { last, stored: true });
   const notes: Html[] = (turn.notices ?? []).map(renderNotice);
-  if (turn.status === 'stopped') notes.push(renderNotice('Stopped.'));
-  if (turn.status === 'interrupted') notes.push(renderNotice('Interrupted: Easel stopped before this reply was finished. Regenerate asks again.'));
-  if (turn.status === 'running') notes.push(renderNotice('Still being written…'));
+  if (offers.notice !== undefined) notes.push(renderNotice(offers.notice));
   // Kept in a reply that Retry replaced, where the page hides it (as it does live): the error was fixed.
-  if (turn.error) notes.push(renderErrorBox(turn.error.message, { retry: last && !replaced }));
+  if (turn.error) notes.push(renderErrorBox(turn.error.message, { retry: offers.retry }));
   const message = turns.slice(0, index).findLast((earlier) => earlier.role === 'user' && earlier.status !== 'replaced');
-  if (turn.status === 'reset' && last && message) notes.push(renderSendAgain(message.text));
-  // A failed reply offers Retry and a reset one "Send again" instead of Regenerate.
-  const regenerate = last && turn.status !== 'running' && !turn.error && turn.status !== 'reset';
+  if (offers.sendAgain && message) notes.push(renderSendAgain(message.text));
+  const regenerate = offers.regenerate;
   // Ready but not made: why, with Generate on the last reply only.
   if (turn.imageNote && !replaced) notes.push(renderImageNote(turn.imageNote, last));
   const bubble = renderAssistantBubble(bubbleId, {

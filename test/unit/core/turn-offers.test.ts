@@ -1,0 +1,38 @@
+// What a finished turn shows and offers is one decision, rendered the same live and after a reload.
+import { describe, expect, it } from 'vitest';
+import { decideTurnOffers, statusOfDone, TURN_STATUSES } from '../../../server/core/index.ts';
+
+describe('decideTurnOffers', () => {
+  it('offers on the last, stored reply: Regenerate when it ended, Retry when it failed, Send again after a reset', () => {
+    const offers = (status: (typeof TURN_STATUSES)[number], failed = status === 'error') => decideTurnOffers({ status, failed }, { last: true, stored: true });
+    expect(offers('ok')).toEqual({ notice: undefined, retry: false, regenerate: true, sendAgain: false });
+    expect(offers('stopped')).toEqual({ notice: 'Stopped.', retry: false, regenerate: true, sendAgain: false });
+    expect(offers('interrupted')).toMatchObject({ notice: expect.stringMatching(/^Interrupted/), regenerate: true });
+    expect(offers('error')).toEqual({ notice: undefined, retry: true, regenerate: false, sendAgain: false });
+    expect(offers('reset')).toEqual({ notice: undefined, retry: false, regenerate: false, sendAgain: true });
+    expect(offers('running')).toEqual({ notice: 'Still being written…', retry: false, regenerate: false, sendAgain: false });
+    // A replaced reply offers nothing, wherever it stands.
+    expect(offers('replaced')).toEqual({ notice: undefined, retry: false, regenerate: false, sendAgain: false });
+  });
+
+  it('offers nothing on an earlier reply, and no Retry or Regenerate for a message that was not stored', () => {
+    for (const status of TURN_STATUSES) {
+      const earlier = decideTurnOffers({ status, failed: status === 'error' }, { last: false, stored: true });
+      expect(earlier.retry || earlier.regenerate || earlier.sendAgain, status).toBe(false);
+    }
+    expect(decideTurnOffers({ status: 'error', failed: true }, { last: true, stored: false }).retry).toBe(false);
+    expect(decideTurnOffers({ status: 'ok', failed: false }, { last: true, stored: false }).regenerate).toBe(false);
+  });
+
+  it('reads a reply that just ended as the status it is stored with', () => {
+    expect(['clean', 'metadata', 'reminder', 'compaction', 'reset', 'error', 'stopped'].map((level) => statusOfDone(level as never))).toEqual([
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'reset',
+      'error',
+      'stopped',
+    ]);
+  });
+});
