@@ -135,9 +135,13 @@ describeInBrowser('the prompt pane follows one rule', () => {
     expect(await storedPrompt()).toBe('a cat');
 
     await page.locator('#log').click();
+    const redone = page.waitForResponse((response) => response.url().endsWith('/prompt/redo'));
     await page.keyboard.press('Control+Shift+Z');
+    await redone;
     await poll(() => promptBox().inputValue()).toBe('a cat, oil');
-    // The redo's answer has replaced Undo with an enabled one (a loaded machine may still be swapping it).
+    // The redo's answer has been swapped in and its request is over: a Ctrl+Z pressed while that request still
+    // ran would be dropped by htmx, as a second click on a busy form is.
+    await poll(() => page.locator('.htmx-request').count()).toBe(0);
     await poll(() => undo.isEnabled()).toBe(true);
     await page.keyboard.press('Control+Z');
     await poll(() => promptBox().inputValue()).toBe('a cat');
