@@ -189,16 +189,10 @@ export interface ConversationStore {
     outcome: { turnId: number; turn: NewTurn; context: ContextChange; pane?: FinishPane; imageNote?: ImageNote },
     at: string,
   ): TranscriptTurn;
-  /**
-   * Appends a prompt version (its parent is the current one) and makes it current. `tellModel`: the next
-   * message tells the model of it; `clearSuggestion`: the pending suggestion is answered. Returns its id.
-   */
-  addPromptVersion(
-    conversationId: string,
-    version: { prompt: string; source: PromptSource; turnId: number | null },
-    at: string,
-    options: { tellModel: boolean; clearSuggestion: boolean },
-  ): number;
+  /** The user's own prompt as a new current version (its parent the current one); the next message tells the model of it. Returns its id. */
+  addUserPromptVersion(conversationId: string, prompt: string, at: string): number;
+  /** "Use suggestion": the model's waiting prompt becomes the current version and the suggestion is answered; the model wrote it, so nothing new is told. */
+  takeSuggestion(conversationId: string, suggestion: PromptSuggestion, at: string): number;
   /** Makes an existing version current again (undo, redo); the model hears of it with the next message. */
   selectPromptVersion(conversationId: string, versionId: number): void;
   getPromptVersion(conversationId: string, versionId: number): PromptVersion | undefined;

@@ -117,7 +117,7 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
       if (!suggestion) return refuse('conflict', 'No suggestion is waiting: the prompt is as shown.');
       const answered = tryWrite('change', () => {
         // The model's own prompt: nothing new to tell it. Keeping yours leaves your edit's note for the next message.
-        if (accept) deps.store.addPromptVersion(id, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, state.isoNow(), { tellModel: false, clearSuggestion: true });
+        if (accept) deps.store.takeSuggestion(id, suggestion, state.isoNow());
         else deps.store.setSuggestion(id, null);
       });
       return answered.ok ? paneOf(id) : answered;

@@ -187,7 +187,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     },
     logStorageFailure,
     saveUserPrompt(id, prompt) {
-      return deps.store.addPromptVersion(id, { prompt, source: 'user', turnId: null }, isoNow(), { tellModel: true, clearSuggestion: false });
+      return deps.store.addUserPromptVersion(id, prompt, isoNow());
     },
     saveUserSettings(record, patch, unpin) {
       const change = applyUserSettings(record, patch, unpin);

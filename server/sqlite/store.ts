@@ -450,8 +450,11 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       cacheContextChange(conversationId, outcome.context);
       return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, [], reportUnreadable(outcome.turnId));
     },
-    addPromptVersion(conversationId, version, at, options) {
-      return write(() => addPromptVersion(conversationId, version, at, options));
+    addUserPromptVersion(conversationId, prompt, at) {
+      return write(() => addPromptVersion(conversationId, { prompt, source: 'user', turnId: null }, at, { tellModel: true, clearSuggestion: false }));
+    },
+    takeSuggestion(conversationId, suggestion, at) {
+      return write(() => addPromptVersion(conversationId, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, at, { tellModel: false, clearSuggestion: true }));
     },
     selectPromptVersion(conversationId, versionId) {
       write(() => selectPromptVersion(conversationId, versionId));

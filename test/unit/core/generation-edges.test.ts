@@ -94,7 +94,7 @@ describe('whose parameters text the saved PNG keeps', () => {
 describe('what an image says when the backend says little', () => {
   it('keys the backend did not claim are absent from the event and null in the record; an empty sampler or model is none', async () => {
     const { images, store } = setUp(backendWith(async () => result({ sampler: '', model: '' })));
-    const version = store.addPromptVersion('c1', { prompt: 'a fox', source: 'user', turnId: null }, new Date().toISOString(), { tellModel: false, clearSuggestion: false });
+    const version = store.addUserPromptVersion('c1', 'a fox', new Date().toISOString());
     const events = await collectAll(images.generate(input({ promptVersion: version })));
     // toStrictEqual: a key holding undefined would read as "the backend used undefined".
     expect(events.at(-1)).toStrictEqual({ type: 'image', id: 'img1', url: '/images/img1.png', width: 8, height: 8, prompt: 'a fox', negativePrompt: '', promptVersion: version });

@@ -211,7 +211,6 @@ describe('what is stored and read back', () => {
     const store = openStore(tempPath());
     store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS, prompt: 'a cat' });
     const first = store.getConversation('c1')!.promptVersion!;
-    store.addPromptVersion('c1', { prompt: 'a dog', source: 'user', turnId: null }, at, { tellModel: false, clearSuggestion: false });
     expect(store.getConversation('c1')?.pending).toEqual({ promptEdited: false, settingsChanged: false });
     store.selectPromptVersion('c1', first);
     expect(store.getConversation('c1')).toMatchObject({ prompt: 'a cat', pending: { promptEdited: true, settingsChanged: false } });

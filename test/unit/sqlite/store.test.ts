@@ -135,7 +135,7 @@ describe('the SQLite store', () => {
       CREATE TRIGGER log_delete AFTER DELETE ON context_entries BEGIN INSERT INTO context_writes VALUES ('delete'); END;
       CREATE TRIGGER log_update AFTER UPDATE ON context_entries BEGIN INSERT INTO context_writes VALUES ('update'); END;`);
     const writes = () => db.prepare('SELECT what FROM context_writes').all();
-    store.addPromptVersion('c1', { prompt: 'a new prompt', source: 'user', turnId: null }, later, { tellModel: true, clearSuggestion: false });
+    store.addUserPromptVersion('c1', 'a new prompt', later);
     store.setSettings('c1', { settings: { ...DEFAULT_SETTINGS, steps: 9 }, pinned: ['steps'], settingSuggestions: {} }, { tellModel: true });
     expect(writes()).toEqual([]);
     // The log does see the turn's own writes: one row per new entry, nothing rewritten.
@@ -151,7 +151,7 @@ describe('the SQLite store', () => {
     const first = store.getConversation('c1')!.promptVersion!;
     const { turnId, promptVersion: seen } = store.beginTurn('c1', { user: { text: 'a cat' }, replaces: [], context: append(user('a cat')) }, at);
     expect(seen).toBe(first);
-    const mine = store.addPromptVersion('c1', { prompt: 'my own prompt', source: 'user', turnId: null }, at, { tellModel: true, clearSuggestion: false });
+    const mine = store.addUserPromptVersion('c1', 'my own prompt', at);
     store.finishTurn(
       'c1',
       {
@@ -177,7 +177,7 @@ describe('the SQLite store', () => {
 
     store.selectPromptVersion('c1', mine);
     expect(store.getConversation('c1')).toMatchObject({ prompt: 'my own prompt', promptVersion: mine });
-    const branch = store.addPromptVersion('c1', { prompt: 'a branch', source: 'user', turnId: null }, later, { tellModel: true, clearSuggestion: false });
+    const branch = store.addUserPromptVersion('c1', 'a branch', later);
     expect(store.listPromptVersionChildren('c1', mine).map((v) => v.id)).toEqual([versions[2]!.id, branch]);
     expect(() => store.selectPromptVersion('c1', 9999)).toThrow(/No prompt version/);
     store.beginTurn('c1', { user: { text: 'next' }, replaces: [], context: append(user('next')) }, at);
