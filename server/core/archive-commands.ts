@@ -7,6 +7,7 @@ import type { ServiceState } from './service-state.ts';
 
 export interface ArchiveCommands {
   exportConversation(id: string): Promise<Result<{ fileName: string; bytes: Uint8Array }>>;
+  /** A zip made by exportConversation, stored as a new conversation (new id, new image names). */
   importConversation(bytes: Uint8Array): Promise<Result<{ id: string }>>;
 }
 

@@ -6,12 +6,17 @@ import type { ConversationView, ServiceState } from './service-state.ts';
 import { titleSchema } from './text.ts';
 
 export interface LibraryCommands {
+  /** An empty conversation (POST /api/conversations). The page never creates one before its first message. */
   createConversation(): Result<ConversationView>;
+  /** The page's empty "new conversation": a fresh id and the defaults, stored by nothing until its first message or Generate. */
   draftConversation(): ConversationView;
   getConversation(id: string): ConversationView | undefined;
   getSummary(id: string): ConversationSummary | undefined;
+  /** Newest activity first; `query` finds conversations holding every word (messages, titles, prompts). */
   listConversations(query?: string): ConversationSummary[];
+  /** An empty title gives the conversation back its title from the first message. */
   renameConversation(id: string, title: unknown): Result<ConversationSummary>;
+  /** Stops its reply or image first; removes every record of it and its image files. */
   deleteConversation(id: string): Promise<Result<void>>;
 }
 

@@ -18,13 +18,24 @@ export interface SettingsOptions {
 }
 
 export interface PaneCommands {
+  /** The user's prompt: a new version (none when it is the current text already). */
   setPrompt(id: string, prompt: unknown): Result<PaneView>;
+  /**
+   * The user's settings: every model-proposed field given (steps, cfg, seed, negativePrompt) is pinned;
+   * `unpin: [field…]` lets fields follow the model again (taking its waiting value).
+   */
   setSettings(id: string, patch: unknown, options?: SettingsOptions): Result<Settings>;
+  /** The pane as stored, with what undo and redo would do. */
   getPane(id: string): PaneView | undefined;
+  /** Every version of the prompt, oldest first. */
   listPromptVersions(id: string): PromptVersion[] | undefined;
+  /** Back to the version the current one was changed from ('conflict' when there is none). */
   undoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
+  /** Forward to the newest version changed from the current one ('conflict' when there is none). */
   redoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
+  /** "Use suggestion" (true) or "Keep mine" (false) for the model's waiting prompt ('conflict' when none waits). */
   answerSuggestion(id: string, accept: unknown, onScreen?: OnScreen): Result<PaneView>;
+  /** Takes the model's waiting value for a pinned setting: set by hand, so it stays pinned. */
   takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
 }
 

@@ -1,20 +1,20 @@
 // The service: what the page and the API ask of Easel, composed of one part per concern. The library, the
 // pane and the archive are commands of their own (library-commands, pane-commands, archive-commands); turns
 // run here as tasks, each through the turn pipeline (turn-pipeline.ts), beside the images Generate asks for.
-import { createArchiveCommands } from './archive-commands.ts';
+import { createArchiveCommands, type ArchiveCommands } from './archive-commands.ts';
 import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 import type { TurnEvent } from './events.ts';
-import { describeStorageFailure, type ConversationSummary } from './library.ts';
-import { createLibraryCommands } from './library-commands.ts';
+import { describeStorageFailure } from './library.ts';
+import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import type { ImageActivity } from './image-activities.ts';
-import { pinChangedFrom, type PaneView, type PromptVersion } from './pane.ts';
-import { createPaneCommands, type OnScreen, type SettingsOptions } from './pane-commands.ts';
+import { pinChangedFrom } from './pane.ts';
+import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, type Result } from './results.ts';
-import { createServiceState, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
+import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
 import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
@@ -57,42 +57,9 @@ export interface SendOptions {
   settings?: unknown;
 }
 
-export interface EaselService {
+/** What the page and the API ask of Easel: the library, the pane and the archive (their own modules), turns and images. */
+export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands {
   checkHealth(signal?: AbortSignal): Promise<Health>;
-  /** An empty conversation (POST /api/conversations). The page never creates one before its first message. */
-  createConversation(): Result<ConversationView>;
-  /** The page's empty "new conversation": a fresh id and the defaults, stored by nothing until its first message or Generate. */
-  draftConversation(): ConversationView;
-  getConversation(id: string): ConversationView | undefined;
-  getSummary(id: string): ConversationSummary | undefined;
-  /** Newest activity first; `query` finds conversations holding every word (messages, titles, prompts). */
-  listConversations(query?: string): ConversationSummary[];
-  /** An empty title gives the conversation back its title from the first message. */
-  renameConversation(id: string, title: unknown): Result<ConversationSummary>;
-  /** Stops its reply or image first; removes every record of it and its image files. */
-  deleteConversation(id: string): Promise<Result<void>>;
-  exportConversation(id: string): Promise<Result<{ fileName: string; bytes: Uint8Array }>>;
-  /** A zip made by exportConversation, stored as a new conversation (new id, new image names). */
-  importConversation(bytes: Uint8Array): Promise<Result<{ id: string }>>;
-  /** The user's prompt: a new version (none when it is the current text already). */
-  setPrompt(id: string, prompt: unknown): Result<PaneView>;
-  /**
-   * The user's settings: every model-proposed field given (steps, cfg, seed, negativePrompt) is pinned;
-   * `unpin: [field…]` lets fields follow the model again (taking its waiting value).
-   */
-  setSettings(id: string, patch: unknown, options?: SettingsOptions): Result<Settings>;
-  /** The pane as stored, with what undo and redo would do. */
-  getPane(id: string): PaneView | undefined;
-  /** Every version of the prompt, oldest first. */
-  listPromptVersions(id: string): PromptVersion[] | undefined;
-  /** Back to the version the current one was changed from ('conflict' when there is none). */
-  undoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
-  /** Forward to the newest version changed from the current one ('conflict' when there is none). */
-  redoPrompt(id: string, onScreen?: OnScreen): Result<PaneView>;
-  /** "Use suggestion" (true) or "Keep mine" (false) for the model's waiting prompt ('conflict' when none waits). */
-  answerSuggestion(id: string, accept: unknown, onScreen?: OnScreen): Result<PaneView>;
-  /** Takes the model's waiting value for a pinned setting: set by hand, so it stays pinned. */
-  takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
   /**
    * Starts a turn at once, as a task of its own: it runs, stores its outcome and frees the conversation
    * whether or not anyone reads the returned events. Aborting `signal` (the client hung up) or stop()
