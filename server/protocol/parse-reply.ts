@@ -12,7 +12,7 @@ import type { MarkerKind, WithheldReply } from './withhold.ts';
 
 /**
  * Stable codes of the lossless repairs, reported with an accepted reply in this order (the order
- * they are applied in). DEVELOPMENT.md "Lossless repair" describes each.
+ * they are applied in). docs/DESIGN.md "Lossless repair" describes each.
  */
 export const REPAIR_CODES = [
   'missing-delimiter', // metadata without a delimiter line: a bare `{` line, a fence, or the end of a prose line

@@ -80,7 +80,7 @@ export async function startNpmServer(options: { ollamaUrl: string; dataDir: stri
     pid,
     startupMs,
     stderrTail: () => stderr,
-    // npm forwards SIGTERM to its child (DEVELOPMENT.md); the server stops within 4.5 s.
+    // npm forwards SIGTERM to its child (docs/DESIGN.md, "The process"); the server stops within 4.5 s.
     stop: () => stopChild(npm, 'SIGTERM', undefined, pid),
   };
 }
