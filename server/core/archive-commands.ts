@@ -43,7 +43,7 @@ export function createArchiveCommands(state: ServiceState): ArchiveCommands {
     },
 
     async importConversation(bytes) {
-      if (bytes.byteLength > MAX_IMPORT_BYTES) return refuse('too_large', describeTooLarge(bytes.byteLength));
+      if (bytes.byteLength > MAX_IMPORT_BYTES) return refuse('too_large', describeImportTooLarge(bytes.byteLength));
       const unpacked = deps.archive.unpack(bytes, IMPORT_LIMITS);
       if (!unpacked.ok) {
         return refuse(unpacked.error.code === 'malformed' ? 'bad_archive' : unpacked.error.code === 'too_large' ? 'too_large' : 'invalid', unpacked.error.message);
@@ -81,6 +81,6 @@ export function createArchiveCommands(state: ServiceState): ArchiveCommands {
   };
 }
 
-function describeTooLarge(bytes: number): string {
+function describeImportTooLarge(bytes: number): string {
   return `The file is ${Math.round(bytes / 1024 / 1024)} MB; Easel imports conversations of at most ${MAX_IMPORT_BYTES / 1024 / 1024} MB.`;
 }

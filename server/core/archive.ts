@@ -215,7 +215,8 @@ const turnSchema = z
     text: shortText(MAX_REPLY_CHARS),
     status: turnStatusSchema.exclude(['running']),
     metadata: storedMetadataSchema.optional(),
-    error: z.object({ code: turnErrorCodeSchema, message: ruledText(4000, 'The error message') }).strict().optional(),
+    // A code outside today's closed set (an older Easel, another tool) reads as internal_error; its words are kept.
+    error: z.object({ code: turnErrorCodeSchema.catch('internal_error'), message: ruledText(4000, 'The error message') }).strict().optional(),
     notices: z.array(ruledText(4000, 'The notice')).max(20).optional(),
     createdAt: isoDate,
   })

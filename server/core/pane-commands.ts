@@ -63,13 +63,29 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     return saved.ok ? paneOf(id) : saved;
   }
 
-  /** The prompt on screen saved first (a refusal ends the command), then `then`. */
+  /** The prompt on screen saved first (see saveScreenPrompt), then `then`. */
   function afterScreen(id: string, onScreen: OnScreen | undefined, then: () => Result<PaneView>): Result<PaneView> {
     if (onScreen?.prompt !== undefined) {
-      const saved = setPrompt(id, onScreen.prompt);
+      const saved = state.saveScreenPrompt(id, onScreen.prompt, 'change');
       if (!saved.ok) return saved;
     }
     return then();
+  }
+
+  function answerSuggestion(id: string, accept: unknown): Result<PaneView> {
+    const record = findRecord(id);
+    if (!record) return notFound(id);
+    if (typeof accept !== 'boolean') {
+      return refuse('invalid', 'accept must be true (use the suggestion) or false (keep yours).', { accept: 'accept must be true or false.' });
+    }
+    const suggestion = record.suggestion;
+    if (!suggestion) return refuse('conflict', 'No suggestion is waiting: the prompt is as shown.');
+    const answered = tryWrite('change', () => {
+      // The model's own prompt: nothing new to tell it. Keeping yours leaves your edit's note for the next message.
+      if (accept) deps.store.takeSuggestion(id, suggestion, state.isoNow());
+      else deps.store.setSuggestion(id, null);
+    });
+    return answered.ok ? paneOf(id) : answered;
   }
 
   return {
@@ -115,23 +131,7 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
 
     answerSuggestion(id, accept, onScreen) {
       // Typing not saved yet becomes a version before "Use suggestion" replaces it: one undo brings it back.
-      if (accept === true && onScreen?.prompt !== undefined) {
-        const saved = setPrompt(id, onScreen.prompt);
-        if (!saved.ok) return saved;
-      }
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      if (typeof accept !== 'boolean') {
-        return refuse('invalid', 'accept must be true (use the suggestion) or false (keep yours).', { accept: 'accept must be true or false.' });
-      }
-      const suggestion = record.suggestion;
-      if (!suggestion) return refuse('conflict', 'No suggestion is waiting: the prompt is as shown.');
-      const answered = tryWrite('change', () => {
-        // The model's own prompt: nothing new to tell it. Keeping yours leaves your edit's note for the next message.
-        if (accept) deps.store.takeSuggestion(id, suggestion, state.isoNow());
-        else deps.store.setSuggestion(id, null);
-      });
-      return answered.ok ? paneOf(id) : answered;
+      return afterScreen(id, accept === true ? onScreen : undefined, () => answerSuggestion(id, accept));
     },
 
     takeSettingSuggestion(id, field) {

@@ -39,8 +39,6 @@ import type { Settings } from './settings.ts';
 export interface TurnInput {
   /** The working context of this turn, its user's message last (appendUserEntry): computed once, by the caller that stores it. */
   context: ContextEntry[];
-  /** That message's words (the compaction call repeats them). */
-  userText: string;
   prompt: string;
   settings: Settings;
   signal: AbortSignal;
@@ -305,7 +303,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
                 userWords: collectUserWords(turnContext),
                 prompt: input.prompt,
                 settings: input.settings,
-                latestUserText: input.userText,
+                latestUserText: latestUserText(turnContext),
               }),
               format: metadataJsonSchema,
               options: { ...COMPACTION_OPTIONS },
@@ -375,4 +373,10 @@ function truncationNotice(numCtx: number): string {
 function round(value: number, digits: number): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
+}
+
+/** The words of the message this turn answers: the context's last entry (see TurnInput.context). */
+function latestUserText(context: readonly ContextEntry[]): string {
+  const last = context.at(-1);
+  return last?.kind === 'user' ? last.text : '';
 }

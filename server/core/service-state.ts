@@ -13,6 +13,7 @@ import type { ChatModel } from './ports.ts';
 import type { ReplyTimeouts } from './reply-watchdog.ts';
 import { notFound, type Result } from './results.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
+import { promptSchema } from './text.ts';
 
 export interface ServiceDeps {
   store: ConversationStore;
@@ -92,6 +93,12 @@ export interface ServiceState {
   logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void;
   /** Inside tryWrite: a prompt typed by the user is a new version; the model hears of it with the next message. */
   saveUserPrompt(id: string, prompt: string): number;
+  /**
+   * The prompt on the user's screen, saved as their version before a command acts (undo, redo, "Use
+   * suggestion", Generate) when it differs from the stored one. Text the prompt rule refuses is not saved
+   * and the command goes on (Undo is how one leaves it); a store that cannot write ends the command.
+   */
+  saveScreenPrompt(id: string, prompt: unknown, action: StorageAction): Result<void>;
   /** Inside tryWrite: values set by hand are pinned; the model hears of changed values with the next message. */
   saveUserSettings(record: ConversationRecord, patch: SettingsPatch, unpin: readonly PinnableField[]): SettingsChange;
 }
@@ -154,6 +161,17 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     };
   }
 
+  function tryWrite<T>(action: StorageAction, work: () => T): Result<T> {
+    try {
+      return { ok: true, value: work() };
+    } catch (error) {
+      if (!isStorageError(error)) throw error;
+      logStorageFailure('a write to the conversation store failed', error, { action });
+      const failure = describeStorageFailure(error, action);
+      return { ok: false, error: { code: 'storage', message: failure.message, storageCode: failure.code } };
+    }
+  }
+
   function logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void {
     if (error.code === 'gone' || error.code === 'corrupt') return;
     deps.logger.error(message, { ...fields, error });
@@ -175,19 +193,19 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
       const record = findRecord(id);
       return record ? { ok: true, value: describePane(record) } : notFound(id);
     },
-    tryWrite(action, work) {
-      try {
-        return { ok: true, value: work() };
-      } catch (error) {
-        if (!isStorageError(error)) throw error;
-        logStorageFailure('a write to the conversation store failed', error, { action });
-        const failure = describeStorageFailure(error, action);
-        return { ok: false, error: { code: 'storage', message: failure.message, storageCode: failure.code } };
-      }
-    },
+    tryWrite,
     logStorageFailure,
     saveUserPrompt(id, prompt) {
       return deps.store.addUserPromptVersion(id, prompt, isoNow());
+    },
+    saveScreenPrompt(id, prompt, action) {
+      const record = findRecord(id);
+      const parsed = promptSchema.safeParse(prompt);
+      // Saving what is already there would tell the model about an edit nobody made.
+      if (!record || !parsed.success || parsed.data === record.prompt) return { ok: true, value: undefined };
+      const text = parsed.data;
+      const saved = tryWrite(action, () => deps.store.addUserPromptVersion(id, text, isoNow()));
+      return saved.ok ? { ok: true, value: undefined } : saved;
     },
     saveUserSettings(record, patch, unpin) {
       const change = applyUserSettings(record, patch, unpin);

@@ -13,7 +13,7 @@ import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import type { ImageActivity } from './image-activities.ts';
 import { pinChangedFrom } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
-import { busy, invalid, notFound, type Result } from './results.ts';
+import { busy, invalid, notFound, refuse, type Result } from './results.ts';
 import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
@@ -189,12 +189,10 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     return buffer;
   }
 
-  /** A stopped turn only has its outcome left to store, a replied one its task's end: a plain message queues behind it. */
-
-
   function stopReply(id: string): boolean {
     // A reply that is over (its image may still run) has nothing left to stop.
-    const stoppable = turnStateOf(id) === 'replying' || turnStateOf(id) === 'stopping';
+    const turn = turnStateOf(id);
+    const stoppable = turn === 'replying' || turn === 'stopping';
     if (stoppable) running.get(id)?.controller.abort(new Error('stopped by the user'));
     return stoppable;
   }
@@ -220,7 +218,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       const creating = !record && options.create === true;
       if (!record && !creating) return notFound(id);
       if (creating && (!isConversationId(id) || deleting.has(id))) {
-        return { ok: false, error: { code: 'invalid', message: 'This new conversation has no valid id: reload the page and send again.' } };
+        return refuse('invalid', 'This new conversation has no valid id: reload the page and send again.');
       }
       const parsed = messageSchema.safeParse(text);
       if (!parsed.success) return invalid(parsed.error, 'text');
@@ -240,8 +238,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       } else if (record) {
         // What is on screen and not saved yet is saved first, so the model hears of it in this turn: an
         // edit it sees, which its next prompt supersedes.
-        if (prompt && prompt.data !== record.prompt) {
-          const saved = tryWrite('message', () => state.saveUserPrompt(id, prompt.data));
+        if (prompt) {
+          const saved = state.saveScreenPrompt(id, prompt.data, 'message');
           if (!saved.ok) return saved;
         }
         const changed = patch ? pickChanged(record.settings, patch.data) : {};
@@ -254,7 +252,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         const last = record ? deps.store.listLastExchange(id) : [];
         const user = last[0];
         if (!user || user.role !== 'user') {
-          return { ok: false, error: { code: 'invalid', message: 'There is no message to edit yet: send one first.' } };
+          return refuse('invalid', 'There is no message to edit yet: send one first.');
         }
         plan.kind = 'edit';
         plan.replacedText = user.text;
@@ -269,27 +267,33 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       const last = deps.store.listLastExchange(id);
       const user = last[0];
       if (!user || user.role !== 'user') {
-        return { ok: false, error: { code: 'invalid', message: 'There is no reply to regenerate yet: send a message first.' } };
+        return refuse('invalid', 'There is no reply to regenerate yet: send a message first.');
       }
       const plan: TurnPlan = { kind: 'regenerate', text: user.text, replaces: last.slice(1).map((turn) => turn.id) };
       return { ok: true, value: startTurn(id, plan, signal) };
     },
 
     generate(id, overrides, signal, options = {}) {
+      // What the screen shows becomes the user's version first, whatever is refused after: the image records
+      // the version it was made from.
+      if (options.fromScreen && overrides.prompt !== undefined) {
+        const saved = state.saveScreenPrompt(id, overrides.prompt, 'change');
+        if (!saved.ok) return saved;
+      }
       let record = findRecord(id);
       const creating = !record && options.create === true;
       if (!record && !creating) return notFound(id);
       if (creating && !isConversationId(id)) {
-        return { ok: false, error: { code: 'invalid', message: 'This new conversation has no valid id: reload the page and try again.' } };
+        return refuse('invalid', 'This new conversation has no valid id: reload the page and try again.');
       }
-      if (!deps.images.configured) return { ok: false, error: { code: 'unavailable', message: NO_BACKEND_MESSAGE } };
+      if (!deps.images.configured) return refuse('unavailable', NO_BACKEND_MESSAGE);
       const base = record ?? { prompt: '', settings: DEFAULT_SETTINGS };
       const prompt = overrides.prompt === undefined ? { success: true as const, data: base.prompt } : promptSchema.safeParse(overrides.prompt);
       if (!prompt.success) return invalid(prompt.error, 'prompt');
       const patch = overrides.settings === undefined ? { success: true as const, data: {} } : settingsPatchSchema.safeParse(overrides.settings);
       if (!patch.success) return invalid(patch.error);
       if (prompt.data.trim() === '') {
-        return { ok: false, error: { code: 'invalid', message: 'The prompt is empty: write one or chat until the assistant suggests one.', fields: { prompt: 'The prompt is empty.' } } };
+        return refuse('invalid', 'The prompt is empty: write one or chat until the assistant suggests one.', { prompt: 'The prompt is empty.' });
       }
       const settings = { ...base.settings, ...patch.data };
       if (creating) {
@@ -299,12 +303,6 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         );
         if (!created.ok) return created;
         record = created.value;
-      } else if (record && options.fromScreen && prompt.data !== record.prompt) {
-        // What the screen shows becomes the user's version first: the image records the version it was made from.
-        const screenPrompt = prompt.data;
-        const saved = tryWrite('change', () => state.saveUserPrompt(id, screenPrompt));
-        if (!saved.ok) return saved;
-        record = findRecord(id) ?? record;
       }
       // The image records the version it was made from: the pane's, unless the prompt was overridden.
       const promptVersion = record && prompt.data === record.prompt ? record.promptVersion : null;
@@ -346,7 +344,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     followImage(id, imageId) {
       if (!findRecord(id)) return notFound(id);
       const activity = activities.find(id, imageId);
-      if (!activity) return { ok: false, error: { code: 'not_found', message: 'No such image is being made in this conversation (it may have ended a while ago: GET the conversation to see its images).' } };
+      if (!activity) return refuse('not_found', 'No such image is being made in this conversation (it may have ended a while ago: GET the conversation to see its images).');
       return { ok: true, value: activity.follow() };
     },
 

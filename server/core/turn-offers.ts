@@ -24,13 +24,15 @@ export interface TurnOffers {
  * `last`: the conversation's last exchange (not replaced); `stored`: its message is stored (a message that was
  * not stored goes back into the composer instead of being retried).
  */
-export function decideTurnOffers(turn: { status: TurnStatus; failed: boolean }, where: { last: boolean; stored: boolean }): TurnOffers {
-  const last = where.last && turn.status !== 'replaced';
+export function decideTurnOffers(status: TurnStatus, where: { last: boolean; stored: boolean }): TurnOffers {
+  const last = where.last && status !== 'replaced';
+  // Read from the status alone: live (the `done` event's level) and stored (the turn's row) agree on it.
+  const failed = status === 'error';
   return {
-    notice: TURN_NOTICES[turn.status],
-    retry: turn.failed && last && where.stored,
-    regenerate: last && where.stored && turn.status !== 'running' && !turn.failed && turn.status !== 'reset',
-    sendAgain: turn.status === 'reset' && last,
+    notice: TURN_NOTICES[status],
+    retry: failed && last && where.stored,
+    regenerate: last && where.stored && status !== 'running' && !failed && status !== 'reset',
+    sendAgain: status === 'reset' && last,
   };
 }
 

@@ -101,7 +101,7 @@ export function createTurnPipeline(
     });
     const turn = runTurn(
       { llm: deps.llm, logger: deps.logger, now: deps.clock.now, numCtx: deps.numCtx, conversationId: id, timeouts: replyTimeouts },
-      { context: turnContext, userText: plan.text, prompt: base.prompt, settings: base.settings, signal: controller.signal },
+      { context: turnContext, prompt: base.prompt, settings: base.settings, signal: controller.signal },
     );
     let shown = '';
     let outcome: TurnOutcome;

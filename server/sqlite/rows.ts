@@ -5,7 +5,7 @@ import { turnErrorCodeSchema } from '../core/error-codes.ts';
 import { turnStatusSchema, type ConversationRecord, type ImageRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
 import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
 import { DEFAULT_SETTINGS } from '../core/settings.ts';
-import { metadataSchema, type Metadata } from '../protocol/index.ts';
+import { metadataSchema, type ContextEntry, type Metadata } from '../protocol/index.ts';
 
 export const NO_PENDING: PendingNotes = { promptEdited: false, settingsChanged: false };
 
@@ -42,6 +42,33 @@ function readJson<T>(text: string, schema: z.ZodType<T>): T {
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new StoredValueError(`a stored value is not what Easel writes: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   return parsed.data;
+}
+
+// An entry of the working context as Easel writes it; its metadata by type, not today's ranges (an entry the
+// model saw under older limits is still part of what it saw).
+const storedMetadataSchema = z.object({
+  prompt: z.string(),
+  generate_image: z.boolean(),
+  steps: z.number(),
+  cfg: z.number(),
+  seed: z.number(),
+  negative_prompt: z.string().optional(),
+});
+const contextEntrySchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('user'), text: z.string(), note: z.string().optional() }),
+  z.object({ kind: z.literal('assistant'), text: z.string(), metadata: storedMetadataSchema }),
+  z.object({ kind: z.literal('summary'), userWords: z.array(z.string()), text: z.string() }),
+]);
+
+/** One stored entry of the working context; throws StoredValueError when it is not what Easel writes. */
+export function readContextEntry(text: string): ContextEntry {
+  const entry = readJson(text, contextEntrySchema);
+  if (entry.kind === 'user') return { kind: 'user', text: entry.text, ...(entry.note !== undefined ? { note: entry.note } : {}) };
+  if (entry.kind === 'assistant') {
+    const { negative_prompt, ...metadata } = entry.metadata;
+    return { kind: 'assistant', text: entry.text, metadata: { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) } };
+  }
+  return entry;
 }
 
 /** Metadata as the model's reply gave it, read with the same schema (an older reply may lack negative_prompt). */

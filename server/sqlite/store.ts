@@ -21,6 +21,7 @@ import type { ContextEntry } from '../protocol/index.ts';
 import {
   encodeNotices,
   NO_PENDING,
+  readContextEntry,
   toConversation,
   toImage,
   toImageRow,
@@ -157,7 +158,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     const entries: ContextEntry[] = [];
     for (const row of statements.readContext.all(conversationId)) {
       try {
-        entries.push(JSON.parse(row.entry) as ContextEntry);
+        entries.push(readContextEntry(row.entry));
       } catch (error) {
         logger?.warn('skipped a working-context entry that cannot be read', { conversationId, seq: row.seq, error });
       }

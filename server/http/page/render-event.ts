@@ -111,7 +111,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'reset': {
       if (!ids) return EMPTY;
       view.replyEnded = true;
-      const offers = decideTurnOffers({ status: 'reset', failed: false }, { last: true, stored: view.started === true });
+      const offers = decideTurnOffers('reset', { last: true, stored: view.started === true });
       const resend = offers.sendAgain && view.started ? (view.userText ?? view.findLastMessage?.()) : undefined;
       return joinHtml([
         renderPartial(`#${ids.text}`, 'outerHTML', renderReplyText(ids, event.message)),
@@ -147,7 +147,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         renderPartial(`#${ids.cursor}`, 'delete'),
         // Retry asks the stored message again (like Regenerate); a message that was not stored goes back
         // into the composer instead.
-        renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(event.message, { retry: decideTurnOffers({ status: 'error', failed: true }, { last: true, stored: view.started === true }).retry })),
+        renderPartial(`#${ids.notes}`, 'beforeend', renderErrorBox(event.message, { retry: decideTurnOffers('error', { last: true, stored: view.started === true }).retry })),
         // The message was not stored: its text goes back into the composer (web/easel.js puts it there).
         !view.started && view.userText !== undefined
           ? renderPartial('#composer-inbox', 'innerHTML', html`<div class="restore-text" data-text="${view.userText}"></div>`)
@@ -156,9 +156,8 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'done':
       // Whatever ended the image, its bar ends with the stream.
       if (!ids) return view.generationId ? renderGenerationEnd(view.generationId) : EMPTY;
-      const status = statusOfDone(event.level);
       // The same decision a reload makes (views.ts): the reply just ended is the last one.
-      const offers = decideTurnOffers({ status, failed: status === 'error' }, { last: true, stored: view.started === true });
+      const offers = decideTurnOffers(statusOfDone(event.level), { last: true, stored: view.started === true });
       return joinHtml([
         renderReplyEnd(view, ids),
         view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,

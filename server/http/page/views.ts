@@ -303,7 +303,7 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   const replaced = turn.status === 'replaced';
   if (turn.role === 'user') return renderUserBubble(turn.text, { id: bubbleId, createdAt: turn.createdAt, conversationId, last, replaced });
   // The same decision the live renderer makes as a reply ends (render-event.ts).
-  const offers = decideTurnOffers({ status: turn.status, failed: turn.error !== undefined }, { last, stored: true });
+  const offers = decideTurnOffers(turn.status, { last, stored: true });
   const notes: Html[] = (turn.notices ?? []).map(renderNotice);
   if (offers.notice !== undefined) notes.push(renderNotice(offers.notice));
   // Kept in a reply that Retry replaced, where the page hides it (as it does live): the error was fixed.

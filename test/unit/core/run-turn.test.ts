@@ -43,10 +43,9 @@ function depsWith(over: Partial<TurnDeps> = {}): TurnDeps {
 }
 
 /** A turn's input: `prior` is the working context before it; the user's message is appended as the service does. */
-function inputWith(over: Partial<Omit<TurnInput, 'context'>> & { prior?: ContextEntry[] } = {}): TurnInput {
-  const { prior = [], ...rest } = over;
-  const userText = rest.userText ?? 'a cat';
-  return { context: appendUserEntry(prior, { kind: 'user', text: userText }), userText, prompt: '', settings: DEFAULT_SETTINGS, signal: new AbortController().signal, ...rest };
+function inputWith(over: Partial<Omit<TurnInput, 'context'>> & { prior?: ContextEntry[]; userText?: string } = {}): TurnInput {
+  const { prior = [], userText = 'a cat', ...rest } = over;
+  return { context: appendUserEntry(prior, { kind: 'user', text: userText }), prompt: '', settings: DEFAULT_SETTINGS, signal: new AbortController().signal, ...rest };
 }
 
 /** Runs a turn to its end; `onEvent` may act between events (the generator waits for it). */

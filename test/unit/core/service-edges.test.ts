@@ -231,21 +231,36 @@ describe('the first message of the empty page', () => {
 });
 
 describe('what the screen shows, saved by the core before the command', () => {
-  it('undo and redo save the prompt on screen first; a prompt the rules refuse ends the command and changes nothing', async () => {
+  it('undo and redo save the prompt on screen first; a prompt the rules refuse is not saved, and undo still leads out of it', async () => {
     const { service } = await setUp();
     const id = newConversationId(service);
     expect(service.setPrompt(id, 'a fox').ok).toBe(true);
     expect(service.setPrompt(id, 'a red fox').ok).toBe(true);
-
-    const refused = service.undoPrompt(id, { prompt: 'a red fox\u0000' });
-    expect(refused.ok || refused.error.code).toBe('invalid');
-    expect(service.getPane(id)?.prompt).toBe('a red fox');
 
     const undone = service.undoPrompt(id, { prompt: 'a red fox, typed' });
     // The typing became a version, and undo went back from it.
     expect(undone.ok && undone.value.prompt).toBe('a red fox');
     const redone = service.redoPrompt(id, {});
     expect(redone.ok && redone.value.prompt).toBe('a red fox, typed');
+
+    // Text the prompt rule refuses (too long, a control character) stays unsaved, and Undo is still the way out.
+    const escaped = service.undoPrompt(id, { prompt: 'x'.repeat(5000) });
+    expect(escaped.ok && escaped.value.prompt).toBe('a red fox');
+    expect(service.listPromptVersions(id)?.map((version) => version.prompt)).toEqual(['a fox', 'a red fox', 'a red fox, typed']);
+  });
+
+  it('a store that cannot save the prompt on screen ends the command, saying so', async () => {
+    const { service } = await setUp({
+      store: (real) => ({
+        ...real,
+        addUserPromptVersion: () => {
+          throw new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' });
+        },
+      }),
+    });
+    const id = newConversationId(service);
+    const undone = service.undoPrompt(id, { prompt: 'typed' });
+    expect(undone.ok || undone.error).toMatchObject({ code: 'storage', storageCode: 'storage_full' });
   });
 
   it('settings sent whole with the fields the user changed: only those are set and pinned', async () => {

@@ -4,7 +4,7 @@ import { decideTurnOffers, statusOfDone, TURN_STATUSES } from '../../../server/c
 
 describe('decideTurnOffers', () => {
   it('offers on the last, stored reply: Regenerate when it ended, Retry when it failed, Send again after a reset', () => {
-    const offers = (status: (typeof TURN_STATUSES)[number], failed = status === 'error') => decideTurnOffers({ status, failed }, { last: true, stored: true });
+    const offers = (status: (typeof TURN_STATUSES)[number]) => decideTurnOffers(status, { last: true, stored: true });
     expect(offers('ok')).toEqual({ notice: undefined, retry: false, regenerate: true, sendAgain: false });
     expect(offers('stopped')).toEqual({ notice: 'Stopped.', retry: false, regenerate: true, sendAgain: false });
     expect(offers('interrupted')).toMatchObject({ notice: expect.stringMatching(/^Interrupted/), regenerate: true });
@@ -17,11 +17,11 @@ describe('decideTurnOffers', () => {
 
   it('offers nothing on an earlier reply, and no Retry or Regenerate for a message that was not stored', () => {
     for (const status of TURN_STATUSES) {
-      const earlier = decideTurnOffers({ status, failed: status === 'error' }, { last: false, stored: true });
+      const earlier = decideTurnOffers(status, { last: false, stored: true });
       expect(earlier.retry || earlier.regenerate || earlier.sendAgain, status).toBe(false);
     }
-    expect(decideTurnOffers({ status: 'error', failed: true }, { last: true, stored: false }).retry).toBe(false);
-    expect(decideTurnOffers({ status: 'ok', failed: false }, { last: true, stored: false }).regenerate).toBe(false);
+    expect(decideTurnOffers('error', { last: true, stored: false }).retry).toBe(false);
+    expect(decideTurnOffers('ok', { last: true, stored: false }).regenerate).toBe(false);
   });
 
   it('reads a reply that just ended as the status it is stored with', () => {

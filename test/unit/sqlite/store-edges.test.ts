@@ -117,7 +117,7 @@ describe('the working context cache', () => {
 
     const { logger, warnings } = recordingLogger();
     expect(openStore(path, logger).readContext('c1')).toEqual([user('one'), user('two')]);
-    expect(warnings).toEqual([['skipped a working-context entry that cannot be read', { conversationId: 'c1', seq: 1, error: expect.any(SyntaxError) }]]);
+    expect(warnings).toEqual([['skipped a working-context entry that cannot be read', { conversationId: 'c1', seq: 1, error: expect.any(StoredValueError) }]]);
   });
 });
 
@@ -211,7 +211,10 @@ describe('what is stored and read back', () => {
     const store = openStore(tempPath());
     store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS, prompt: 'a cat' });
     const first = store.getConversation('c1')!.promptVersion!;
-    expect(store.getConversation('c1')?.pending).toEqual({ promptEdited: false, settingsChanged: false });
+    // A later version that tells the model nothing (the suggestion the model itself wrote, taken).
+    const { turnId } = store.beginTurn('c1', { user: { text: 'a dog?' }, replaces: [], context: append(user('a dog?')) }, at);
+    store.takeSuggestion('c1', { prompt: 'a dog', turnId }, at);
+    expect(store.getConversation('c1')).toMatchObject({ prompt: 'a dog', pending: { promptEdited: false, settingsChanged: false } });
     store.selectPromptVersion('c1', first);
     expect(store.getConversation('c1')).toMatchObject({ prompt: 'a cat', pending: { promptEdited: true, settingsChanged: false } });
   });
