@@ -63,6 +63,9 @@ function readPeakRssMb(): number {
   return match ? Number(match[1]) / 1024 : process.resourceUsage().maxRSS / 1024;
 }
 
+/** How long the event loop may be held; a mutation run's instrumented code is several times slower. */
+const BLOCK_BOUND_MS = process.env.EASEL_INSTRUMENTED === '1' ? 10_000 : 1000;
+
 /** The answer to an import, with the peak memory it cost and the longest the event loop was blocked meanwhile. */
 async function measureImport(zip: Uint8Array): Promise<{ status: number; error: string; rssGrowthMb: number; longestBlockMs: number }> {
   const delay = monitorEventLoopDelay({ resolution: 10 });
@@ -117,7 +120,7 @@ describe('a conversation.json shaped to exhaust Easel', () => {
     expect(measured.status).toBe(422);
     expect(measured.error).toMatch(message);
     expect(measured.rssGrowthMb).toBeLessThan(200);
-    expect(measured.longestBlockMs).toBeLessThan(1000);
+    expect(measured.longestBlockMs).toBeLessThan(BLOCK_BOUND_MS);
     expect(await conversationCount()).toBe(before);
   });
 
@@ -133,7 +136,7 @@ describe('a conversation.json shaped to exhaust Easel', () => {
     const measured = await measureImport(zipSync({ 'conversation.json': strToU8(JSON.stringify(large)) }));
     expect(measured.status).toBe(201);
     expect(measured.rssGrowthMb).toBeLessThan(200);
-    expect(measured.longestBlockMs).toBeLessThan(1000);
+    expect(measured.longestBlockMs).toBeLessThan(BLOCK_BOUND_MS);
   });
 });
 

@@ -8,5 +8,7 @@ export default defineConfig({
     exclude: ['test/live/**', 'test/browser/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    // Instrumented code runs several times slower: bounds on the event loop's delay widen under it.
+    env: { EASEL_INSTRUMENTED: '1' },
   },
 });
