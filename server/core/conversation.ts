@@ -163,6 +163,8 @@ export interface ConversationStore {
   getConversation(id: string): ConversationRecord | undefined;
   /** Newest activity first; `query` (the user's words) searches messages, titles and prompts. Unreadable rows are skipped. */
   listConversations(options?: { query?: string; limit?: number }): ConversationListing[];
+  /** One conversation as the list shows it (its first and last message chosen by the same rule); undefined as getConversation. */
+  getListing(id: string): ConversationListing | undefined;
   /** Null clears the title (back to "from the first message"). False when there is no such conversation. */
   renameConversation(id: string, title: string | null): boolean;
   /** Deletes the conversation and every record of it in one transaction; returns its image file names. */

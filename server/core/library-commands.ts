@@ -25,7 +25,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
   const { deps, findRecord, tryWrite, deleting } = state;
   const getSummary = (id: string): ConversationSummary | undefined => {
     const record = findRecord(id);
-    return record ? state.summarize(record, deps.store.listTurns(record.id)) : undefined;
+    return record ? state.summarize(record) : undefined;
   };
   return {
     createConversation() {

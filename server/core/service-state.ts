@@ -82,7 +82,8 @@ export interface ServiceState {
   turnStateOf(id: string): TurnState;
   /** The stored conversation, unless it is being deleted. */
   findRecord(id: string): ConversationRecord | undefined;
-  summarize(record: ConversationRecord, turns: readonly TranscriptTurn[]): ConversationSummary;
+  /** The conversation's title and preview, as the list shows them. */
+  summarize(record: ConversationRecord): ConversationSummary;
   view(record: ConversationRecord): ConversationView;
   /** The pane as stored, and whether undo and redo have somewhere to go. */
   describePane(record: ConversationRecord): PaneView;
@@ -113,13 +114,13 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     return deleting.has(id) ? undefined : deps.store.getConversation(id);
   }
 
-  function summarize(record: ConversationRecord, turns: readonly TranscriptTurn[]): ConversationSummary {
-    const shown = turns.filter((turn) => turn.status !== 'replaced');
-    const listing: ConversationListing = {
+  function summarize(record: ConversationRecord): ConversationSummary {
+    // The store chooses the first and last message with the list's own query: one rule, in SQL.
+    const listing: ConversationListing = deps.store.getListing(record.id) ?? {
       id: record.id,
       title: record.title,
-      firstMessage: shown.find((turn) => turn.role === 'user')?.text ?? null,
-      lastMessage: shown.findLast((turn) => turn.text !== '')?.text ?? null,
+      firstMessage: null,
+      lastMessage: null,
       prompt: record.prompt,
       createdAt: record.createdAt,
       updatedAt: record.updatedAt,
@@ -151,7 +152,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
       .listTurns(record.id)
       .map((turn) => (turn.status === 'running' && !busy ? { ...turn, status: 'interrupted' as const } : turn));
     return {
-      ...summarize(record, turns),
+      ...summarize(record),
       prompt: record.prompt,
       settings: record.settings,
       turns,

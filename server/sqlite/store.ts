@@ -121,6 +121,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.role = 'user' AND t.status != 'replaced' ORDER BY t.id LIMIT 1) AS first_message,
     (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.status != 'replaced' AND t.text != '' ORDER BY t.id DESC LIMIT 1) AS last_message`;
   const listAll = db.prepare<[number], ListingRow>(`SELECT ${LISTING_COLUMNS} FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?`);
+  const listOne = db.prepare<[string], ListingRow>(`SELECT ${LISTING_COLUMNS} FROM conversations c WHERE c.id = ?`);
   // One lookup per word: a conversation matches when each word is in one of its messages, its title or its prompt.
   const matchTerm = `SELECT t.conversation_id FROM turns_search s JOIN turns t ON t.id = s.rowid WHERE turns_search MATCH ?
     UNION SELECT conversation_id FROM conversations_search WHERE conversations_search MATCH ?`;
@@ -422,6 +423,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       const rows = terms.length === 0 ? listAll.all(limit) : searchStatement(terms.length).all(...terms.flatMap((term) => [term, term]), limit);
       return rows.map(toListing).filter((listing): listing is ConversationListing => listing !== undefined);
     },
+    getListing(id) {
+      const row = listOne.get(id);
+      return row ? toListing(row) : undefined;
+    },
     renameConversation(id, title) {
       return write(() => statements.setTitle.run(title, id).changes > 0);
     },
@@ -497,6 +502,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
 const READ_METHODS = [
   'getConversation',
   'listConversations',
+  'getListing',
   'listTurns',
   'listLastExchange',
   'readContext',
