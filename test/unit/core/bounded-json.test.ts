@@ -40,6 +40,32 @@ describe('parseBoundedJson', () => {
     expect(parse('[{"a":1,"b":2},{"c":1,"d":2},{"e":1}]')).toEqual({ ok: false, error: { code: 'too_many', message: 'holds more than 4 different keys (at byte 31)' } });
   });
 
+  it('reads what a JSON text can hold around its counts: escapes, white space before a colon, closes with nothing open, commas outside any list', () => {
+    // An escaped quote does not end the text: the brackets after it are text, not nesting.
+    expect(parse('["\\"[[[[["]')).toEqual({ ok: true, value: ['"[[[[['] });
+    // A key is a text followed by a colon, whatever white space stands between (tab, CR, LF, space).
+    for (const space of ['\t', '\r', '\n', ' ']) expect(codeOf(`{"abcd"${space}:1}`), JSON.stringify(space)).toBe('too_long');
+    // A text at the very end, white space after it, is no key.
+    expect(parse('"abcdefgh"  ')).toEqual({ ok: true, value: 'abcdefgh' });
+    // A close with nothing open cannot lower the depth below nothing: the nesting after it still counts.
+    expect(codeOf(']]][[[[1]]]]')).toBe('too_deep');
+    // Commas outside any list are no items of one (and not JSON).
+    expect(codeOf('1,1,1,1,1,1')).toBe('malformed');
+  });
+
+  it('checks members and items at the deepest level too, each against its own bound', () => {
+    expect(codeOf('[[{"a":1,"b":2,"c":3,"d":4}]]')).toBe('too_many');
+    expect(codeOf('[[[1,2,3,4,5]]]')).toBe('too_many');
+    // An object is held to maxMembers only, a list to maxItems only.
+    expect(codeOf('{"a":1,"b":2,"c":3}', { ...BOUNDS, maxMembers: 10, maxItems: 2 })).toBe('ok');
+    expect(codeOf('[1,2,3]', { ...BOUNDS, maxMembers: 2, maxItems: 10 })).toBe('ok');
+  });
+
+  it('counts values at a container as at a comma, each refusal naming the byte', () => {
+    expect(parse('[[],[]]', { ...BOUNDS, maxValues: 3 })).toEqual({ ok: false, error: { code: 'too_many', message: 'holds more than 3 values (at byte 5)' } });
+    expect(parse('[1,2,3,4]', { ...BOUNDS, maxValues: 3 })).toEqual({ ok: false, error: { code: 'too_many', message: 'holds more than 3 values (at byte 7)' } });
+  });
+
   it('counts members and items per container: a sibling starts again from one', () => {
     expect(codeOf('[{"a":1,"b":2,"c":3},{"a":1,"b":2,"c":3}]')).toBe('ok');
     expect(codeOf('[[1,2,3,4],[1,2,3,4]]')).toBe('ok');
