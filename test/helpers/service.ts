@@ -1,8 +1,19 @@
 // The service as main.ts wires it, for the tests that drive it without the whole server: SQLite (in memory
-// unless a path is given), the real Ollama adapter pointed at `ollamaUrl` (a fake, or a closed port), no
-// image backend, the real zip codec and images folder.
+// unless a path is given), the real Ollama adapter pointed at `ollamaUrl` (a fake, or a closed port), the
+// real zip codec and images folder, and no image backend unless one is given. `wrapStore` and
+// `wrapImageFiles` put a test's failing double in front of the real one.
 import { tmpdir } from 'node:os';
-import { createEaselService, createImageGenerator, silentLogger, type ConversationStore, type EaselService, type ImageGenerator, type Logger } from '../../server/core/index.ts';
+import {
+  createEaselService,
+  createImageGenerator,
+  silentLogger,
+  type ConversationStore,
+  type EaselService,
+  type ImageBackend,
+  type ImageFiles,
+  type ImageGenerator,
+  type Logger,
+} from '../../server/core/index.ts';
 import { createOllamaChatModel } from '../../server/ollama/index.ts';
 import { createSqliteStore } from '../../server/sqlite/index.ts';
 import { createImageFiles } from '../../server/util/index.ts';
@@ -10,27 +21,46 @@ import { createZipArchive } from '../../server/zip/index.ts';
 
 export interface TestService {
   service: EaselService;
+  /** The store the service uses (the wrapped one, when `wrapStore` was given). */
   store: ConversationStore;
+  /** The real store underneath: close it when done. */
+  realStore: ConversationStore;
   images: ImageGenerator;
 }
 
 /** A closed port: the Ollama adapter is wired but nothing answers there. */
 export const NO_OLLAMA = 'http://127.0.0.1:9';
 
-export function buildService(options: { ollamaUrl?: string; dbPath?: string; imagesDir?: string; logger?: Logger } = {}): TestService {
+export interface TestServiceOptions {
+  ollamaUrl?: string;
+  dbPath?: string;
+  imagesDir?: string;
+  logger?: Logger;
+  backend?: ImageBackend;
+  wrapStore?: (real: ConversationStore) => ConversationStore;
+  wrapImageFiles?: (real: ImageFiles) => ImageFiles;
+  replySaveIntervalMs?: number;
+  shutdownWaitMs?: number;
+}
+
+export function buildService(options: TestServiceOptions = {}): TestService {
   const logger = options.logger ?? silentLogger;
-  const store = createSqliteStore({ path: options.dbPath ?? ':memory:' });
-  const images = createImageGenerator({ backend: null, store, logger, clock: Date, saveFile: async () => undefined });
+  const realStore = createSqliteStore({ path: options.dbPath ?? ':memory:' });
+  const store = options.wrapStore ? options.wrapStore(realStore) : realStore;
+  const realFiles = createImageFiles(options.imagesDir ?? tmpdir());
+  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes) });
   const llm = createOllamaChatModel({ host: options.ollamaUrl ?? NO_OLLAMA, model: 'mistral:7b', numCtx: 8192 });
   const service = createEaselService({
     store,
     llm,
     images,
-    imageFiles: createImageFiles(options.imagesDir ?? tmpdir()),
+    imageFiles: options.wrapImageFiles ? options.wrapImageFiles(realFiles) : realFiles,
     archive: createZipArchive(),
     logger,
     clock: Date,
     numCtx: 8192,
+    ...(options.replySaveIntervalMs === undefined ? {} : { replySaveIntervalMs: options.replySaveIntervalMs }),
+    ...(options.shutdownWaitMs === undefined ? {} : { shutdownWaitMs: options.shutdownWaitMs }),
   });
-  return { service, store, images };
+  return { service, store, realStore, images };
 }

@@ -8,8 +8,6 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildArchiveFiles } from '../../../server/core/archive.ts';
 import {
-  createEaselService,
-  createImageGenerator,
   createLogger,
   DEFAULT_SETTINGS,
   isConversationId,
@@ -20,13 +18,11 @@ import {
   type ImageBackend,
   type ImageFiles,
 } from '../../../server/core/index.ts';
-import { createOllamaChatModel } from '../../../server/ollama/index.ts';
-import { createSqliteStore } from '../../../server/sqlite/index.ts';
-import { createImageFiles } from '../../../server/util/index.ts';
 import { createZipArchive } from '../../../server/zip/index.ts';
 import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
+import { buildService } from '../../helpers/service.ts';
 import { collectAll, makeErrnoError } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -41,26 +37,20 @@ async function setUp(
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const fake = await createFakeOllama();
   cleanups.push(() => fake.close());
-  const realStore = createSqliteStore({ path: join(dir, 'easel.db') });
-  cleanups.push(() => realStore.close());
-  const store = options.store ? options.store(realStore) : realStore;
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
-  const realFiles = createImageFiles(dir);
-  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes) });
-  const llm = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
-  const service = createEaselService({
-    store,
-    llm,
-    images,
-    imageFiles: options.imageFiles ? options.imageFiles(realFiles) : realFiles,
-    archive: createZipArchive(),
+  const { service, store, realStore } = buildService({
+    ollamaUrl: fake.url,
+    dbPath: join(dir, 'easel.db'),
+    imagesDir: dir,
     logger,
-    clock: Date,
-    numCtx: 8192,
+    ...(options.backend ? { backend: options.backend } : {}),
+    ...(options.store ? { wrapStore: options.store } : {}),
+    ...(options.imageFiles ? { wrapImageFiles: options.imageFiles } : {}),
     ...(options.replySaveIntervalMs === undefined ? {} : { replySaveIntervalMs: options.replySaveIntervalMs }),
     ...(options.shutdownWaitMs === undefined ? {} : { shutdownWaitMs: options.shutdownWaitMs }),
   });
+  cleanups.push(() => realStore.close());
   cleanups.push(() => service.shutdown());
   return { service, fake, logs, dir, store };
 }
