@@ -120,7 +120,7 @@ describe('the chat stream, a network read at a time', () => {
     expect(error.message).not.toMatch(/connection|broke/);
   });
 
-  it('fails the chat on a line of the wrong types instead of taking it for the end (issue 21)', async () => {
+  it('fails the chat on a line of the wrong types instead of taking it for the end', async () => {
     const url = await serveRawBody([`${line('a lighthouse')}{"message": 42, "done": "maybe"}\n${line(' at dusk')}`, line('', { done: true })]);
     const model = createOllamaChatModel({ host: url, model: 'mistral:7b' });
     const received: ChatChunk[] = [];
