@@ -8,6 +8,7 @@ import { turnErrorCodeSchema } from './error-codes.ts';
 import { turnStatusSchema, type ConversationImport, type ImageRecord, type TranscriptTurn } from './conversation.ts';
 import { imageSkipReasonSchema, PINNABLE_FIELDS, promptSourceSchema, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
 import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
+import { toContextEntry } from './context-change.ts';
 import { MAX_IMAGE_BYTES } from './image-limits.ts';
 import { oneLineText, promptSchema, titleSchema, typedText } from './text.ts';
 import { settingsSchema, type Settings } from './settings.ts';
@@ -496,15 +497,6 @@ function toSettingSuggestions(values: Partial<Pick<Settings, PinnableField>>): S
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as SettingSuggestions;
 }
 
-/** Zod's output of an optional key is `key?: T | undefined`; a ContextEntry has the key or not. */
-function toContextEntry(entry: z.infer<typeof contextEntrySchema>): ContextEntry {
-  if (entry.kind === 'user') return { kind: 'user', text: entry.text, ...(entry.note !== undefined ? { note: entry.note } : {}) };
-  if (entry.kind === 'assistant') {
-    const { negative_prompt, ...metadata } = entry.metadata;
-    return { kind: 'assistant', text: entry.text, metadata: { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) } };
-  }
-  return entry;
-}
 
 // What a file manager adds when it zips a folder again: macOS's resource forks and Finder's, Windows' thumbnails.
 const FILE_MANAGER_ENTRY = /(^|\/)(__MACOSX\/|\.DS_Store$|Thumbs\.db$|desktop\.ini$)/;

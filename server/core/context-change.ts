@@ -1,4 +1,4 @@
-import type { ContextEntry } from '../protocol/index.ts';
+import type { ContextEntry, Metadata } from '../protocol/index.ts';
 import type { ContextChange } from './conversation.ts';
 
 /**
@@ -48,4 +48,22 @@ export function appendUserEntry(context: ContextEntry[], entry: Extract<ContextE
     return [...context.slice(0, -1), { kind: 'user', text: entry.text, ...(note ? { note } : {}) }];
   }
   return [...context, entry];
+}
+
+/** Metadata as zod reads it, `negative_prompt?: string | undefined`: the record has the key or not. */
+export function toMetadata(read: Omit<Metadata, 'negative_prompt'> & { negative_prompt?: string | undefined }): Metadata {
+  const { negative_prompt, ...metadata } = read;
+  return { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) };
+}
+
+/** A context entry as zod reads it (an import, a stored row): a key holding undefined is left out. */
+export function toContextEntry(
+  read:
+    | { kind: 'user'; text: string; note?: string | undefined }
+    | { kind: 'assistant'; text: string; metadata: Parameters<typeof toMetadata>[0] }
+    | { kind: 'summary'; userWords: string[]; text: string },
+): ContextEntry {
+  if (read.kind === 'user') return { kind: 'user', text: read.text, ...(read.note !== undefined ? { note: read.note } : {}) };
+  if (read.kind === 'assistant') return { kind: 'assistant', text: read.text, metadata: toMetadata(read.metadata) };
+  return read;
 }

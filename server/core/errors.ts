@@ -73,3 +73,8 @@ export class StorageError extends Error {
 export function isStorageError(error: unknown): error is StorageError {
   return error instanceof StorageError;
 }
+
+/** A vanished or damaged database: the store logs it once, with its path, so its callers log nothing more. */
+export function isLoggedByStore(error: unknown): boolean {
+  return isStorageError(error) && (error.code === 'gone' || error.code === 'corrupt');
+}

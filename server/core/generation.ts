@@ -2,7 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore, ImageRecord } from './conversation.ts';
-import { ImageBackendError, isImageBackendError, isStorageError } from './errors.ts';
+import { ImageBackendError, isImageBackendError, isLoggedByStore, isStorageError } from './errors.ts';
 import type { ImageEvent, TurnEvent } from './events.ts';
 import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';
 import { describeStorageFailure } from './library.ts';
@@ -244,7 +244,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       if (isStorageError(error)) {
         // The database, not the image: said as every storage failure is (a vanished or damaged file is logged once by the store).
         yield { type: 'error', ...describeStorageFailure(error, 'image') };
-        if (error.code !== 'gone' && error.code !== 'corrupt') deps.logger.error('the image could not be recorded', { error });
+        if (!isLoggedByStore(error)) deps.logger.error('the image could not be recorded', { error });
         return;
       }
       yield { type: 'error', ...describeImageFailure(error, signal, deps.imagesDir) };

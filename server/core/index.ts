@@ -27,7 +27,7 @@ export type { ArchiveCodec, ArchiveErrorCode, ArchiveLimits, ImageFiles, UnpackR
 export { describeContextChange } from './context-change.ts';
 export { describeConversation, describeStorageFailure, UNTITLED, type ConversationSummary } from './library.ts';
 export { createReplySaver, type ReplySaver } from './reply-saver.ts';
-export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isStorageError, StorageError } from './errors.ts';
+export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isLoggedByStore, isStorageError, StorageError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
 export type { DoneEvent, ImageEvent, ImageNotMadeEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
 export {

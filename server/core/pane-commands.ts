@@ -57,9 +57,7 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     if (!record) return notFound(id);
     const parsed = promptSchema.safeParse(prompt);
     if (!parsed.success) return invalid(parsed.error, 'prompt');
-    // Saving what is already there would tell the model about an edit nobody made.
-    if (parsed.data === record.prompt) return { ok: true, value: describePane(record) };
-    const saved = tryWrite('change', () => state.saveUserPrompt(id, parsed.data));
+    const saved = state.saveScreenPrompt(id, parsed.data, 'change');
     return saved.ok ? paneOf(id) : saved;
   }
 

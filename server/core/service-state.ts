@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ArchiveCodec, ImageFiles } from './archive.ts';
 import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, TranscriptTurn } from './conversation.ts';
-import { isStorageError, type StorageError } from './errors.ts';
+import { isLoggedByStore, isStorageError, type StorageError } from './errors.ts';
 import type { ImageGenerator } from './generation.ts';
 import { createImageActivities, type ImageActivities, type ImageInProgress } from './image-activities.ts';
 import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
@@ -92,11 +92,9 @@ export interface ServiceState {
   tryWrite<T>(action: StorageAction, work: () => T): Result<T>;
   /** A vanished or damaged database is logged once, with its path, by the store; any other failure at each write. */
   logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void;
-  /** Inside tryWrite: a prompt typed by the user is a new version; the model hears of it with the next message. */
-  saveUserPrompt(id: string, prompt: string): number;
   /**
-   * The prompt on the user's screen, saved as their version before a command acts (undo, redo, "Use
-   * suggestion", Generate) when it differs from the stored one. Text the prompt rule refuses is not saved
+   * The prompt the user typed, saved as their version (the model hears of it with the next message) when it
+   * differs from the stored one: on its own, or before a command acts (undo, redo, "Use suggestion", Generate). Text the prompt rule refuses is not saved
    * and the command goes on (Undo is how one leaves it); a store that cannot write ends the command.
    */
   saveScreenPrompt(id: string, prompt: unknown, action: StorageAction): Result<void>;
@@ -174,7 +172,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
   }
 
   function logStorageFailure(message: string, error: StorageError, fields: Record<string, unknown>): void {
-    if (error.code === 'gone' || error.code === 'corrupt') return;
+    if (isLoggedByStore(error)) return;
     deps.logger.error(message, { ...fields, error });
   }
 
@@ -196,9 +194,6 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     },
     tryWrite,
     logStorageFailure,
-    saveUserPrompt(id, prompt) {
-      return deps.store.addUserPromptVersion(id, prompt, isoNow());
-    },
     saveScreenPrompt(id, prompt, action) {
       const record = findRecord(id);
       const parsed = promptSchema.safeParse(prompt);

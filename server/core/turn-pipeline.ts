@@ -4,7 +4,7 @@
 import { formatUserNote, type ContextEntry } from '../protocol/index.ts';
 import { appendUserEntry, describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
 import type { StartedTurn } from './conversation.ts';
-import { isStorageError } from './errors.ts';
+import { isLoggedByStore, isStorageError } from './errors.ts';
 import type { DoneEvent, TurnEvent } from './events.ts';
 import type { ImageActivity } from './image-activities.ts';
 import { describeStorageFailure } from './library.ts';
@@ -93,7 +93,7 @@ export function createTurnPipeline(
       save: (text) => deps.store.saveReplyText(started.turnId, text),
       onError: (error) => {
         // A vanished or damaged database is logged once by the store; a save a second would repeat it.
-        if (isStorageError(error) && (error.code === 'gone' || error.code === 'corrupt')) return;
+        if (isLoggedByStore(error)) return;
         deps.logger.warn('the reply could not be saved while streaming', { conversationId: id, error });
       },
       intervalMs: deps.replySaveIntervalMs ?? REPLY_SAVE_INTERVAL_MS,

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { describeStorageFailure, isStorageError, MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
+import { describeStorageFailure, isLoggedByStore, isStorageError, MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
 import { isApiPath, respondMessage } from './errors.ts';
 import { renderComposerStatus } from './page/index.ts';
@@ -74,7 +74,7 @@ export function createApp(deps: AppDeps): Hono {
   app.onError((error, c) => {
     // A damaged or vanished database met by a read (writes report it as a value): the same 503 everywhere.
     if (isStorageError(error)) {
-      if (error.code !== 'gone' && error.code !== 'corrupt') deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
+      if (!isLoggedByStore(error)) deps.logger.error('request failed', { method: c.req.method, path: c.req.path, error });
       const failure = describeStorageFailure(error, 'read');
       if (isApiPath(c.req.path)) return c.json({ error: failure.message, code: failure.code }, 503);
       // The page's own requests (htmx) get the words where the page shows a refusal; the text goes back into the box.

@@ -1,6 +1,7 @@
 // The store's rows and the records they are read into. A JSON column is parsed with zod, never cast: a value
 // that does not match what Easel writes throws StoredValueError, and the reader skips that record with a log line.
 import { z } from 'zod';
+import { toContextEntry, toMetadata } from '../core/context-change.ts';
 import { turnErrorCodeSchema } from '../core/error-codes.ts';
 import { turnStatusSchema, type ConversationRecord, type ImageRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
 import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
@@ -62,19 +63,12 @@ const contextEntrySchema = z.discriminatedUnion('kind', [
 
 /** One stored entry of the working context; throws StoredValueError when it is not what Easel writes. */
 export function readContextEntry(text: string): ContextEntry {
-  const entry = readJson(text, contextEntrySchema);
-  if (entry.kind === 'user') return { kind: 'user', text: entry.text, ...(entry.note !== undefined ? { note: entry.note } : {}) };
-  if (entry.kind === 'assistant') {
-    const { negative_prompt, ...metadata } = entry.metadata;
-    return { kind: 'assistant', text: entry.text, metadata: { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) } };
-  }
-  return entry;
+  return toContextEntry(readJson(text, contextEntrySchema));
 }
 
 /** Metadata as the model's reply gave it, read with the same schema (an older reply may lack negative_prompt). */
 function readMetadata(text: string): Metadata {
-  const { negative_prompt, ...metadata } = readJson(text, metadataSchema);
-  return { ...metadata, ...(negative_prompt !== undefined ? { negative_prompt } : {}) };
+  return toMetadata(readJson(text, metadataSchema));
 }
 
 /** Zod's partial output has `key?: T | undefined`; a record keeps only the keys that hold a value. */
