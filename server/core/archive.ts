@@ -5,12 +5,13 @@ import { z } from 'zod';
 import { checkPngImage } from '../png/index.ts';
 import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
 import { turnErrorCodeSchema } from './error-codes.ts';
-import { turnStatusSchema, type ConversationImport, type ImageRecord, type TranscriptTurn } from './conversation.ts';
+import { turnStatusSchema, type ConversationImport, type TranscriptTurn } from './conversation.ts';
+import { imageMadeWithSchema, pickMadeWith, type ImageRecord } from './image-record.ts';
 import { imageSkipReasonSchema, PINNABLE_FIELDS, promptSourceSchema, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
 import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
 import { toContextEntry } from './context-change.ts';
 import { MAX_IMAGE_BYTES } from './image-limits.ts';
-import { oneLineText, promptSchema, titleSchema, typedText } from './text.ts';
+import { promptSchema, titleSchema, typedText } from './text.ts';
 import { settingsSchema, type Settings } from './settings.ts';
 
 export const ARCHIVE_FORMAT = 'easel-conversation';
@@ -128,15 +129,7 @@ export async function buildArchiveFiles(
     images: pictures.map(({ name, image }) => ({
       file: name,
       turn: image.turnId === null ? null : (turnIndex.get(image.turnId) ?? null),
-      prompt: image.prompt,
-      negativePrompt: image.negativePrompt,
-      steps: image.steps,
-      cfg: image.cfg,
-      seed: image.seed,
-      sampler: image.sampler,
-      width: image.width,
-      height: image.height,
-      model: image.model,
+      ...pickMadeWith(image),
       promptVersion: indexOf(versionIndex, image.promptVersion),
       createdAt: image.createdAt,
     })),
@@ -232,20 +225,12 @@ function checkUserText(turn: { role: 'user' | 'assistant'; text: string }, conte
   if (!checked.success) context.addIssue({ code: 'custom', path: ['text'], message: checked.error.issues[0]?.message ?? 'is not valid' });
 }
 
-const imageSchema = z
-  .object({
+// What an image was made with, by the one schema of an image's settings; a version 1 export may lack its sampler.
+const imageSchema = imageMadeWithSchema
+  .extend({
     file: z.string().regex(/^images\/[^/]+\.png$/, 'must be a PNG in the images/ folder'),
     turn: z.int().min(0).nullable(),
-    prompt: ruledText(LIMITS.promptMaxChars, 'The prompt'),
-    negativePrompt: ruledText(LIMITS.promptMaxChars, 'The negative prompt'),
-    // null: the backend ignored the value and did not say what it used (see ImageRecord).
-    steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max).nullable(),
-    cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max).nullable(),
-    seed: z.int().min(0).max(LIMITS.seed.max).nullable(),
-    sampler: oneLineText(shortText(200), 'The sampler').nullable().default(null),
-    width: z.int().min(1),
-    height: z.int().min(1),
-    model: oneLineText(shortText(500), 'The model name').nullable(),
+    sampler: imageMadeWithSchema.shape.sampler.default(null),
     createdAt: isoDate,
   })
   .strict();

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ContextEntry, Metadata } from '../protocol/index.ts';
 import type { TurnErrorCode } from './error-codes.ts';
 import type { ImageSkipReason, PaneState, PinnableField, PromptSource, PromptSuggestion, PromptVersion, SettingsChange, SettingSuggestions } from './pane.ts';
+import type { ImageRecord } from './image-record.ts';
 import type { Settings } from './settings.ts';
 
 // Two separate records: the transcript (what the user saw) and the working context (what the
@@ -14,27 +15,6 @@ import type { Settings } from './settings.ts';
 export const TURN_STATUSES = ['ok', 'error', 'stopped', 'reset', 'running', 'interrupted', 'replaced'] as const;
 export const turnStatusSchema = z.enum(TURN_STATUSES);
 export type TurnStatus = z.infer<typeof turnStatusSchema>;
-
-export interface ImageRecord {
-  id: string;
-  conversationId: string;
-  turnId: number | null;
-  file: string;
-  url: string;
-  prompt: string;
-  negativePrompt: string;
-  /** What the backend really used; null when it ignored the value and did not report it. */
-  steps: number | null;
-  cfg: number | null;
-  seed: number | null;
-  sampler: string | null;
-  width: number;
-  height: number;
-  model: string | null;
-  /** The prompt version it was made from; null when its prompt was no version (an API override). */
-  promptVersion: number | null;
-  createdAt: string;
-}
 
 /** A reply said its prompt was ready and no image was made: why, kept with the turn. */
 export interface ImageNote {

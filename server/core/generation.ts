@@ -1,7 +1,8 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
-import type { ConversationStore, ImageRecord } from './conversation.ts';
+import type { ConversationStore } from './conversation.ts';
+import type { ImageRecord } from './image-record.ts';
 import { ImageBackendError, isImageBackendError, isLoggedByStore, isStorageError } from './errors.ts';
 import type { ImageEvent, TurnEvent } from './events.ts';
 import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';

@@ -7,13 +7,13 @@ export type {
   ConversationStore,
   FinishPane,
   ImageNote,
-  ImageRecord,
   NewTurn,
   StartedTurn,
   TranscriptTurn,
   TurnStatus,
 } from './conversation.ts';
 export { TURN_STATUSES, turnStatusSchema } from './conversation.ts';
+export { IMAGE_MADE_WITH_FIELDS, imageMadeWithSchema, pickMadeWith, type ImageMadeWith, type ImageRecord } from './image-record.ts';
 export {
   ARCHIVE_FORMAT,
   ARCHIVE_MANIFEST,

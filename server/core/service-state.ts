@@ -2,7 +2,8 @@
 // every command uses (find a conversation, run a write, describe the pane). Made once by createEaselService.
 import { randomUUID } from 'node:crypto';
 import type { ArchiveCodec, ImageFiles } from './archive.ts';
-import type { ConversationListing, ConversationRecord, ConversationStore, ImageRecord, TranscriptTurn } from './conversation.ts';
+import type { ConversationListing, ConversationRecord, ConversationStore, TranscriptTurn } from './conversation.ts';
+import type { ImageRecord } from './image-record.ts';
 import { isLoggedByStore, isStorageError, type StorageError } from './errors.ts';
 import type { ImageGenerator } from './generation.ts';
 import { createImageActivities, type ImageActivities, type ImageInProgress } from './image-activities.ts';

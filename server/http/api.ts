@@ -1,5 +1,5 @@
 import { Hono, type Context } from 'hono';
-import type { ConversationSummary, EaselService, ImageRecord, Logger, PaneView, Result, TurnEvent } from '../core/index.ts';
+import { pickMadeWith, type ConversationSummary, type EaselService, type ImageRecord, type Logger, type PaneView, type Result, type TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, readMediaType, respondError } from './errors.ts';
 import { streamEvents, withRequestSignal } from './stream-events.ts';
 
@@ -202,6 +202,6 @@ function toSummaryJson(summary: ConversationSummary) {
 
 /** null: the backend ignored that setting and did not say what it used, so Easel claims nothing. */
 function toImageJson(image: ImageRecord) {
-  const { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, promptVersion, createdAt } = image;
-  return { id, url, seed, width, height, prompt, negativePrompt, steps, cfg, sampler, model, promptVersion, createdAt };
+  const { id, url, promptVersion, createdAt } = image;
+  return { id, url, ...pickMadeWith(image), promptVersion, createdAt };
 }

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { toContextEntry, toMetadata } from '../core/context-change.ts';
 import { turnErrorCodeSchema } from '../core/error-codes.ts';
-import { turnStatusSchema, type ConversationRecord, type ImageRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
+import { turnStatusSchema, type ConversationRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
+import { IMAGE_MADE_WITH_FIELDS, type ImageMadeWith, type ImageRecord } from '../core/image-record.ts';
 import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
 import { DEFAULT_SETTINGS } from '../core/settings.ts';
 import { metadataSchema, type ContextEntry, type Metadata } from '../protocol/index.ts';
@@ -116,23 +117,27 @@ export interface PromptVersionRow {
   created_at: string;
 }
 
-export interface ImageRow {
+/** An image's columns: its place, then what it was made with, each setting in its snake_case column. */
+export type ImageRow = {
   id: string;
   conversation_id: string;
   turn_id: number | null;
   file: string;
-  prompt: string;
-  negative_prompt: string;
-  steps: number | null;
-  cfg: number | null;
-  seed: number | null;
-  sampler: string | null;
-  width: number;
-  height: number;
-  model: string | null;
   prompt_version_id: number | null;
   created_at: string;
+} & { [Field in keyof ImageMadeWith as ToColumn<Field>]: ImageMadeWith[Field] };
+
+type ToColumn<Field extends string> = Field extends `${infer Head}${infer Tail}`
+  ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${ToColumn<Tail>}`
+  : Field;
+
+/** `negativePrompt` → `negative_prompt`: the column of each field of the one list. */
+function toColumn<Field extends string>(field: Field): ToColumn<Field> {
+  return field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`) as ToColumn<Field>;
 }
+
+/** The images table's columns, in the order of its INSERT. */
+export const IMAGE_COLUMNS = ['id', 'conversation_id', 'turn_id', 'file', ...IMAGE_MADE_WITH_FIELDS.map(toColumn), 'prompt_version_id', 'created_at'] as const;
 
 export function toConversation(row: ConversationRow): ConversationRecord {
   return {
@@ -189,41 +194,27 @@ export function toTurn(row: TurnRow, images: ImageRecord[], onUnreadable: (colum
 }
 
 export function toImageRow(image: ImageRecord): ImageRow {
+  const madeWith = Object.fromEntries(IMAGE_MADE_WITH_FIELDS.map((field) => [toColumn(field), image[field]]));
   return {
     id: image.id,
     conversation_id: image.conversationId,
     turn_id: image.turnId,
     file: image.file,
-    prompt: image.prompt,
-    negative_prompt: image.negativePrompt,
-    steps: image.steps,
-    cfg: image.cfg,
-    seed: image.seed,
-    sampler: image.sampler,
-    width: image.width,
-    height: image.height,
-    model: image.model,
     prompt_version_id: image.promptVersion,
     created_at: image.createdAt,
+    ...(madeWith as Omit<ImageRow, 'id' | 'conversation_id' | 'turn_id' | 'file' | 'prompt_version_id' | 'created_at'>),
   };
 }
 
 export function toImage(row: ImageRow): ImageRecord {
+  const madeWith = Object.fromEntries(IMAGE_MADE_WITH_FIELDS.map((field) => [field, row[toColumn(field)]])) as ImageMadeWith;
   return {
     id: row.id,
     conversationId: row.conversation_id,
     turnId: row.turn_id,
     file: row.file,
     url: `/images/${row.file}`,
-    prompt: row.prompt,
-    negativePrompt: row.negative_prompt,
-    steps: row.steps,
-    cfg: row.cfg,
-    seed: row.seed,
-    sampler: row.sampler,
-    width: row.width,
-    height: row.height,
-    model: row.model,
+    ...madeWith,
     promptVersion: row.prompt_version_id,
     createdAt: row.created_at,
   };

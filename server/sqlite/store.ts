@@ -10,10 +10,10 @@ import type {
   ConversationStore,
   FinishPane,
   ImageNote,
-  ImageRecord,
   NewTurn,
   PendingNotes,
 } from '../core/conversation.ts';
+import type { ImageRecord } from '../core/image-record.ts';
 import type { PinnableField, PromptSource } from '../core/pane.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
@@ -23,6 +23,7 @@ import {
   NO_PENDING,
   readContextEntry,
   toConversation,
+  IMAGE_COLUMNS,
   toImage,
   toImageRow,
   toPromptVersion,
@@ -100,8 +101,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     setTitle: db.prepare('UPDATE conversations SET title = ? WHERE id = ?'),
     deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
     insertImage: db.prepare(
-      `INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, sampler, width, height, model, prompt_version_id, created_at)
-       VALUES (@id, @conversation_id, @turn_id, @file, @prompt, @negative_prompt, @steps, @cfg, @seed, @sampler, @width, @height, @model, @prompt_version_id, @created_at)`,
+      `INSERT INTO images (${IMAGE_COLUMNS.join(', ')}) VALUES (${IMAGE_COLUMNS.map((column) => `@${column}`).join(', ')})`,
     ),
     readContext: db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM context_entries WHERE conversation_id = ? ORDER BY seq'),
     contextBounds: db.prepare<[string], { low: number | null; high: number | null }>(

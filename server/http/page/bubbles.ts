@@ -1,6 +1,6 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
-import { isGenerateOffered, nameImageDownload, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
+import { isGenerateOffered, nameImageDownload, type ImageMadeWith, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
 import { renderMarkdown } from './markdown.ts';
 import { EMPTY, html, renderMessage, type Html } from './markup.ts';
 
@@ -88,8 +88,7 @@ export function renderRegenerateForm(conversationId: string): Html {
  * What a picture shows about itself: the `image` event and the stored record carry the same settings, and
  * the large view shows whatever is known.
  */
-export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> &
-  Partial<Pick<ImageRecord, 'seed' | 'negativePrompt' | 'steps' | 'cfg' | 'sampler' | 'model'>>;
+export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> & Partial<ImageMadeWith>;
 
 export interface AssistantBubbleContent {
   text?: string;

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { LIMITS } from '../protocol/index.ts';
+import { oneLineText, typedText } from './text.ts';
+
+/**
+ * What a picture was made with, as the backend really used it: the one list of an image's settings, read by
+ * the store's rows, the archive's manifest, the API's JSON and the page. null: the backend ignored that value
+ * and did not say what it used, so Easel claims nothing. A new setting is added here (and to the migration).
+ */
+export const imageMadeWithSchema = z.object({
+  prompt: typedText(z.string().max(LIMITS.promptMaxChars), 'The prompt'),
+  negativePrompt: typedText(z.string().max(LIMITS.promptMaxChars), 'The negative prompt'),
+  steps: z.int().min(LIMITS.steps.min).max(LIMITS.steps.max).nullable(),
+  cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max).nullable(),
+  seed: z.int().min(0).max(LIMITS.seed.max).nullable(),
+  sampler: oneLineText(z.string().max(200), 'The sampler').nullable(),
+  width: z.int().min(1),
+  height: z.int().min(1),
+  model: oneLineText(z.string().max(500), 'The model name').nullable(),
+});
+export type ImageMadeWith = z.infer<typeof imageMadeWithSchema>;
+export const IMAGE_MADE_WITH_FIELDS = imageMadeWithSchema.keyof().options;
+
+/** A picture Easel keeps: where it is, which turn and prompt version it belongs to, and what it was made with. */
+export interface ImageRecord extends ImageMadeWith {
+  id: string;
+  conversationId: string;
+  turnId: number | null;
+  file: string;
+  url: string;
+  /** The prompt version it was made from; null when its prompt was no version (an API override). */
+  promptVersion: number | null;
+  createdAt: string;
+}
+
+/** Only what the picture was made with, field by field from the one list. */
+export function pickMadeWith(image: ImageMadeWith): ImageMadeWith {
+  return Object.fromEntries(IMAGE_MADE_WITH_FIELDS.map((field) => [field, image[field]])) as ImageMadeWith;
+}
