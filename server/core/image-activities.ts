@@ -1,7 +1,7 @@
 // An image is an activity of its own, not part of the reply that asked for it: it runs to its end whether or
 // not anyone watches, and any number of readers can follow it (the reply's stream, a reloaded page, the API).
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
-import type { ImageEvent, TurnEvent } from './events.ts';
+import type { DoneEvent, ImageEvent, TurnEvent } from './events.ts';
 import type { GenerateInput, ImageGenerator } from './generation.ts';
 import type { Logger } from './logger.ts';
 
@@ -177,4 +177,13 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
 function withoutType(event: ProgressEvent): Omit<ProgressEvent, 'type' | 'id'> {
   const { type: _type, id: _id, ...rest } = event;
   return rest;
+}
+
+/**
+ * How a Generate's stream ends: `done` as every event stream does (the API's one end marker), no model call in
+ * it, and its level read from how the image ended: `clean` made, `stopped` cancelled, `error` otherwise.
+ */
+export function endImageStream(last: TurnEvent | undefined): DoneEvent {
+  const level = last?.type === 'image' ? 'clean' : last?.type === 'error' && last.code === 'image_cancelled' ? 'stopped' : 'error';
+  return { type: 'done', attempts: 0, repairs: [], level, evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
 }

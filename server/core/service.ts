@@ -10,7 +10,7 @@ import { createLibraryCommands, type LibraryCommands } from './library-commands.
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
-import type { ImageActivity } from './image-activities.ts';
+import { endImageStream, type ImageActivity } from './image-activities.ts';
 import { pinChangedFrom } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, refuse, type Result } from './results.ts';
@@ -311,18 +311,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       openImageStreams.add(finished);
       async function* stream(): AsyncGenerator<TurnEvent> {
         let activity: ImageActivity | undefined;
+        let last: TurnEvent | undefined;
         // Generate's image belongs to its request: the client hanging up, or reading no further, cancels it.
         const onAbort = () => activity?.cancel(new Error('the client hung up'));
         signal.addEventListener('abort', onAbort, { once: true });
         try {
           const begun = await activities.start({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, promptVersion });
-          if (!begun.ok) yield begun.event;
+          if (!begun.ok) yield (last = begun.event);
           else {
             activity = begun.activity;
             if (signal.aborted) onAbort();
-            yield* activity.follow();
+            for await (const event of activity.follow()) yield (last = event);
           }
-          yield { type: 'done', attempts: 0, repairs: [], level: 'clean', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
+          yield endImageStream(last);
         } finally {
           signal.removeEventListener('abort', onAbort);
           if (activity && !activity.finished) activity.cancel(new Error('the image is no longer awaited'));

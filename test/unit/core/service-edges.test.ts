@@ -622,7 +622,28 @@ describe('Generate and the image after a reply', () => {
     controller.abort(new Error('the client hung up'));
     const started = service.generate(id, { prompt: 'a fox' }, controller.signal);
     if (!started.ok) throw new Error(started.error.message);
-    expect((await collectAll(started.value)).find((event) => event.type === 'error')).toMatchObject({ code: 'image_cancelled' });
+    const events = await collectAll(started.value);
+    expect(events.find((event) => event.type === 'error')).toMatchObject({ code: 'image_cancelled' });
+    // A Generate's stream ends as every stream does, its level saying how the image ended, not a made-up clean reply.
+    expect(events.at(-1)).toMatchObject({ type: 'done', attempts: 0, level: 'stopped' });
+  });
+
+  it('a Generate whose image fails ends its stream with done at level error', async () => {
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://127.0.0.1:7860',
+      generate: async () => {
+        throw new ImageBackendError('backend_error', 'the checkpoint is missing');
+      },
+      checkHealth: async () => ({ reachable: true, detail: 'ready' }),
+    };
+    const { service } = await setUp({ backend });
+    const id = newConversationId(service);
+    const started = service.generate(id, { prompt: 'a fox' }, new AbortController().signal);
+    if (!started.ok) throw new Error(started.error.message);
+    const events = await collectAll(started.value);
+    expect(events.find((event) => event.type === 'error')).toMatchObject({ code: 'image_backend_error' });
+    expect(events.at(-1)).toMatchObject({ type: 'done', attempts: 0, level: 'error' });
   });
 
   it('after the reply\'s done, the next message is taken while its image is still being made', async () => {
