@@ -35,7 +35,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
 
     draftConversation() {
       const now = state.isoNow();
-      const pane = { prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false };
+      const pane = { paneRevision: 0, prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false };
       return { id: state.newId(), title: UNTITLED, createdAt: now, updatedAt: now, preview: '', prompt: '', settings: DEFAULT_SETTINGS, turns: [], images: [], pane, generating: [] };
     },
 
@@ -47,12 +47,14 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
     getSummary,
 
     listConversations(query) {
+      // Stryker disable ConditionalExpression: { query: undefined } below: the store reads an undefined query as none
       return deps.store
         .listConversations(query === undefined ? {} : { query })
         .filter((listing) => !deleting.has(listing.id))
         .map(describeConversation);
     },
 
+    // Stryker restore ConditionalExpression
     renameConversation(id, title) {
       if (!findRecord(id)) return notFound(id);
       const parsed = titleSchema.safeParse(title);
@@ -64,6 +66,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
     },
 
     async deleteConversation(id) {
+      // Stryker disable next-line ConditionalExpression: an unknown id: the store finds nothing to delete and the same not_found follows
       if (!findRecord(id)) return notFound(id);
       deleting.add(id);
       try {

@@ -43,6 +43,8 @@ export interface PromptSuggestion {
 
 /** The prompt pane and the settings as stored: the page shows exactly this, and images are made from it. */
 export interface PaneState {
+  /** Raised by every change of the pane, whoever made it: a change sent from an older revision is refused as stale. */
+  paneRevision: number;
   prompt: string;
   /** The current version; null while the prompt was never set. */
   promptVersion: number | null;
@@ -105,7 +107,7 @@ export function decideReplyPane(state: PaneState, metadata: Metadata, seenVersio
 }
 
 /** The pane after a reply's change, as it will be stored. */
-export function applyReplyPane(state: PaneState, change: ReplyPaneChange): Omit<PaneState, 'promptVersion'> {
+export function applyReplyPane(state: PaneState, change: ReplyPaneChange): Omit<PaneState, 'promptVersion' | 'paneRevision'> {
   return {
     prompt: change.version ? change.version.prompt : state.prompt,
     suggestion: change.suggestion === undefined ? state.suggestion : change.suggestion,
@@ -139,7 +141,7 @@ const SKIP_MESSAGES: Record<ImageSkipReason, string> = {
  * After a reply that says the prompt is ready (`generate_image`): make the image from the pane as it now
  * stands, or say why none is made. A reply that is not ready, or has no prompt, asks for nothing.
  */
-export function decideReplyImage(metadata: Metadata, after: Omit<PaneState, 'promptVersion'>, imagesConfigured: boolean): ImageDecision {
+export function decideReplyImage(metadata: Metadata, after: Omit<PaneState, 'promptVersion' | 'paneRevision'>, imagesConfigured: boolean): ImageDecision {
   if (!metadata.generate_image || metadata.prompt.trim() === '') return { kind: 'none' };
   const skip = (reason: ImageSkipReason): ImageDecision => ({ kind: 'skip', reason, message: SKIP_MESSAGES[reason] });
   if (!imagesConfigured) return skip('no_backend');
@@ -191,6 +193,7 @@ export function findUndoVersion(current: PromptVersion | undefined): number | nu
 /** Redo goes forward to the newest version changed from this one (the newest branch, as editors do). */
 export function findRedoVersion(children: readonly PromptVersion[]): number | null {
   let newest: PromptVersion | undefined;
+  // Stryker disable next-line EqualityOperator: version ids are unique
   for (const child of children) if (!newest || child.id > newest.id) newest = child;
   return newest?.id ?? null;
 }

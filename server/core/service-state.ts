@@ -218,6 +218,7 @@ export function sameSettings(a: Settings, b: Settings): boolean {
 
 export function paneStateOf(record: ConversationRecord): PaneState {
   return {
+    paneRevision: record.paneRevision,
     prompt: record.prompt,
     promptVersion: record.promptVersion,
     suggestion: record.suggestion,

@@ -191,8 +191,8 @@ function answerPane(c: Context, result: Result<PaneView>): Response {
 
 /** The prompt pane and settings as stored: the same fields as the `pane` event. */
 function toPaneJson(pane: PaneView) {
-  const { prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions } = pane;
-  return { prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions };
+  const { paneRevision, prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions } = pane;
+  return { paneRevision, prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions };
 }
 
 function toSummaryJson(summary: ConversationSummary) {

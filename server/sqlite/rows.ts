@@ -89,6 +89,7 @@ export interface ConversationRow {
   suggestion: string | null;
   pinned: string;
   setting_suggestions: string;
+  pane_revision: number;
 }
 
 export interface ListingRow extends ConversationRow {
@@ -147,6 +148,7 @@ export function toConversation(row: ConversationRow): ConversationRecord {
     updatedAt: row.updated_at,
     prompt: row.prompt,
     promptVersion: row.prompt_version_id,
+    paneRevision: row.pane_revision,
     suggestion: row.suggestion ? readJson(row.suggestion, suggestionSchema) : null,
     settings: { ...DEFAULT_SETTINGS, ...readJson(row.settings, storedSettingsSchema) },
     pinned: readJson(row.pinned, z.array(z.unknown())).filter(isPinnableField),

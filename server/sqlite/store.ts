@@ -38,7 +38,7 @@ import { openDatabase, StoreError, toStorageError, watchFile } from './open.ts';
 
 export { describeOpenFailure, latestSchemaVersion, StoreError, StoreOpenError, toStorageError, type StoreOpenErrorCode } from './open.ts';
 
-const CONVERSATION_COLUMNS = 'id, title, created_at, updated_at, prompt, settings, pending, prompt_version_id, suggestion, pinned, setting_suggestions';
+const CONVERSATION_COLUMNS = 'id, title, created_at, updated_at, prompt, settings, pending, prompt_version_id, suggestion, pinned, setting_suggestions, pane_revision';
 /** Conversations whose parsed working context stays in memory (the ones being talked to). */
 const CONTEXT_CACHE_SIZE = 32;
 /** At most this many words of a search are looked up (each one narrows the result). */

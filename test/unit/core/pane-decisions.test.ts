@@ -16,6 +16,7 @@ import type { Metadata } from '../../../server/protocol/index.ts';
 
 const settings = { ...DEFAULT_SETTINGS, steps: 30, cfg: 6, seed: 42, negativePrompt: 'blurry' };
 const pane = (over: Partial<PaneState> = {}): PaneState => ({
+  paneRevision: 3,
   prompt: 'a fox, snow',
   promptVersion: 4,
   suggestion: null,

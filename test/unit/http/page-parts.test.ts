@@ -15,6 +15,7 @@ import { readSettingsForm } from '../../../server/http/page/settings-form.ts';
 import { find, read, targets } from '../../helpers/html.ts';
 
 const PANE: PaneView = {
+  paneRevision: 5,
   prompt: 'a lighthouse at dusk',
   promptVersion: 4,
   suggestion: null,

@@ -47,7 +47,7 @@ function conversation(over: Partial<ConversationView> = {}): ConversationView {
     settings: DEFAULT_SETTINGS,
     turns: [],
     images: [],
-    pane: { prompt: 'a fox', promptVersion: 2, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: true, canRedo: false },
+    pane: { paneRevision: 3, prompt: 'a fox', promptVersion: 2, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: true, canRedo: false },
     generating: [],
     ...over,
   };

@@ -283,6 +283,7 @@ describe('each event of a turn, as the page receives it', () => {
   it('the pane event updates the prompt pane; "image not made" says why with Generate', () => {
     const pane: TurnEvent = {
       type: 'pane',
+      paneRevision: 2,
       prompt: 'p',
       promptVersion: 1,
       suggestion: null,
