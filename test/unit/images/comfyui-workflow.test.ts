@@ -1,11 +1,14 @@
-// What Easel reads from a ComfyUI workflow (the model and sampler settings a result reports) and what it says
-// about a workflow file it cannot use, word for word. The gaps a mutation run of server/comfyui/workflow.ts showed.
+// The ComfyUI workflow: the one Easel ships and how it is filled in, what Easel reads back from a workflow (the
+// model and sampler settings a result reports), and what it says of a workflow file it cannot use.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCheckpointName, findSamplerSettings, loadWorkflow } from '../../../server/comfyui/index.ts';
+import { fillWorkflow, findCheckpointName, findSamplerSettings, loadWorkflow } from '../../../server/comfyui/index.ts';
+import { REQUEST } from './helpers.ts';
+import { loadShippedWorkflow, readNode } from './comfyui-helpers.ts';
 
+const workflow = await loadShippedWorkflow();
 let tempDir: string;
 
 beforeAll(async () => {
@@ -14,6 +17,21 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await rm(tempDir, { recursive: true, force: true });
+});
+
+describe('the shipped workflow and fillWorkflow', () => {
+  it('ships a standard SD 1.5 text-to-image graph with every placeholder', () => {
+    const classes = Object.values(workflow).map((node) => (node as { class_type: string }).class_type).sort();
+    expect(classes).toEqual(['CLIPTextEncode', 'CLIPTextEncode', 'CheckpointLoaderSimple', 'EmptyLatentImage', 'KSampler', 'SaveImage', 'VAEDecode']);
+    const text = JSON.stringify(workflow);
+    for (const name of ['prompt', 'negative_prompt', 'steps', 'cfg', 'seed', 'width', 'height']) expect(text).toContain(`"%${name}%"`);
+    expect(readNode(workflow, '9').inputs['filename_prefix']).toBe('easel');
+  });
+
+  it('fills numbers as numbers and leaves other values alone', () => {
+    const filled = fillWorkflow({ a: { inputs: { n: '%steps%', s: 'x %cfg% y', keep: ['%', 5, null, true] } } }, REQUEST);
+    expect(filled).toEqual({ a: { inputs: { n: 6, s: 'x 7.5 y', keep: ['%', 5, null, true] } } });
+  });
 });
 
 describe('findCheckpointName', () => {
@@ -53,6 +71,42 @@ describe('loadWorkflow', () => {
     await writeFile(path, content);
     return path;
   }
+
+  it('explains a missing file', async () => {
+    const result = await loadWorkflow(join(tempDir, 'missing.json'));
+    expect(result).toEqual({ ok: false, error: { code: 'not_found', message: expect.stringContaining('Save (API Format)') } });
+  });
+
+  it('explains a file that is not JSON', async () => {
+    const path = join(tempDir, 'broken.json');
+    await writeFile(path, '{ "3": { ');
+    const result = await loadWorkflow(path);
+    expect(result.ok ? 'ok' : result.error.code).toBe('invalid_json');
+  });
+
+  it('explains a UI-format workflow', async () => {
+    const path = join(tempDir, 'ui.json');
+    await writeFile(path, JSON.stringify({ last_node_id: 9, nodes: [{ id: 6, type: 'CLIPTextEncode', widgets_values: ['%prompt%'] }], links: [] }));
+    const result = await loadWorkflow(path);
+    expect(result.ok ? 'ok' : result.error.code).toBe('not_api_format');
+  });
+
+  it('explains a workflow without a %prompt% placeholder', async () => {
+    const path = join(tempDir, 'no-prompt.json');
+    const edited = structuredClone(workflow);
+    readNode(edited, '6').inputs['text'] = 'a fixed prompt';
+    await writeFile(path, JSON.stringify(edited));
+    const result = await loadWorkflow(path);
+    expect(result).toEqual({ ok: false, error: { code: 'no_prompt_placeholder', message: expect.stringContaining('%prompt%') } });
+  });
+
+  it('accepts %prompt% inside a longer string', async () => {
+    const path = join(tempDir, 'embedded.json');
+    const edited = structuredClone(workflow);
+    readNode(edited, '6').inputs['text'] = 'masterpiece, %prompt%';
+    await writeFile(path, JSON.stringify(edited));
+    expect((await loadWorkflow(path)).ok).toBe(true);
+  });
 
   it('accepts %prompt% inside a list input', async () => {
     // A list of strings, as some custom nodes take, beside a link ([node id, slot]).

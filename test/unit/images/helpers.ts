@@ -1,10 +1,21 @@
+// What the image adapter tests share: the request they send, servers standing for an image server (the fakes,
+// scripted routes, a status, a cut connection) closed when the test ends, and checks of how an image ended.
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { onTestFinished } from 'vitest';
+import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
+import type { FakeA1111, FakeA1111Options } from '../../fakes/fake-a1111.ts';
 import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
 import type { FakeComfyUi, FakeComfyUiOptions } from '../../fakes/fake-comfyui.ts';
+import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
+import type { FakeLocalAi, FakeLocalAiOptions } from '../../fakes/fake-localai.ts';
+import { createFakeOpenAiImages } from '../../fakes/fake-openai-images.ts';
+import type { FakeOpenAiImages, FakeOpenAiImagesOptions } from '../../fakes/fake-openai-images.ts';
+import { createFakeSdServer } from '../../fakes/fake-sd-server.ts';
+import type { FakeSdServer, FakeSdServerOptions } from '../../fakes/fake-sd-server.ts';
 import { readBody } from '../../fakes/http-body.ts';
+import { makePng } from '../../fakes/png-bytes.ts';
 import { ImageBackendError } from '../../../server/core/errors.ts';
 import type { ImageBackendErrorCode } from '../../../server/core/errors.ts';
 import type { ImageBackend, ImageProgress, ImageRequest } from '../../../server/core/ports.ts';
@@ -19,11 +30,49 @@ export const REQUEST: ImageRequest = {
   height: 96,
 };
 
+const SMALL_PNG_BASE64 = Buffer.from(makePng(8, 8)).toString('base64');
+
+/** A txt2img answer as A1111 sends it: the image, the parameters it was sent, `info` as a JSON string. */
+export const a1111Answer = (info: Record<string, unknown>) => ({ json: { images: [SMALL_PNG_BASE64], parameters: {}, info: JSON.stringify(info) } });
+
+/** An images/generations answer as OpenAI's API sends it: one image, as b64_json. */
+export const OPENAI_IMAGE = { json: { created: 1, data: [{ b64_json: SMALL_PNG_BASE64 }] } };
+
+/** The options of one generate call: a signal of its own unless one is given, progress dropped unless watched. */
+export function run(signal: AbortSignal = new AbortController().signal, onProgress: (progress: ImageProgress) => void = () => {}): { signal: AbortSignal; onProgress: (progress: ImageProgress) => void } {
+  return { signal, onProgress };
+}
+
+/** A server (a fake, or one of the servers below) that is closed when the test ends. */
+export async function closeAfterTest<T extends { close(): Promise<void> }>(starting: Promise<T>): Promise<T> {
+  const server = await starting;
+  onTestFinished(() => server.close());
+  return server;
+}
+
 /** A fake ComfyUI with quick steps (unless told otherwise), closed when the test ends. */
-export async function startFakeComfyUi(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
-  const fake = await createFakeComfyUi({ stepDelayMs: 5, ...options });
-  onTestFinished(() => fake.close());
-  return fake;
+export function startFakeComfyUi(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
+  return closeAfterTest(createFakeComfyUi({ stepDelayMs: 5, ...options }));
+}
+
+/** A fake AUTOMATIC1111 with quick steps (unless told otherwise), closed when the test ends. */
+export function startFakeA1111(options: FakeA1111Options = {}): Promise<FakeA1111> {
+  return closeAfterTest(createFakeA1111({ stepDelayMs: 5, ...options }));
+}
+
+/** A fake stable-diffusion.cpp sd-server with quick steps (unless told otherwise), closed when the test ends. */
+export function startFakeSdServer(options: FakeSdServerOptions = {}): Promise<FakeSdServer> {
+  return closeAfterTest(createFakeSdServer({ stepDelayMs: 2, ...options }));
+}
+
+/** A fake server with OpenAI's images API, closed when the test ends. */
+export function startFakeOpenAiImages(options: FakeOpenAiImagesOptions = {}): Promise<FakeOpenAiImages> {
+  return closeAfterTest(createFakeOpenAiImages(options));
+}
+
+/** A fake LocalAI, closed when the test ends. */
+export function startFakeLocalAi(options: FakeLocalAiOptions = {}): Promise<FakeLocalAi> {
+  return closeAfterTest(createFakeLocalAi(options));
 }
 
 /** A URL on 127.0.0.1 where nothing listens: a port that was free a moment ago. */
@@ -102,6 +151,16 @@ export function waitForFirstProgress(): { onProgress: (progress: ImageProgress) 
   return { onProgress: () => resolve(), started };
 }
 
+/** A rejection's error, for checking an error's cause as well as its words. */
+export async function failureOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
 /** Starts an image, aborts it at its first progress report, and returns the `cancelled` error it must end with. */
 export async function cancelAtFirstProgress(backend: ImageBackend, request: ImageRequest = REQUEST): Promise<ImageBackendError> {
   const controller = new AbortController();
@@ -172,10 +231,8 @@ export async function startRouteServer(routes: Record<string, Route>, { notFound
 }
 
 /** `startRouteServer` for one test: closed when the test ends. */
-export async function serveRoutes(routes: Record<string, Route>, options: { notFound?: RouteAnswer } = {}): Promise<RouteServer> {
-  const server = await startRouteServer(routes, options);
-  onTestFinished(() => server.close());
-  return server;
+export function serveRoutes(routes: Record<string, Route>, options: { notFound?: RouteAnswer } = {}): Promise<RouteServer> {
+  return closeAfterTest(startRouteServer(routes, options));
 }
 
 /** A signal already aborted with `reason`, as a Cancel before the image started leaves it. */

@@ -1,9 +1,9 @@
 // No image adapter follows a redirect (server/image-backend/): a 3xx from an image server, or from a proxy in
 // front of it, is refused where it arrives and reported as a redirect, naming where it pointed. The other
 // listener stands for the host a misconfigured proxy or a compromised server would steer Easel to.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createA1111Backend } from '../../../server/a1111/index.ts';
-import { createComfyUiBackend, loadDefaultWorkflow } from '../../../server/comfyui/index.ts';
+import { createComfyUiBackend } from '../../../server/comfyui/index.ts';
 import { createImageServerFetch } from '../../../server/image-backend/index.ts';
 import { probeImageServer } from '../../../server/image-probe/index.ts';
 import { createOpenAiImagesBackend } from '../../../server/openai-images/index.ts';
@@ -11,21 +11,8 @@ import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
 import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
 import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
 import { createFakeOpenAiImages } from '../../fakes/fake-openai-images.ts';
-import { REQUEST, expectBackendError, findClosedUrl, serveRoutes } from './helpers.ts';
-
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
-});
-
-async function track<T extends { close(): Promise<void> }>(fake: Promise<T>): Promise<T> {
-  const started = await fake;
-  cleanups.push(() => started.close());
-  return started;
-}
-
-const run = () => ({ signal: new AbortController().signal, onProgress: () => {} });
+import { REQUEST, closeAfterTest, expectBackendError, findClosedUrl, run, serveRoutes } from './helpers.ts';
+import { loadShippedWorkflow } from './comfyui-helpers.ts';
 
 /** The one sentence every adapter says after naming the server, the request and where the redirect pointed. */
 const RULE = 'Easel follows no redirect of an image server, so it sent nothing there. Set --image-url to the address the server really answers at.';
@@ -73,7 +60,7 @@ describe('createImageServerFetch', () => {
 describe('AUTOMATIC1111 (and sd-server) behind a redirect', () => {
   it('a redirect to another listener is not followed: generate and checkHealth say where it pointed', async () => {
     const other = await serveRoutes({});
-    const a1111 = await track(createFakeA1111({ redirect: { status: 302, location: `${other.url}/elsewhere` } }));
+    const a1111 = await closeAfterTest(createFakeA1111({ redirect: { status: 302, location: `${other.url}/elsewhere` } }));
     const backend = createA1111Backend({ url: a1111.url, pollIntervalMs: 5 });
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -84,7 +71,7 @@ describe('AUTOMATIC1111 (and sd-server) behind a redirect', () => {
 
   it('a redirect to a dead port is a redirect, not "not answering"', async () => {
     const dead = await findClosedUrl();
-    const a1111 = await track(createFakeA1111({ redirect: { status: 307, location: `${dead}/sdapi/v1/txt2img` } }));
+    const a1111 = await closeAfterTest(createFakeA1111({ redirect: { status: 307, location: `${dead}/sdapi/v1/txt2img` } }));
     const backend = createA1111Backend({ url: a1111.url, pollIntervalMs: 5 });
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -97,14 +84,12 @@ describe('AUTOMATIC1111 (and sd-server) behind a redirect', () => {
 
 describe('ComfyUI behind a redirect', () => {
   async function comfyBackend(url: string) {
-    const workflow = await loadDefaultWorkflow();
-    if (!workflow.ok) throw new Error(workflow.error.message);
-    return createComfyUiBackend({ url, workflow: workflow.value });
+    return createComfyUiBackend({ url, workflow: await loadShippedWorkflow() });
   }
 
   it('a redirect of the WebSocket handshake and of /system_stats is not followed, and says where it pointed', async () => {
     const other = await serveRoutes({});
-    const comfy = await track(createFakeComfyUi({ redirect: { status: 301, location: `${other.url}/elsewhere` } }));
+    const comfy = await closeAfterTest(createFakeComfyUi({ redirect: { status: 301, location: `${other.url}/elsewhere` } }));
     const backend = await comfyBackend(comfy.url);
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -115,7 +100,7 @@ describe('ComfyUI behind a redirect', () => {
 
   it('a /view redirected to another listener fetches nothing there, after the prompt ran', async () => {
     const other = await serveRoutes({});
-    const comfy = await track(createFakeComfyUi({ stepDelayMs: 1, redirectView: { status: 302, location: `${other.url}/bucket/image.png` } }));
+    const comfy = await closeAfterTest(createFakeComfyUi({ stepDelayMs: 1, redirectView: { status: 302, location: `${other.url}/bucket/image.png` } }));
     const backend = await comfyBackend(comfy.url);
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -126,7 +111,7 @@ describe('ComfyUI behind a redirect', () => {
 
   it('a redirect to a dead port is a redirect, not "not answering"', async () => {
     const dead = await findClosedUrl();
-    const comfy = await track(createFakeComfyUi({ redirect: { status: 308, location: dead } }));
+    const comfy = await closeAfterTest(createFakeComfyUi({ redirect: { status: 308, location: dead } }));
     const backend = await comfyBackend(comfy.url);
 
     expect((await expectBackendError(backend.generate(REQUEST, run()), 'bad_response')).message).toBe(redirected('ComfyUI', comfy.url, 'GET /ws', 308, `to ${dead}/`));
@@ -137,7 +122,7 @@ describe('ComfyUI behind a redirect', () => {
 describe('OpenAI-compatible servers and LocalAI behind a redirect', () => {
   it('openai: a redirect to another listener is not followed: generate and checkHealth say where it pointed', async () => {
     const other = await serveRoutes({});
-    const server = await track(createFakeOpenAiImages({ redirect: { status: 303, location: `${other.url}/v1/images/generations` } }));
+    const server = await closeAfterTest(createFakeOpenAiImages({ redirect: { status: 303, location: `${other.url}/v1/images/generations` } }));
     const backend = createOpenAiImagesBackend({ url: server.url });
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -148,7 +133,7 @@ describe('OpenAI-compatible servers and LocalAI behind a redirect', () => {
 
   it('openai: a linked image redirected elsewhere is refused by the same rule', async () => {
     const other = await serveRoutes({});
-    const server = await track(createFakeOpenAiImages({ forceUrl: true, redirectImagesTo: other.url }));
+    const server = await closeAfterTest(createFakeOpenAiImages({ forceUrl: true, redirectImagesTo: other.url }));
     const backend = createOpenAiImagesBackend({ url: server.url });
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -158,7 +143,7 @@ describe('OpenAI-compatible servers and LocalAI behind a redirect', () => {
 
   it('localai: a redirect to a dead port is a redirect, not "not answering", in generate and checkHealth', async () => {
     const dead = await findClosedUrl();
-    const localai = await track(createFakeLocalAi({ redirect: { status: 302, location: `${dead}/v1/images/generations` } }));
+    const localai = await closeAfterTest(createFakeLocalAi({ redirect: { status: 302, location: `${dead}/v1/images/generations` } }));
     const backend = createOpenAiImagesBackend({ url: localai.url, dialect: 'localai' });
 
     const error = await expectBackendError(backend.generate(REQUEST, run()), 'bad_response');
@@ -170,7 +155,7 @@ describe('OpenAI-compatible servers and LocalAI behind a redirect', () => {
 describe('--image-backend auto behind a redirect', () => {
   it('probeImageServer says a server answered with a redirect, naming where, and follows it nowhere', async () => {
     const other = await serveRoutes({});
-    const redirecting = await track(createFakeA1111({ redirect: { status: 302, location: `${other.url}/elsewhere` } }));
+    const redirecting = await closeAfterTest(createFakeA1111({ redirect: { status: 302, location: `${other.url}/elsewhere` } }));
     expect(await probeImageServer(redirecting.url)).toEqual({
       found: null,
       reachable: true,
@@ -181,7 +166,7 @@ describe('--image-backend auto behind a redirect', () => {
 
   it('a redirect to a dead port is a server that redirects, not "Nothing answers"', async () => {
     const dead = await findClosedUrl();
-    const redirecting = await track(createFakeLocalAi({ redirect: { status: 307, location: `${dead}/` } }));
+    const redirecting = await closeAfterTest(createFakeLocalAi({ redirect: { status: 307, location: `${dead}/` } }));
     const result = await probeImageServer(redirecting.url);
     expect(result).toEqual({ found: null, reachable: true, detail: redirected('The server', redirecting.url, 'GET /sdcpp/v1/capabilities', 307, `to ${dead}/`) });
   });

@@ -1,16 +1,36 @@
-// --image-backend auto at its edges: how it reads an address, the answers that look alike, and what it says
-// when nothing is found. A small server answers exactly the routes each case gives (every other path 404).
+// probeImageServer (--image-backend auto): which image server answers at an address, against each fake and
+// against answers that only look alike, and what it says when no image server answers.
 import { describe, expect, it } from 'vitest';
-import { createAutoImageBackend, probeImageServer, type FoundImageServer, type ProbeResult } from '../../../server/image-probe/index.ts';
-import type { ImageBackend } from '../../../server/core/ports.ts';
-import { findClosedUrl, serveRoutes, type Route } from './helpers.ts';
+import { probeImageServer, type FoundImageServer } from '../../../server/image-probe/index.ts';
+import { createFakeA1111 } from '../../fakes/fake-a1111.ts';
+import { createFakeComfyUi } from '../../fakes/fake-comfyui.ts';
+import { createFakeLocalAi } from '../../fakes/fake-localai.ts';
+import { createFakeOpenAiImages } from '../../fakes/fake-openai-images.ts';
+import { createFakeSdServer } from '../../fakes/fake-sd-server.ts';
+import { closeAfterTest, findClosedUrl, serveRoutes, startStatusServer, type Route } from './helpers.ts';
 
 /** Most servers answer a path they do not know with a plain 404. */
 const serve = (routes: Record<string, Route>) => serveRoutes(routes, { notFound: { status: 404, text: '404 page not found' } });
 
 const MODELS = { status: 200, json: { object: 'list', data: [{ id: 'stablediffusion', object: 'model' }] } };
 
-describe('probeImageServer at its edges', () => {
+describe('probeImageServer: which server answers', () => {
+  const cases: Array<[string, () => Promise<{ url: string; close(): Promise<void> }>, Partial<FoundImageServer>]> = [
+    ["stable-diffusion.cpp's sd-server (which answers /sdapi/v1/options and /v1/models too)", () => createFakeSdServer(), { backend: 'a1111', server: 'stable-diffusion.cpp sd-server', evidence: 'GET /sdcpp/v1/capabilities' }],
+    ['AUTOMATIC1111', () => createFakeA1111(), { backend: 'a1111', server: 'AUTOMATIC1111', evidence: 'GET /sdapi/v1/options' }],
+    ['ComfyUI', () => createFakeComfyUi(), { backend: 'comfyui', server: 'ComfyUI 0.3.64', evidence: 'GET /system_stats' }],
+    ['LocalAI (which answers /v1/models too)', () => createFakeLocalAi(), { backend: 'localai', server: 'LocalAI', evidence: 'GET /readyz' }],
+    ['LocalAI while it preloads (503 starting)', () => createFakeLocalAi({ starting: true }), { backend: 'localai' }],
+    ['a server with OpenAI’s API', () => createFakeOpenAiImages(), { backend: 'openai', evidence: 'GET /v1/models' }],
+  ];
+
+  for (const [name, start, expected] of cases) {
+    it(`finds ${name}`, async () => {
+      const fake = await closeAfterTest(start());
+      expect(await probeImageServer(`${fake.url}/`)).toEqual({ found: { url: fake.url, backend: expect.any(String), server: expect.any(String), evidence: expect.any(String), ...expected } });
+    });
+  }
+
   it('reads an address given with /v1 and trailing slashes as the server itself', async () => {
     const server = await serve({ '/v1/models': MODELS });
 
@@ -50,6 +70,23 @@ describe('probeImageServer at its edges', () => {
     expect((await probeImageServer(server.url)).found).toBeNull();
   });
 
+  it('keeps a /v1 inside the address: only a trailing /v1 is the OpenAI API root', async () => {
+    const server = await serve({ '/api/v1/sd/system_stats': { status: 200, json: { system: {} } } });
+
+    const result = await probeImageServer(`${server.url}/api/v1/sd/`);
+
+    expect(result.found).toMatchObject({ backend: 'comfyui', url: `${server.url}/api/v1/sd` });
+  });
+});
+
+describe('probeImageServer: when no image server answers', () => {
+  it('says when something answers that is no image server Easel knows, and when nothing answers', async () => {
+    const other = await closeAfterTest(startStatusServer(404));
+    expect(await probeImageServer(other.url)).toEqual({ found: null, reachable: true, detail: expect.stringContaining('not like any image server Easel knows') });
+    const closed = await findClosedUrl();
+    expect(await probeImageServer(closed)).toEqual({ found: null, reachable: false, detail: `Nothing answers at ${closed} (ECONNREFUSED).` });
+  });
+
   it('says when the server did not answer in time, and when nothing listens', async () => {
     const silent = await serve({ '/sdcpp/v1/capabilities': 'hang', '/sdapi/v1/options': 'hang', '/system_stats': 'hang', '/readyz': 'hang', '/v1/models': 'hang' });
     const slow = await probeImageServer(silent.url, { timeoutMs: 100 });
@@ -58,14 +95,6 @@ describe('probeImageServer at its edges', () => {
     const closed = await findClosedUrl();
     const nothing = await probeImageServer(closed);
     expect(nothing).toEqual({ found: null, reachable: false, detail: `Nothing answers at ${closed} (ECONNREFUSED).` });
-  });
-
-  it('keeps a /v1 inside the address: only a trailing /v1 is the OpenAI API root', async () => {
-    const server = await serve({ '/api/v1/sd/system_stats': { status: 200, json: { system: {} } } });
-
-    const result = await probeImageServer(`${server.url}/api/v1/sd/`);
-
-    expect(result.found).toMatchObject({ backend: 'comfyui', url: `${server.url}/api/v1/sd` });
   });
 
   it('a server that answers one of the routes and cuts the others is reachable, but not an image server', async () => {
@@ -98,51 +127,5 @@ describe('probeImageServer at its edges', () => {
     };
     const named = await probeImageServer('http://images.invalid:7860', { fetch: mixed });
     expect(named).toEqual({ found: null, reachable: false, detail: 'Nothing answers at http://images.invalid:7860 (ENOTFOUND).' });
-  });
-});
-
-describe('createAutoImageBackend', () => {
-  const silent = { debug() {}, info() {}, warn() {}, error() {} };
-  /** An adapter standing for the one auto chose: what it answers is what the test sets. */
-  const adapterFor = (found: FoundImageServer, server?: string): ImageBackend => ({
-    name: found.backend,
-    url: found.url,
-    generate: () => Promise.reject(new Error('not in this test')),
-    checkHealth: () => Promise.resolve({ reachable: true, detail: 'answers', ...(server === undefined ? {} : { server }) }),
-  });
-
-  it('before it has looked, it is "auto" at the first address; after finding nothing, it says what each address said', async () => {
-    const answers: Record<string, ProbeResult> = {
-      'http://a': { found: null, reachable: true, detail: 'A server answers at http://a, but not like any image server Easel knows.' },
-      'http://b': { found: null, reachable: false, detail: 'Nothing answers at http://b.' },
-    };
-    const backend = createAutoImageBackend({ urls: ['http://a', 'http://b'], probe: async (url) => answers[url] as ProbeResult, create: (found) => adapterFor(found), logger: silent });
-    expect([backend.name, backend.url]).toEqual(['auto', 'http://a']);
-
-    const health = await backend.checkHealth();
-
-    // One address answered: the backend is reachable, just unknown.
-    expect(health.reachable).toBe(true);
-    expect(health.detail).toBe(
-      'No image server found: A server answers at http://a, but not like any image server Easel knows. Nothing answers at http://b. Start one (AUTOMATIC1111 or Forge with --api, ComfyUI, LocalAI, stable-diffusion.cpp\'s sd-server), or set --image-url to where it runs; Easel looks again before the next image.',
-    );
-    const none = createAutoImageBackend({ urls: ['http://b'], probe: async (url) => answers[url] as ProbeResult, create: (found) => adapterFor(found), logger: silent });
-    expect((await none.checkHealth()).reachable).toBe(false);
-  });
-
-  it('a probe that throws is reported, not thrown', async () => {
-    const backend = createAutoImageBackend({ urls: ['http://a'], probe: () => Promise.reject(new Error('boom')), create: (found) => adapterFor(found), logger: silent });
-
-    expect(await backend.checkHealth()).toEqual({ reachable: false, detail: 'Looking for the image server failed: Error: boom' });
-  });
-
-  it("names the server as the adapter does, or as the probe found it when the adapter says nothing", async () => {
-    const found: FoundImageServer = { backend: 'a1111', server: 'AUTOMATIC1111', url: 'http://a', evidence: 'GET /sdapi/v1/options' };
-    const named = createAutoImageBackend({ urls: ['http://a'], probe: async () => ({ found }), create: (f) => adapterFor(f, 'Forge'), logger: silent });
-    const unnamed = createAutoImageBackend({ urls: ['http://a'], probe: async () => ({ found }), create: (f) => adapterFor(f), logger: silent });
-
-    expect((await named.checkHealth()).server).toBe('Forge');
-    expect(await unnamed.checkHealth()).toMatchObject({ server: 'AUTOMATIC1111', found: 'Found AUTOMATIC1111 at http://a (GET /sdapi/v1/options), so Easel uses --image-backend a1111.' });
-    expect([unnamed.name, unnamed.url]).toEqual(['a1111', 'http://a']);
   });
 });
