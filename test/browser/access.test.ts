@@ -1,25 +1,15 @@
 // Token mode in a real browser: the "enter the token" form, the cookie it leads to, and the page
 // working with it (htmx posts, the SSE stream, the sidebar's htmx switch to a new conversation).
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 
 const TOKEN = 'browser-token-0123456789abcdef';
 const meta = (prompt: string) => replyMeta(prompt);
 
 describeInBrowser('token mode in the browser', () => {
-  let stage: Stage;
-  let open: OpenPage;
-
-  beforeAll(async () => {
-    stage = await startStage({ flags: ['--token', TOKEN] });
-    open = await openPage(stage);
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  const { stage, open } = useBrowserStage({ flags: ['--token', TOKEN] });
 
   it('asks for the token, takes it from the form, keeps it in an HttpOnly cookie and out of the address', async () => {
     const { page } = open;

@@ -2,9 +2,7 @@
 // real server (startServer on port 0, temp data dir) and the fake Ollama.
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
-import type { ServerTiming } from '../../server/main.ts';
+import { startEaselStage, type EaselStage, type EaselStageOptions } from '../helpers/easel.ts';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
@@ -33,30 +31,23 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
-export interface Stage {
+/** Chromium and the real server with its fakes (startEaselStage). */
+export interface Stage extends EaselStage {
   browser: Browser;
-  fake: FakeOllama;
-  easel: TestEasel;
+  /** Closes Chromium, then Easel and the fakes. */
   close(): Promise<void>;
 }
 
-/** Chromium, the fake Ollama and the real server; `flags` are extra command-line flags for Easel. */
-export async function startStage(options: { flags?: string[]; timing?: ServerTiming } = {}): Promise<Stage> {
+/** Chromium, the fake Ollama (a fake AUTOMATIC1111 too with `a1111`) and the real server; `flags` are extra flags for Easel. */
+export async function startStage(options: EaselStageOptions = {}): Promise<Stage> {
   const browser = await launchChromium();
-  const fake = await createFakeOllama();
-  const easel = await startTestEasel({
-    ollamaUrl: fake.url,
-    ...(options.flags ? { flags: options.flags } : {}),
-    ...(options.timing ? { timing: options.timing } : {}),
-  });
+  const served = await startEaselStage(options);
   return {
+    ...served,
     browser,
-    fake,
-    easel,
     async close() {
       await browser.close();
-      await easel.close();
-      await fake.close();
+      await served.close();
     },
   };
 }
@@ -106,3 +97,38 @@ export function conversationIdOf(page: Page): string {
   return decodeURIComponent(match[1]);
 }
 
+
+/** What recordStates watches and reads. */
+export interface Watch {
+  /** The element whose changes are observed (the first one matching). */
+  root: string;
+  observe: MutationObserverInit;
+  /** What is read after each change: the first element matching `first`, or the last matching `last`. */
+  element: { first: string } | { last: string };
+  /** Its text by default; else this attribute, `orElse` when the element has none. */
+  attribute?: { name: string; orElse: string };
+  /** Recorded when there is no such element; by default nothing is. */
+  whenAbsent?: string;
+}
+
+/**
+ * Records a reading of an element after every DOM change below `watch.root`, to see every state the page went
+ * through (a streaming reply's text, a progressbar's value). Gives a function that returns the readings so far.
+ */
+export async function recordStates(page: Page, watch: Watch): Promise<() => Promise<string[]>> {
+  const index = await page.evaluate((w) => {
+    const recorders = ((window as unknown as { __recorded?: string[][] }).__recorded ??= []);
+    const seen: string[] = [];
+    recorders.push(seen);
+    new MutationObserver(() => {
+      const found = 'first' in w.element ? document.querySelector(w.element.first) : [...document.querySelectorAll(w.element.last)].at(-1);
+      if (!found) {
+        if (w.whenAbsent !== undefined) seen.push(w.whenAbsent);
+        return;
+      }
+      seen.push(w.attribute ? (found.getAttribute(w.attribute.name) ?? w.attribute.orElse) : (found.textContent ?? ''));
+    }).observe(document.querySelector(w.root)!, w.observe);
+    return recorders.length - 1;
+  }, watch);
+  return () => page.evaluate((i) => (window as unknown as { __recorded: string[][] }).__recorded[i]!, index);
+}

@@ -1,30 +1,23 @@
 // The chat pane in a real browser: streaming, withholding, the prompt pane, reset, Stop, Retry, escaping.
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { conversationIdOf, openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { conversationIdOf, recordStates, type Watch } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 import { RESET_MESSAGE } from '../../server/protocol/index.ts';
 
 const meta = replyMeta;
 
-describeInBrowser('the chat pane', () => {
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
+/** The last reply bubble's text after every DOM change, to see every state it went through. */
+const REPLY_STATES: Watch = {
+  root: '#log',
+  observe: { childList: true, subtree: true, characterData: true },
+  element: { last: '#log .msg.assistant .text' },
+  whenAbsent: '',
+};
 
-  beforeAll(async () => {
-    stage = await startStage();
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
-  beforeEach(async () => {
-    await openNewConversation(stage, open);
-  });
+describeInBrowser('the chat pane', () => {
+  const { stage, open, page } = useBrowserStage({ newConversation: true });
   afterEach(async () => {
     stage.fake.setModels(['mistral:7b']);
     // A clean page logs nothing: no CSP violation, no script error, no htmx warning.
@@ -48,23 +41,10 @@ describeInBrowser('the chat pane', () => {
     await poll(() => page.getByRole('button', { name: 'Send', exact: true }).isEnabled()).toBe(true);
   }
 
-  /** Records the last reply bubble's text after every DOM change, to see every state it went through. */
-  async function recordReplyStates(): Promise<() => Promise<string[]>> {
-    await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as unknown as { __states: string[] }).__states = seen;
-      new MutationObserver(() => {
-        const bubbles = document.querySelectorAll('#log .msg.assistant .text');
-        seen.push(bubbles[bubbles.length - 1]?.textContent ?? '');
-      }).observe(document.getElementById('log')!, { childList: true, subtree: true, characterData: true });
-    });
-    return () => page.evaluate(() => (window as unknown as { __states: string[] }).__states);
-  }
-
   it('streams a reply token by token: the text grows through several lengths', async () => {
     const text = 'A quiet harbour at dawn, fishing boats resting on still water, mist over the hills.';
     stage.fake.enqueue(scriptReply(text, meta('a quiet harbour at dawn'), { delayMs: 20 }));
-    const states = await recordReplyStates();
+    const states = await recordStates(page, REPLY_STATES);
     await send('a harbour');
     await poll(() => page.locator('#log .msg.user .text').last().textContent()).toBe('a harbour');
     await waitForReply();
@@ -87,7 +67,7 @@ describeInBrowser('the chat pane', () => {
         delayMs: 20,
       },
     );
-    const states = await recordReplyStates();
+    const states = await recordStates(page, REPLY_STATES);
     await send('a lake');
     await waitForReply();
 
@@ -104,7 +84,7 @@ describeInBrowser('the chat pane', () => {
     const text = 'A cabin in the woods, smoke from the chimney. Shall I make it?';
     stage.fake.enqueue({ chunks: ['A cabin in the woods,', ' smoke from the chimney.', ' Shall I make it?'], delayMs: 20 });
     stage.fake.enqueue({ chunks: [JSON.stringify(meta('a log cabin in a snowy forest, chimney smoke', { steps: 28 }))], delayMs: 150 });
-    const states = await recordReplyStates();
+    const states = await recordStates(page, REPLY_STATES);
     await send('a cabin');
     await waitForReply();
 

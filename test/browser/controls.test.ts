@@ -1,9 +1,8 @@
 // Keyboard use, settings, status line, layout and the page's security rules, in a real browser.
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { conversationIdOf, openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { conversationIdOf } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 
 const CSP =
@@ -11,21 +10,7 @@ const CSP =
 const meta = (prompt: string) => replyMeta(prompt);
 
 describeInBrowser('controls, settings and status', () => {
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
-
-  beforeAll(async () => {
-    stage = await startStage();
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
-  beforeEach(async () => {
-    await openNewConversation(stage, open);
-  });
+  const { stage, open, page } = useBrowserStage({ newConversation: true });
   afterEach(async () => {
     stage.fake.setModels(['mistral:7b']);
     expect(open.problems).toEqual([]);

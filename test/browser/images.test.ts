@@ -1,18 +1,23 @@
 // The image area in a real browser, against the fake AUTOMATIC1111: auto-generation on and off,
 // Generate, progress, Cancel, a backend that is down, and the large view with its settings.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
-import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { findClosedPort } from '../helpers/ports.ts';
+import { conversationIdOf, recordStates, type Watch } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 
 // Few steps: the fake backend's images come quickly.
 const meta = (prompt: string, extra: Record<string, unknown> = {}) => replyMeta(prompt, { steps: 4, ...extra });
+
+/** Every state of the progressbar: its aria-valuenow, or "indeterminate" when it has none. */
+const PROGRESS: Watch = {
+  root: '#image-status',
+  observe: { childList: true, subtree: true, attributes: true },
+  element: { first: '#image-status [role="progressbar"]' },
+  attribute: { name: 'aria-valuenow', orElse: 'indeterminate' },
+};
 
 interface StoredConversation {
   prompt: string;
@@ -20,32 +25,10 @@ interface StoredConversation {
   turns: Array<{ role: string; images?: unknown[] }>;
 }
 
-/** A loopback port with nothing listening on it: the image backend is down. */
-async function findClosedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 describeInBrowser('the image area', () => {
-  let a1111: FakeA1111;
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
+  const { stage, open, page, a1111 } = useBrowserStage({ a1111: { stepDelayMs: 40 } });
   let extraEasel: TestEasel | undefined;
 
-  beforeAll(async () => {
-    a1111 = await createFakeA1111({ stepDelayMs: 40 });
-    stage = await startStage({ flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-    await a1111?.close();
-  });
   afterEach(async () => {
     await extraEasel?.close();
     extraEasel = undefined;
@@ -95,23 +78,10 @@ describeInBrowser('the image area', () => {
     await poll(() => page.getByRole('button', { name: 'Generate', exact: true }).isEnabled()).toBe(true);
   }
 
-  /** Records every state of the progressbar: its aria-valuenow, or "indeterminate" when it has none. */
-  async function recordProgress(): Promise<() => Promise<string[]>> {
-    await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as unknown as { __progress: string[] }).__progress = seen;
-      new MutationObserver(() => {
-        const bar = document.querySelector('#image-status [role="progressbar"]');
-        if (bar) seen.push(bar.getAttribute('aria-valuenow') ?? 'indeterminate');
-      }).observe(document.getElementById('image-status')!, { childList: true, subtree: true, attributes: true });
-    });
-    return () => page.evaluate(() => (window as unknown as { __progress: string[] }).__progress);
-  }
-
   it('makes the image when the assistant is ready: it fills the image area and is a thumbnail in the reply', async () => {
     await openConversation({ autoGenerate: true });
     const requestsBefore = txt2img().length;
-    const progress = await recordProgress();
+    const progress = await recordStates(page, PROGRESS);
     stage.fake.enqueue(scriptReply('Here it comes.', meta('a paper boat on a pond', { generate_image: true, steps: 6, seed: 42 })));
     await send('a paper boat');
 
@@ -214,7 +184,7 @@ describeInBrowser('the image area', () => {
 
   it('shows the progress the backend reports: an indeterminate bar, then a growing aria-valuenow', async () => {
     await openConversation({ steps: 40 });
-    const progress = await recordProgress();
+    const progress = await recordStates(page, PROGRESS);
     await promptBox().fill('a slow tide');
     await page.getByRole('button', { name: 'Generate', exact: true }).click();
     const bar = page.getByRole('progressbar', { name: 'Image progress' });

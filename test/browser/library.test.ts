@@ -3,28 +3,16 @@
 // and a message the store could not save.
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { conversationIdOf } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 
 const meta = (prompt: string) => replyMeta(prompt);
 
 describeInBrowser('the conversation library', () => {
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
-
-  beforeAll(async () => {
-    stage = await startStage();
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  const { stage, open, page } = useBrowserStage();
   afterEach(async () => {
     expect(open.problems).toEqual([]);
     expect(stage.fake.scriptErrors).toEqual([]);

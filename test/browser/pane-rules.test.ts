@@ -1,12 +1,10 @@
 // What the user typed is theirs, in a real browser against the fakes: a pre-send edit the model supersedes,
 // an edit during a reply kept with the model's prompt offered, undo, pinned settings, "ready but not made",
 // and a chat that goes on while the picture is made. The same rules through the API: test/integration/pane-rules-api.test.ts.
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { conversationIdOf, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { conversationIdOf } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { readyMeta, replyMeta } from '../helpers/replies.ts';
 
 // Few steps: the fake backend's images come quickly.
@@ -14,21 +12,7 @@ const meta = (prompt: string, extra: Record<string, unknown> = {}) => replyMeta(
 const ready = (prompt: string, extra: Record<string, unknown> = {}) => readyMeta(prompt, { steps: 4, ...extra });
 
 describeInBrowser('the prompt pane follows one rule', () => {
-  let a1111: FakeA1111;
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
-
-  beforeAll(async () => {
-    a1111 = await createFakeA1111({ stepDelayMs: 40 });
-    stage = await startStage({ flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-    await a1111?.close();
-  });
+  const { stage, open, page, a1111 } = useBrowserStage({ a1111: { stepDelayMs: 40 } });
   afterEach(async () => {
     // A clean page logs nothing: no CSP violation, no script error, no htmx warning.
     expect(open.problems).toEqual([]);

@@ -1,27 +1,15 @@
 // What the page shows of a reply and an image (issue 9): Markdown that stays inert, download links,
 // notices that survive a reload, what a screen reader is told, and a phone-width page that opens at the top.
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { openNewConversation } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 
 const meta = (extra: Record<string, unknown> = {}) => replyMeta('', extra);
 
 describeInBrowser('the page presents replies truthfully', () => {
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
-
-  beforeAll(async () => {
-    stage = await startStage();
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  const { stage, open, page } = useBrowserStage();
   afterEach(() => {
     expect(open.problems).toEqual([]);
     expect(stage.fake.pendingReplies).toBe(0);

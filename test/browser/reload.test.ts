@@ -1,27 +1,15 @@
 // After a reload the page is rendered from the store, not from the stream: model and user text
 // must stay inert text there too.
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { openNewConversation } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 import { replyMeta } from '../helpers/replies.ts';
 
 const meta = replyMeta();
 
 describeInBrowser('a reload', () => {
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
-
-  beforeAll(async () => {
-    stage = await startStage();
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  const { stage, open, page } = useBrowserStage();
   afterEach(() => {
     // A clean page logs nothing: an injected inline script or handler would be a CSP violation here.
     expect(open.problems).toEqual([]);

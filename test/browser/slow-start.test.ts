@@ -1,29 +1,13 @@
 // A model that is slow to start, in a real browser: the status line in the bubble's place, SSE
 // keep-alive comments the page must ignore, and a first-token timeout with Retry.
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { openNewConversation, openPage, startStage, type OpenPage, type Stage } from './browser.ts';
-import { describeInBrowser, poll } from './suite.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 
 describeInBrowser('a model slow to start', () => {
-  let stage: Stage;
-  let open: OpenPage;
-  let page: Page;
-
-  beforeAll(async () => {
-    stage = await startStage({ flags: ['--first-token-timeout', '1.5'], timing: { statusAfterMs: 50, keepAliveMs: 50 } });
-    open = await openPage(stage);
-    page = open.page;
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
-  beforeEach(async () => {
-    await openNewConversation(stage, open);
-  });
+  const { stage, open, page } = useBrowserStage({ flags: ['--first-token-timeout', '1.5'], timing: { statusAfterMs: 50, keepAliveMs: 50 }, newConversation: true });
   afterEach(() => {
     // Keep-alive comments and the status line leave no console error, CSP violation or htmx warning.
     expect(open.problems).toEqual([]);

@@ -3,12 +3,11 @@
 // browser (or an attacker's page) would send.
 import { networkInterfaces } from 'node:os';
 import { Hono } from 'hono';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../server/core/index.ts';
 import { createApp } from '../../server/http/index.ts';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { startEaselStage, useEasel } from '../helpers/easel.ts';
 import { rawRequest, type RawResponse } from '../helpers/raw-http.ts';
 import { readSse } from '../helpers/sse.ts';
 import { buildService } from '../helpers/service.ts';
@@ -39,32 +38,18 @@ function sendKey() {
 }
 
 describe('one server on loopback (no token)', () => {
-  let ollama: FakeOllama;
-  let a1111: FakeA1111;
-  let easel: TestEasel;
+  const { fake: ollama, a1111, easel } = useEasel('all tests', { a1111: { stepDelayMs: 1 }, flags: ['--allowed-hosts', 'my-laptop.local, pinned.example:1'] });
   let port: string;
   let id: string;
   let imagePath: string;
 
   beforeAll(async () => {
-    ollama = await createFakeOllama();
-    a1111 = await createFakeA1111({ stepDelayMs: 1 });
-    easel = await startTestEasel({
-      ollamaUrl: ollama.url,
-      flags: ['--image-backend', 'a1111', '--image-url', a1111.url, '--allowed-hosts', 'my-laptop.local, pinned.example:1'],
-    });
     port = new URL(easel.url).port;
     id = await easel.newConversation();
     const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox' }));
     const image = events.find((event) => event.type === 'image');
     if (!image) throw new Error(`no image: ${JSON.stringify(events)}`);
     imagePath = image.data.url as string;
-  });
-
-  afterAll(async () => {
-    await easel.close();
-    await a1111.close();
-    await ollama.close();
   });
 
   const send = (options: Parameters<typeof rawRequest>[1]) => rawRequest(easel.url, options);
@@ -415,8 +400,7 @@ describe('one server on loopback (no token)', () => {
 
 describe('the configured --host', () => {
   it('is answered besides the loopback names; other addresses are not', async () => {
-    const ollama = await createFakeOllama();
-    const easel = await startTestEasel({ ollamaUrl: ollama.url, flags: ['--host', '127.0.0.2'] });
+    const { easel, close } = await startEaselStage({ flags: ['--host', '127.0.0.2'] });
     try {
       const port = new URL(easel.url).port;
       expect(easel.token).toBeUndefined();
@@ -424,26 +408,15 @@ describe('the configured --host', () => {
       expect((await rawRequest(easel.url, { path: '/api/health', headers: { host: `127.0.0.2:${port}` } })).status).toBe(200);
       expect((await rawRequest(easel.url, { path: '/api/health', headers: { host: `127.0.0.3:${port}` } })).status).toBe(403);
     } finally {
-      await easel.close();
-      await ollama.close();
+      await close();
     }
   });
 });
 
 describe('token mode', () => {
   const TOKEN = 'correct-horse-battery-staple-42';
-  let ollama: FakeOllama;
-  let easel: TestEasel;
-
-  beforeAll(async () => {
-    ollama = await createFakeOllama();
-    // On loopback a token is needed only when one is given; given, it is enforced.
-    easel = await startTestEasel({ ollamaUrl: ollama.url, flags: ['--token', TOKEN] });
-  });
-  afterAll(async () => {
-    await easel.close();
-    await ollama.close();
-  });
+  // On loopback a token is needed only when one is given; given, it is enforced.
+  const { fake: ollama, easel } = useEasel('all tests', { flags: ['--token', TOKEN] });
 
   const send = (options: Parameters<typeof rawRequest>[1]) => rawRequest(easel.url, options);
   const bearer = { authorization: `Bearer ${TOKEN}` };
@@ -550,8 +523,7 @@ describe('token mode', () => {
 
 describe('a non-loopback --host', () => {
   it('generates a 128-bit token, prints where to open Easel with it, warns, and answers the machine\'s addresses', async () => {
-    const ollama = await createFakeOllama();
-    const easel = await startTestEasel({ ollamaUrl: ollama.url, flags: ['--host', '0.0.0.0'] });
+    const { easel, close } = await startEaselStage({ flags: ['--host', '0.0.0.0'] });
     try {
       const port = new URL(easel.url).port;
       expect(easel.token).toMatch(/^[0-9a-f]{32}$/);
@@ -571,8 +543,7 @@ describe('a non-loopback --host', () => {
       expect((await rawRequest(easel.url, { path: '/api/health', headers: { ...bearer, host: `203.0.113.9:${port}` } })).status).toBe(403);
       expect((await rawRequest(easel.url, { path: '/api/health', headers: { ...bearer, host: `0.0.0.0:${port}` } })).status).toBe(200);
     } finally {
-      await easel.close();
-      await ollama.close();
+      await close();
     }
   });
 });

@@ -4,11 +4,12 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EVAL_CONVERSATIONS } from '../eval/conversations.ts';
 import { quantile } from '../eval/report.ts';
 import { runEval } from '../eval/run-eval.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useFakeOllama } from '../helpers/easel.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const READY = { prompt: 'a tabby cat in a blue wizard hat', generate_image: true, steps: 20, cfg: 7, seed: -1 };
@@ -16,15 +17,7 @@ const JSON_READY = JSON.stringify(READY);
 /** The metadata-only answer cut by its num_predict cap: the ladder goes on. */
 const METADATA_CUT = { chunks: ['{"prompt": "a cat'], doneReason: 'length' };
 
-let fake: FakeOllama;
-
-beforeEach(async () => {
-  fake = await createFakeOllama();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = useFakeOllama('each test');
 
 describe('runEval: the real engine, counted', () => {
   it('reports each kind of turn, the calls per accepted turn and the speed exactly', async () => {

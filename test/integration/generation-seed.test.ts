@@ -1,25 +1,10 @@
 // Seed 0 is a seed like any other: only −1 asks for a random one (through the API, fake A1111).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { readSse, type SseEvent } from '../helpers/sse.ts';
 
-let ollama: FakeOllama;
-let a1111: FakeA1111;
-let easel: TestEasel;
-
-beforeAll(async () => {
-  ollama = await createFakeOllama();
-  a1111 = await createFakeA1111({ stepDelayMs: 2 });
-  easel = await startTestEasel({ ollamaUrl: ollama.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
-});
-
-afterAll(async () => {
-  await easel.close();
-  await a1111.close();
-  await ollama.close();
-});
+const { fake: ollama, a1111, easel } = useEasel('all tests', { a1111: { stepDelayMs: 2 } });
 
 const lastTxt2ImgSeed = () => (a1111.requests.filter((r) => r.path === '/sdapi/v1/txt2img').at(-1)?.body as { seed?: unknown }).seed;
 

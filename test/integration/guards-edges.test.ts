@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../server/core/index.ts';
 import { createApp, type AccessOptions } from '../../server/http/index.ts';
 import { createPageRoutes } from '../../server/http/page/index.ts';
-import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { buildService } from '../helpers/service.ts';
 
@@ -295,17 +294,10 @@ describe('an internal error', () => {
 });
 
 describe('on a real port', () => {
-  let ollama: FakeOllama;
-  let easel: TestEasel;
+  const { easel } = useEasel('all tests', { flags: ['--token', TOKEN] });
   let port: string;
-  beforeAll(async () => {
-    ollama = await createFakeOllama();
-    easel = await startTestEasel({ ollamaUrl: ollama.url, flags: ['--token', TOKEN] });
+  beforeAll(() => {
     port = new URL(easel.url).port;
-  });
-  afterAll(async () => {
-    await easel.close();
-    await ollama.close();
   });
 
   it('a HEAD with ?token= sets the cookie as a GET does', async () => {

@@ -6,31 +6,20 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { unzipSync, zipSync } from 'fflate';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFakeA1111, type FakeA1111Options } from '../fakes/fake-a1111.ts';
 import { createFakeComfyUi } from '../fakes/fake-comfyui.ts';
-import { createFakeOllama } from '../fakes/fake-ollama.ts';
 import { makePngBomb } from '../fakes/png-bytes.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { closeAfterEachTest, type TestEasel } from '../helpers/easel.ts';
 import { readSse } from '../helpers/sse.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const BOMB_SIZE = 'The PNG says it is 16384×16384 pixels (268 million), more than the 67 million (8192×8192) Easel accepts; raise --max-image-pixels to allow it.';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { track, startEasel: easelWith } = closeAfterEachTest();
 
-async function track<T extends { close(): Promise<void> }>(started: Promise<T>): Promise<T> {
-  const value = await started;
-  cleanups.push(() => value.close());
-  return value;
-}
-
-async function startEasel(imageFlags: string[], extra: string[] = []): Promise<TestEasel> {
-  const ollama = await track(createFakeOllama());
-  return track(startTestEasel({ ollamaUrl: ollama.url, flags: [...imageFlags, ...extra] }));
+function startEasel(imageFlags: string[], extra: string[] = []): Promise<TestEasel> {
+  return easelWith([...imageFlags, ...extra]);
 }
 
 async function withA1111(options: FakeA1111Options, extra: string[] = []) {

@@ -1,59 +1,34 @@
 // Image faults end to end: the real server on a loopback port, real adapters, fake backends.
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readPngSize, readPngText } from '../../server/png/index.ts';
 import { createFakeA1111, type FakeA1111Options } from '../fakes/fake-a1111.ts';
 import { createFakeComfyUi, type FakeComfyUiOptions } from '../fakes/fake-comfyui.ts';
 import { createFakeLocalAi } from '../fakes/fake-localai.ts';
-import { createFakeOllama } from '../fakes/fake-ollama.ts';
 import { createFakeOpenAiImages, type FakeOpenAiImagesOptions } from '../fakes/fake-openai-images.ts';
 import { BROKEN_PNGS, makeInterlacedPng } from '../fakes/png-bytes.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { closeAfterEachTest, type TestEasel } from '../helpers/easel.ts';
 import { iterateSse, readSse, type SseEvent } from '../helpers/sse.ts';
+import { findClosedPort } from '../helpers/ports.ts';
 
 const MB = 1024 * 1024;
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function startEasel(flags: string[]): Promise<TestEasel> {
-  const ollama = await createFakeOllama();
-  cleanups.push(() => ollama.close());
-  const easel = await startTestEasel({ ollamaUrl: ollama.url, flags });
-  cleanups.push(() => easel.close());
-  return easel;
-}
+const { track, startEasel } = closeAfterEachTest();
 
 async function withA1111(options: FakeA1111Options = {}) {
-  const a1111 = await createFakeA1111({ stepDelayMs: 5, ...options });
-  cleanups.push(() => a1111.close());
+  const a1111 = await track(createFakeA1111({ stepDelayMs: 5, ...options }));
   return { a1111, easel: await startEasel(['--image-backend', 'a1111', '--image-url', a1111.url]) };
 }
 
 async function withComfyUi(options: FakeComfyUiOptions = {}) {
-  const comfy = await createFakeComfyUi({ stepDelayMs: 5, ...options });
-  cleanups.push(() => comfy.close());
+  const comfy = await track(createFakeComfyUi({ stepDelayMs: 5, ...options }));
   return { comfy, easel: await startEasel(['--image-backend', 'comfyui', '--image-url', comfy.url]) };
 }
 
 async function withOpenAi(options: FakeOpenAiImagesOptions = {}) {
-  const openai = await createFakeOpenAiImages(options);
-  cleanups.push(() => openai.close());
+  const openai = await track(createFakeOpenAiImages(options));
   return { openai, easel: await startEasel(['--image-backend', 'openai', '--image-url', openai.url]) };
-}
-
-/** A loopback port where nothing listens: one that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function of(events: SseEvent[], type: string) {
@@ -176,8 +151,7 @@ describe('size caps: an answer over 64 MB is refused without being read whole', 
 
 describe('OpenAI-compatible image links are fetched only from the backend itself', () => {
   it('a link to another server is refused and that server gets no request', async () => {
-    const other = await createFakeOpenAiImages();
-    cleanups.push(() => other.close());
+    const other = await track(createFakeOpenAiImages());
     const { openai, easel } = await withOpenAi({ forceUrl: true, urlBase: other.url });
     const { id, error } = await generate(easel);
     expect(error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining(`linked its image on another server (${other.url})`) });
@@ -190,8 +164,7 @@ describe('OpenAI-compatible image links are fetched only from the backend itself
     const { easel } = await withOpenAi({ forceUrl: true });
     expect((await generate(easel, { width: 256, height: 256 })).image).toMatchObject({ width: 256, height: 256 });
 
-    const other = await createFakeOpenAiImages();
-    cleanups.push(() => other.close());
+    const other = await track(createFakeOpenAiImages());
     const redirecting = await withOpenAi({ forceUrl: true, redirectImagesTo: other.url });
     const { error } = await generate(redirecting.easel);
     expect(error).toMatchObject({ code: 'image_bad_response', message: expect.stringMatching(/answered GET \/generated-images\/\S+ with a redirect \(HTTP 302 to http:\/\/127\.0\.0\.1:\d+\/generated-images\//) });
@@ -205,9 +178,7 @@ describe('no image server is followed through a redirect (a misconfigured proxy,
 
   /** Another loopback listener: it records every request a followed redirect would have brought it. */
   async function startOtherListener() {
-    const other = await createFakeOpenAiImages();
-    cleanups.push(() => other.close());
-    return other;
+    return track(createFakeOpenAiImages());
   }
 
   async function health(easel: TestEasel): Promise<Record<string, unknown>> {
@@ -228,7 +199,7 @@ describe('no image server is followed through a redirect (a misconfigured proxy,
   });
 
   it('AUTOMATIC1111 redirecting to a dead port: a redirect, not "not answering. Start AUTOMATIC1111"', async () => {
-    const dead = `http://127.0.0.1:${await freePort()}`;
+    const dead = `http://127.0.0.1:${await findClosedPort()}`;
     const { easel } = await withA1111({ redirect: { status: 307, location: `${dead}/sdapi/v1/txt2img` } });
     const { error } = await generate(easel);
     expect(error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining(`with a redirect (HTTP 307 to ${dead}/sdapi/v1/txt2img)`) });
@@ -246,8 +217,7 @@ describe('no image server is followed through a redirect (a misconfigured proxy,
     expect(await health(comfy.easel)).toMatchObject({ reachable: true, detail: expect.stringContaining('answered GET /system_stats with a redirect (HTTP 301') });
     await expectNothingKept(comfy.easel, comfyRun.id);
 
-    const localai = await createFakeLocalAi({ redirect: { status: 308, location: `${other.url}/elsewhere` } });
-    cleanups.push(() => localai.close());
+    const localai = await track(createFakeLocalAi({ redirect: { status: 308, location: `${other.url}/elsewhere` } }));
     const easel = await startEasel(['--image-backend', 'localai', '--image-url', localai.url]);
     const localRun = await generate(easel);
     expect(localRun.error).toMatchObject({ code: 'image_bad_response', message: expect.stringContaining(`LocalAI at ${localai.url} answered POST /v1/images/generations with a redirect (HTTP 308 to ${other.url}/elsewhere). ${RULE}`) });
@@ -258,8 +228,7 @@ describe('no image server is followed through a redirect (a misconfigured proxy,
 
   it('--image-backend auto at a redirecting address: health says it answered with a redirect, naming where', async () => {
     const other = await startOtherListener();
-    const redirecting = await createFakeA1111({ redirect: { status: 302, location: `${other.url}/login` } });
-    cleanups.push(() => redirecting.close());
+    const redirecting = await track(createFakeA1111({ redirect: { status: 302, location: `${other.url}/login` } }));
     const easel = await startEasel(['--image-url', redirecting.url]);
     const images = await health(easel);
     expect(images).toMatchObject({ backend: 'auto', reachable: true, detail: expect.stringContaining(`The server at ${redirecting.url} answered GET /sdcpp/v1/capabilities with a redirect (HTTP 302 to ${other.url}/login). ${RULE}`) });

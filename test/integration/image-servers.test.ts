@@ -3,33 +3,18 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_WORKFLOW_PATH } from '../../server/comfyui/index.ts';
 import { parseA1111Parameters, readPngText } from '../../server/png/index.ts';
 import { createFakeA1111, type FakeA1111Options } from '../fakes/fake-a1111.ts';
 import { createFakeComfyUi } from '../fakes/fake-comfyui.ts';
 import { createFakeLocalAi, type FakeLocalAiOptions } from '../fakes/fake-localai.ts';
-import { createFakeOllama } from '../fakes/fake-ollama.ts';
 import { createFakeOpenAiImages } from '../fakes/fake-openai-images.ts';
 import { createFakeSdServer } from '../fakes/fake-sd-server.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { closeAfterEachTest, type TestEasel } from '../helpers/easel.ts';
 import { readSse } from '../helpers/sse.ts';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function track<T extends { close(): Promise<void> }>(started: Promise<T>): Promise<T> {
-  const value = await started;
-  cleanups.push(() => value.close());
-  return value;
-}
-
-async function easelWith(flags: string[]): Promise<TestEasel> {
-  const ollama = await track(createFakeOllama());
-  return track(startTestEasel({ ollamaUrl: ollama.url, flags }));
-}
+const { track, atEnd, startEasel: easelWith } = closeAfterEachTest();
 
 interface Made {
   event: Record<string, unknown>;
@@ -85,7 +70,7 @@ describe('ComfyUI', () => {
   it('records the steps and sampler the workflow really had, though the settings asked for others', async () => {
     const comfy = await track(createFakeComfyUi({ stepDelayMs: 1 }));
     const dir = mkdtempSync(join(tmpdir(), 'easel-workflow-'));
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    atEnd(() => rmSync(dir, { recursive: true, force: true }));
     const workflow = JSON.parse(readFileSync(DEFAULT_WORKFLOW_PATH, 'utf8')) as Record<string, { inputs: Record<string, unknown> }>;
     workflow['3']!.inputs['steps'] = 4;
     workflow['3']!.inputs['sampler_name'] = 'dpmpp_2m';

@@ -4,25 +4,19 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { strToU8, unzipSync, zipSync } from 'fflate';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { readSse } from '../helpers/sse.ts';
 
-let fake: FakeOllama;
-let a1111: FakeA1111;
-let easel: TestEasel;
+const { fake, easel } = useEasel('all tests', { a1111: { stepDelayMs: 1 } });
 /** A real export: a message, a reply with its prompt, and one image. */
 let good: Record<string, Uint8Array>;
 let manifest: Record<string, unknown>;
 let image: string;
 
 beforeAll(async () => {
-  fake = await createFakeOllama();
-  a1111 = await createFakeA1111({ stepDelayMs: 1 });
-  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
   const id = await easel.newConversation();
   fake.enqueue(scriptReply('Here.', { prompt: 'a red fox', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
   await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'a red fox' }));
@@ -30,12 +24,6 @@ beforeAll(async () => {
   good = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
   manifest = JSON.parse(new TextDecoder().decode(good['conversation.json'])) as Record<string, unknown>;
   image = Object.keys(good).find((name) => name.startsWith('images/'))!;
-});
-
-afterAll(async () => {
-  await easel.close();
-  await a1111.close();
-  await fake.close();
 });
 
 function importZip(bytes: Uint8Array): Promise<Response> {

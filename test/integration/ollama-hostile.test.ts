@@ -1,8 +1,8 @@
 // A server at --ollama-url that breaks the NDJSON protocol (issue 21, items 3 and 4), through the real app:
 // the turn ends with an error after the words shown, which are kept, and Easel's memory stays bounded.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { readSse, shownText, type SseEvent } from '../helpers/sse.ts';
 
 const ASKING = { prompt: 'a lighthouse at dusk', generate_image: false, steps: 20, cfg: 7, seed: -1 };
@@ -10,18 +10,7 @@ const MB = 1024 * 1024;
 /** A whole, valid reply in four lines; the hostile line comes after the first two, "Hello there". */
 const CHUNKS = ['Hello', ' there', ', a lighthouse.', `\n---\n${JSON.stringify(ASKING)}`];
 
-let fake: FakeOllama;
-let easel: TestEasel;
-
-beforeEach(async () => {
-  fake = await createFakeOllama();
-  easel = await startTestEasel({ ollamaUrl: fake.url });
-});
-
-afterEach(async () => {
-  await easel.close();
-  await fake.close();
-});
+const { fake, easel } = useEasel('each test');
 
 function of(events: SseEvent[], type: string) {
   return events.filter((event) => event.type === type).map((event) => event.data);

@@ -4,28 +4,18 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FakeA1111 } from '../fakes/fake-a1111.ts';
-import { scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import type { TestEasel } from '../helpers/easel.ts';
+import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { find, partials, read, targets } from '../helpers/html.ts';
-import { sendForm, startPageStage, type PageStage } from '../helpers/page-stage.ts';
+import { sendForm } from '../helpers/page-stage.ts';
 import { readSseFrames } from '../helpers/sse.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const READY = { prompt: 'a red fox in snow', generate_image: false, steps: 24, cfg: 6, seed: 5 };
 
-let fake: FakeOllama;
-let a1111: FakeA1111;
-let easel: TestEasel;
-let stage: PageStage;
-
-beforeEach(async () => {
-  stage = await startPageStage();
-  ({ fake, a1111, easel } = stage);
-});
-
-afterEach(() => stage.close());
+// The page's routes run against the fake Ollama and a fake AUTOMATIC1111 (5 ms a step).
+const { fake, a1111, easel } = useEasel('each test', { a1111: { stepDelayMs: 5 } });
 
 const newSendKey = () => randomUUID();
 

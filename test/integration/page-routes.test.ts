@@ -2,25 +2,15 @@
 // what a reload renders from the store. The browser suite covers the page's behaviour; these pin
 // the server's answers, and run without Chromium.
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FakeA1111 } from '../fakes/fake-a1111.ts';
-import { scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import type { TestEasel } from '../helpers/easel.ts';
-import { sendForm, startPageStage, type PageStage } from '../helpers/page-stage.ts';
+import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useEasel } from '../helpers/easel.ts';
+import { sendForm } from '../helpers/page-stage.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 
-let fake: FakeOllama;
-let a1111: FakeA1111;
-let easel: TestEasel;
-let stage: PageStage;
-
-beforeEach(async () => {
-  stage = await startPageStage();
-  ({ fake, a1111, easel } = stage);
-});
-
-afterEach(() => stage.close());
+// The page's routes run against the fake Ollama and a fake AUTOMATIC1111 (5 ms a step).
+const { fake, a1111, easel } = useEasel('each test', { a1111: { stepDelayMs: 5 } });
 
 const newSendKey = () => randomUUID();
 

@@ -1,10 +1,9 @@
 // What the user typed is theirs, through the JSON API: prompt versions, the model's waiting suggestion,
 // pinned settings, the image made from what the pane shows, "ready but not made", and a chat that never
 // waits for the picture. The page obeys the same rules (test/browser/pane-rules.test.ts).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeA1111, type FakeA1111 } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { startTestEasel, useEasel } from '../helpers/easel.ts';
 import { iterateSse, readSse, shownText, type SseEvent } from '../helpers/sse.ts';
 import { readyMeta, replyMeta } from '../helpers/replies.ts';
 
@@ -30,21 +29,7 @@ interface Conversation extends Pane {
   images: Array<{ prompt: string; steps: number | null; negativePrompt: string; promptVersion: number | null }>;
 }
 
-let fake: FakeOllama;
-let a1111: FakeA1111;
-let easel: TestEasel;
-
-beforeEach(async () => {
-  fake = await createFakeOllama();
-  a1111 = await createFakeA1111({ stepDelayMs: 20 });
-  easel = await startTestEasel({ ollamaUrl: fake.url, flags: ['--image-backend', 'a1111', '--image-url', a1111.url] });
-});
-
-afterEach(async () => {
-  await easel.close();
-  await a1111.close();
-  await fake.close();
-});
+const { fake, a1111, easel } = useEasel('each test', { a1111: { stepDelayMs: 20 } });
 
 const txt2img = () => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img');
 

@@ -2,13 +2,14 @@
 // manager or `kill PID` sends it) must stop the server, free the port and leave no process of the chain.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFakeA1111 } from '../fakes/fake-a1111.ts';
 import { iterateSse } from '../helpers/sse.ts';
+import { findClosedPort } from '../helpers/ports.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const STOP_WITHIN_MS = 5000;
@@ -61,11 +62,7 @@ function isPortOpen(port: number): Promise<boolean> {
 }
 
 async function findClosedUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
+  return `http://127.0.0.1:${await findClosedPort()}`;
 }
 
 interface NpmStart {

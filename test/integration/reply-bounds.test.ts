@@ -1,22 +1,10 @@
 // Exact bounds, through the HTTP API: the longest marker the withholder waits for, the 2000-character
 // prompt (from the model and from the user), and the spellings of true and false it repairs.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { describe, expect, it } from 'vitest';
+import { useEasel } from '../helpers/easel.ts';
 import { readSse, shownText, type SseEvent } from '../helpers/sse.ts';
 
-let fake: FakeOllama;
-let easel: TestEasel;
-
-beforeAll(async () => {
-  fake = await createFakeOllama();
-  easel = await startTestEasel({ ollamaUrl: fake.url });
-});
-
-afterAll(async () => {
-  await easel.close();
-  await fake.close();
-});
+const { fake, easel } = useEasel('all tests');
 
 /** One turn in a new conversation, answered by `reply` (sent in one chunk). */
 async function turn(reply: string): Promise<{ id: string; events: SseEvent[] }> {

@@ -1,25 +1,17 @@
 // The small doors an attacker tries: header values in another case or sent twice, JSON in another charset
 // or with bytes that are not UTF-8, and one-line fields holding controls that change how text reads.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { findInvalidUtf8 } from '../../server/http/errors.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { readSse } from '../helpers/sse.ts';
 
-let fake: FakeOllama;
-let easel: TestEasel;
+const { fake, easel } = useEasel('all tests');
 let id: string;
 
 beforeAll(async () => {
-  fake = await createFakeOllama();
-  easel = await startTestEasel({ ollamaUrl: fake.url });
   id = await easel.newConversation();
-});
-
-afterAll(async () => {
-  await easel.close();
-  await fake.close();
 });
 
 const put = (body: BodyInit, contentType = 'application/json') =>

@@ -2,26 +2,15 @@
 // failure, a Stop or a Retry, what is stored, and that a conversation is never left locked.
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { useEasel } from '../helpers/easel.ts';
 import { iterateSse, readSse, shownText, type SseEvent } from '../helpers/sse.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const READY = { prompt: 'a tabby cat', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 
-let fake: FakeOllama;
-let easel: TestEasel;
-
-beforeEach(async () => {
-  fake = await createFakeOllama();
-  easel = await startTestEasel({ ollamaUrl: fake.url });
-});
-
-afterEach(async () => {
-  await easel.close();
-  await fake.close();
-});
+const { fake, easel } = useEasel('each test');
 
 async function send(id: string, text: string): Promise<SseEvent[]> {
   const response = await easel.post(`/api/conversations/${id}/messages`, { text });
