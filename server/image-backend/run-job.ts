@@ -42,6 +42,7 @@ export async function runImageJob<T>(options: ImageJobOptions, work: (jobSignal:
     job.abort();
   };
   const onAbort = () => stop('cancelled');
+  // Stryker disable next-line ObjectLiteral,BooleanLiteral: the listener is removed in finally anyway
   signal.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
   let result: T;

@@ -20,6 +20,7 @@ export interface AutoImageBackendOptions {
 export function createAutoImageBackend(options: AutoImageBackendOptions): ImageBackend {
   let chosen: { backend: ImageBackend; found: FoundImageServer } | undefined;
   let finding: Promise<void> | undefined;
+  // Stryker disable next-line StringLiteral: every reader awaits find() first, which sets it
   let lastDetail = `Easel has not looked at ${options.urls.join(', ')} yet.`;
   let lastReachable = false;
 
@@ -81,6 +82,7 @@ export function createAutoImageBackend(options: AutoImageBackendOptions): ImageB
       return chosen?.backend.name ?? 'auto';
     },
     get url() {
+      // Stryker disable next-line StringLiteral: the configuration always gives at least one address
       return chosen?.backend.url ?? options.urls[0] ?? '';
     },
     get seedRange() {

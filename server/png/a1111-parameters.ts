@@ -44,6 +44,7 @@ function quoteValue(value: string): string {
 }
 
 function unquoteValue(value: string): string {
+  // Stryker disable next-line ConditionalExpression,LogicalOperator,StringLiteral: JSON.parse decides alone: only a value in quotes gives a string
   if (value.length < 2 || !value.startsWith('"') || !value.endsWith('"')) return value;
   try {
     const parsed: unknown = JSON.parse(value);
@@ -85,16 +86,19 @@ export function formatA1111Parameters(parameters: A1111Parameters): string {
 }
 
 function readParameterLine(line: string): [string, string][] {
+  // Stryker disable next-line StringLiteral: both groups always take part in a match
   return [...line.matchAll(PARAM_PATTERN)].map((match) => [match[1] ?? '', unquoteValue((match[2] ?? '').trim())]);
 }
 
 function toInteger(value: string | undefined): number | undefined {
   if (value === undefined || !/^-?\d+$/.test(value.trim())) return undefined;
+  // Stryker disable next-line MethodExpression: Number() ignores the same outer whitespace trim() removes
   return Number(value.trim());
 }
 
 function toNumber(value: string | undefined): number | undefined {
   if (value === undefined || value.trim() === '') return undefined;
+  // Stryker disable next-line MethodExpression: Number() ignores the same outer whitespace trim() removes
   const number = Number(value.trim());
   return Number.isFinite(number) ? number : undefined;
 }
@@ -102,10 +106,12 @@ function toNumber(value: string | undefined): number | undefined {
 /** Reads text written by A1111 (or formatA1111Parameters) back into its parts; never fails. */
 export function parseA1111Parameters(text: string): ParsedA1111Parameters {
   const lines = text.trim().split('\n');
+  // Stryker disable next-line StringLiteral: split always gives at least one element
   let lastLine = lines.pop() ?? '';
   // Like A1111: a last line with fewer than three "Key: value" pairs is still prompt text.
   if (readParameterLine(lastLine).length < 3) {
     lines.push(lastLine);
+    // Stryker disable next-line StringLiteral: that text has no Key: value pair, so the line reads as none either way
     lastLine = '';
   }
   let prompt = '';
@@ -124,6 +130,7 @@ export function parseA1111Parameters(text: string): ParsedA1111Parameters {
   // that repeats the prompt, so a prompt holding "Seed: 5" must not override the real Seed before it.
   const fields: Record<string, string> = {};
   for (const [key, value] of readParameterLine(lastLine)) if (!Object.hasOwn(fields, key)) fields[key] = value;
+  // Stryker disable next-line StringLiteral: neither text matches the size pattern
   const size = SIZE_PATTERN.exec(fields['Size'] ?? '');
   const parsed: ParsedA1111Parameters = { prompt, negativePrompt, fields };
   const steps = toInteger(fields['Steps']);

@@ -65,6 +65,7 @@ export function expectedImageDataBytes(info: PngImageInfo): number {
   for (const [x0, y0, dx, dy] of ADAM7) {
     const passWidth = Math.ceil(Math.max(0, info.width - x0) / dx);
     const passHeight = Math.ceil(Math.max(0, info.height - y0) / dy);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: an empty pass adds 0 bytes, and the height is never negative (Math.max(0, …))
     if (passWidth > 0 && passHeight > 0) total += passHeight * scanlineBytes(passWidth, bitsPerPixel);
   }
   return total;
@@ -119,7 +120,9 @@ function inflateAndCount(idat: readonly Uint8Array[], expected: number): Promise
     let bytes = 0;
     let settled = false;
     const finish = (result: { bytes: number; tooMany: boolean; error?: string }) => {
+      // Stryker disable next-line ConditionalExpression: a second finish destroys the stream again and resolves a settled promise: the first result wins
       if (settled) return;
+      // Stryker disable next-line BooleanLiteral: a second finish destroys the stream again and resolves a settled promise: the first result wins
       settled = true;
       inflate.destroy();
       resolve(result);
@@ -128,6 +131,7 @@ function inflateAndCount(idat: readonly Uint8Array[], expected: number): Promise
       bytes += chunk.length;
       if (bytes > expected) finish({ bytes, tooMany: true });
     });
+    // Stryker disable next-line BooleanLiteral: an error is read first, and a zlib error always has a message
     inflate.on('error', (error: Error) => finish({ bytes, tooMany: false, error: error.message }));
     inflate.on('end', () => finish({ bytes, tooMany: false }));
     for (const part of idat) inflate.write(part);
@@ -145,12 +149,14 @@ export async function checkPngImage(png: Uint8Array, options: CheckPngOptions = 
   const chunks = readPngChunks(png);
   if (!chunks.ok) return chunks;
   const header = chunks.value[0];
+  // Stryker disable next-line StringLiteral: unreachable: the first chunk is always IHDR after readPngChunks succeeds
   if (header === undefined) return fail('bad_header', 'The PNG has no IHDR chunk; the file is damaged.');
   const info = readHeader(header, options.maxPixels ?? DEFAULT_MAX_PNG_PIXELS);
   if (!info.ok) return info;
 
   const types = chunks.value.map((chunk) => chunk.type);
   const firstData = types.indexOf('IDAT');
+  // Stryker disable next-line EqualityOperator: index 0 is always IHDR, so the first IDAT is at −1 or at least 1
   if (firstData < 0) return fail('bad_image_data', 'The PNG has no image data (no IDAT chunk); the file is incomplete.');
   const lastData = types.lastIndexOf('IDAT');
   if (types.slice(firstData, lastData + 1).some((type) => type !== 'IDAT')) {

@@ -33,6 +33,7 @@ function decodeLegacyText(bytes: Uint8Array): string {
 
 function readChunkKeyword(chunk: PngChunk): string {
   const end = chunk.data.indexOf(0);
+  // Stryker disable next-line EqualityOperator: a keyword that starts with NUL is only compared with a valid one (1–79 characters), which equals neither
   return decodeLatin1(end < 0 ? chunk.data : chunk.data.subarray(0, end));
 }
 
@@ -51,8 +52,10 @@ function decodeTextChunk(chunk: PngChunk): { keyword: string; text: string } | n
     // iTXt: keyword 0 flag method language 0 translated-keyword 0 text
     const compressed = data[keywordEnd + 1] === 1;
     const languageEnd = data.indexOf(0, keywordEnd + 3);
+    // Stryker disable next-line EqualityOperator: the search starts at index 4 or later, so it gives −1 or at least 4, never 0
     if (languageEnd < 0) return null;
     const translatedEnd = data.indexOf(0, languageEnd + 1);
+    // Stryker disable next-line EqualityOperator: the search starts at index 4 or later, so it gives −1 or at least 4, never 0
     if (translatedEnd < 0) return null;
     const body = data.subarray(translatedEnd + 1);
     return { keyword, text: decodeUtf8(compressed ? inflateSync(body) : body) };
@@ -112,6 +115,7 @@ export function writePngText(png: Uint8Array, keyword: string, text: string): Ui
   const kept = chunks.value.filter(
     (chunk) => !(TEXT_CHUNK_TYPES.has(chunk.type) && readChunkKeyword(chunk) === keyword),
   );
+  // Stryker disable next-line ConditionalExpression,StringLiteral: with no IDAT, splice(-1, 0, …) inserts before the last chunk, always IEND: the same place
   const firstData = kept.findIndex((chunk) => chunk.type === 'IDAT' || chunk.type === 'IEND');
   kept.splice(firstData, 0, encodeTextChunk(keyword, text));
   return encodePng(kept);

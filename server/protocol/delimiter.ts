@@ -48,11 +48,13 @@ export function isRuleChar(ch: string): boolean {
 
 /** Whether `count` copies of `ch` (a rule character) make a rule line. */
 export function isRuleLength(ch: string, count: number): boolean {
+  // Stryker disable next-line ConditionalExpression: a rule candidate holds at least one character when asked
   return (DASH_RULE_CHARS as readonly string[]).includes(ch) ? count >= 1 : count >= 3;
 }
 
 /** Characters of an unquoted key (`{prompt: …}`, `{generate-image: …}`). */
 export function isKeyChar(ch: string): boolean {
+  // Stryker disable next-line Regex: only ever given one character, so the anchors change nothing
   return /^[A-Za-z0-9_-]$/.test(ch);
 }
 
@@ -61,6 +63,7 @@ export function isKeyChar(ch: string): boolean {
  * withholder never re-reads a character it has accepted into a candidate.
  */
 export function isKeyStartChar(ch: string): boolean {
+  // Stryker disable next-line Regex: only ever given one character, so the anchors change nothing
   return /^[A-Za-z]$/.test(ch);
 }
 
@@ -98,7 +101,9 @@ export function isFenceLanguage(lang: string): boolean {
 export function trimWhitespace(text: string): string {
   let start = 0;
   let end = text.length;
+  // Stryker disable next-line EqualityOperator,ConditionalExpression: charAt outside the string is '', not whitespace: the loop stops at the same place
   while (start < end && isWhitespace(text.charAt(start))) start += 1;
+  // Stryker disable next-line EqualityOperator,ConditionalExpression: charAt outside the string is '', not whitespace: the loop stops at the same place
   while (end > start && isWhitespace(text.charAt(end - 1))) end -= 1;
   return text.slice(start, end);
 }

@@ -92,6 +92,7 @@ export function createWithholder(): Withholder {
   // Held-back text: a whitespace run, then (from candidateStart) the candidate marker if any.
   let held = '';
   let candidate: Candidate | null = null;
+  // Stryker disable next-line UnaryOperator: read only while a candidate exists, and set when one starts
   let candidateStart = -1;
   // True while only spaces/tabs/\r have been seen since the last \n (or the start of the reply).
   let lineStart = true;
@@ -116,18 +117,22 @@ export function createWithholder(): Withholder {
   /** Releases the held text up to its last non-whitespace character; keeps the whitespace after. */
   function rejectCandidate(): void {
     let end = held.length;
+    // Stryker disable next-line EqualityOperator,ConditionalExpression: charAt(-1) is '', not whitespace
     while (end > 0 && isWhitespace(held.charAt(end - 1))) end -= 1;
     emit(held.slice(0, end));
     held = held.slice(end);
     candidate = null;
+    // Stryker disable next-line UnaryOperator: read only while a candidate exists, and set when one starts
     candidateStart = -1;
   }
 
   function capture(kind: MarkerKind, ch: string): void {
     marker = kind;
     tail = held.slice(candidateStart) + ch;
+    // Stryker disable next-line StringLiteral: held is not read again after a capture
     held = '';
     candidate = null;
+    // Stryker disable next-line UnaryOperator: read only while a candidate exists, and set when one starts
     candidateStart = -1;
   }
 
@@ -189,12 +194,16 @@ export function createWithholder(): Withholder {
         tail += chunk.slice(index);
         break;
       }
+      // Stryker disable next-line ConditionalExpression,BlockStatement: without the fast path step() makes the same decisions a character at a time (only slower)
       if (candidate === null && !lineStart) {
         // Fast path, the same decisions as step(): mid-line with no candidate, only `{` can start one and
         // a newline can make the next character a line start; whitespace before them is only held.
+        // Stryker disable next-line all: a position found too often or never only sends more characters through step(), which decides the same
         if (brace < index) brace = indexOrEnd(chunk, '{', index);
+        // Stryker disable next-line all: a position found too often or never only sends more characters through step(), which decides the same
         if (newline < index) newline = indexOrEnd(chunk, '\n', index);
         const end = Math.min(brace, newline);
+        // Stryker disable next-line ConditionalExpression,BlockStatement: without the fast path step() makes the same decisions a character at a time (only slower)
         if (end > index) {
           releaseRun(chunk, index, end);
           index = end;
@@ -216,6 +225,7 @@ export function createWithholder(): Withholder {
       else rejectCandidate();
     }
     // Trailing whitespace is dropped: it would only ever separate the text from a marker.
+    // Stryker disable next-line StringLiteral: held is not read again after finish()
     held = '';
     const flushed = release();
     finished = { shown: shownParts.join(''), raw: rawParts.join(''), tail, marker, flushed };
@@ -227,6 +237,7 @@ export function createWithholder(): Withholder {
 
 function indexOrEnd(chunk: string, search: string, from: number): number {
   const found = chunk.indexOf(search, from);
+  // Stryker disable next-line ConditionalExpression: −1 sends the chunk through step(), which decides the same
   return found === -1 ? chunk.length : found;
 }
 
@@ -237,9 +248,11 @@ function isWhitespaceCode(code: number): boolean {
 
 /** A `{` may open metadata anywhere; rules and fences only at the start of a line. */
 function startCandidate(ch: string, atLineStart: boolean): Candidate | null {
+  // Stryker disable next-line BooleanLiteral: fenced is read only for a rule's object before its `{`
   if (ch === '{') return openObject(atLineStart ? 'bare-json' : 'inline-json', false);
   if (!atLineStart) return null;
   if (isRuleChar(ch)) return { kind: 'rule', char: ch, count: 1, gap: false, inner: false };
+  // Stryker disable next-line BooleanLiteral: inWord is true while the language is empty, whatever spaced says
   if (ch === '`') return { kind: 'fence', via: 'fence', backticks: 1, lang: '', spaced: false };
   return null;
 }
@@ -300,6 +313,7 @@ function advanceRule(candidate: Extract<Candidate, { kind: 'rule' }>, ch: string
   // `--`, `- item`, `**bold**`, `--- yes`, `----x`: ordinary text.
   if (!isRuleLength(candidate.char, candidate.count)) return 'reject';
   const delimiter = isDelimiterLine(candidate);
+  // Stryker disable next-line BooleanLiteral: fenced is read only for a rule's object before its `{`, and this one has passed it
   if (ch === '{') return delimiter ? 'confirm' : openObject('rule', false);
   // The rule line is complete; whether it is a delimiter depends on the next non-blank line.
   if (ch === '\n') {
@@ -346,7 +360,9 @@ function advanceObject(candidate: Extract<Candidate, { kind: 'object' }>, ch: st
       if (isWhitespace(ch)) return candidate;
       if (ch === '{') return { ...candidate, phase: 'before-key' };
       // A rule, then a fenced block holding the metadata.
+      // Stryker disable next-line ConditionalExpression: a fence's object is created fenced, so a second fence is refused either way
       if (ch === '`' && candidate.via === 'rule' && !candidate.fenced) {
+        // Stryker disable next-line BooleanLiteral: inWord is true while the language is empty, whatever spaced says
         return { kind: 'fence', via: 'rule', backticks: 1, lang: '', spaced: false };
       }
       return 'reject';

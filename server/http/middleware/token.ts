@@ -35,6 +35,7 @@ export function requireToken(options: TokenOptions): MiddlewareHandler {
       c.header('Cache-Control', 'no-store');
       return c.redirect(url.pathname + url.search, 303);
     }
+    // Stryker disable next-line StringLiteral: with no Authorization header neither text matches /^Bearer\s+…/: the same 401 and log line
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
     if (matches(bearer) || matches(getCookie(c, TOKEN_COOKIE))) return next();
     options.logger.debug('asked for the token', { method: c.req.method, path: c.req.path, bearer: bearer !== undefined });

@@ -275,13 +275,16 @@ ${row('model', 'Model')}
  * live page showed, after a reload.
  */
 function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[], busy: boolean): Html {
+  // Stryker disable next-line MethodExpression,ConditionalExpression: a replaced turn is always followed by the turns that replaced it, never the last of its role
   const shown = turns.filter((turn) => turn.status !== 'replaced');
   const lastUser = shown.findLast((turn) => turn.role === 'user');
+  // Stryker disable next-line ConditionalExpression: a message and its reply are stored in one transaction, so the last turn is always a reply
   const lastAssistant = shown.findLast((turn) => turn.role === 'assistant');
   const loose = images.filter((image) => image.turnId === null);
   let next = 0;
   const takeLooseBefore = (at: string | undefined): Html[] => {
     const taken: Html[] = [];
+    // Stryker disable next-line EqualityOperator: loose[length] is undefined, and the loop stops on it
     while (next < loose.length) {
       const image = loose[next];
       if (!image || (at !== undefined && image.createdAt >= at)) break;
@@ -308,6 +311,7 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   if (offers.notice !== undefined) notes.push(renderNotice(offers.notice));
   // Kept in a reply that Retry replaced, where the page hides it (as it does live): the error was fixed.
   if (turn.error) notes.push(renderErrorBox(turn.error.message, { retry: offers.retry }));
+  // Stryker disable next-line MethodExpression,ConditionalExpression,LogicalOperator: the turn before a reply is its message or replies it replaced, so the nearest one not replaced is its message
   const message = turns.slice(0, index).findLast((earlier) => earlier.role === 'user' && earlier.status !== 'replaced');
   if (offers.sendAgain && message) notes.push(renderSendAgain(message.text));
   const regenerate = offers.regenerate;
