@@ -51,6 +51,7 @@ export function createArchiveCommands(state: ServiceState): ArchiveCommands {
       const id = state.newId();
       const read = await readArchiveFiles(unpacked.files, { conversationId: id, newImageId: () => randomBytes(16).toString('hex'), maxPixels: deps.maxImagePixels });
       if (!read.ok) return refuse('invalid', read.error.message);
+      // Stryker disable next-line ArrayDeclaration: removing a name that is no image fails, and the failure is ignored as for a file already gone
       const written: string[] = [];
       const removeWritten = async () => {
         for (const name of written) await deps.imageFiles.remove(name).catch(() => undefined);
@@ -76,6 +77,7 @@ export function createArchiveCommands(state: ServiceState): ArchiveCommands {
         await removeWritten();
         return stored;
       }
+      state.announce(id, 'created');
       return { ok: true, value: { id } };
     },
   };

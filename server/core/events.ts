@@ -1,5 +1,6 @@
 import type { TurnErrorCode } from './error-codes.ts';
 // The typed events of one turn. Two thin renderers turn them into JSON (API) and HTML (page).
+import type { ConversationSummary } from './library.ts';
 import type { ImageSkipReason, PaneView } from './pane.ts';
 
 export type RecoveryLevel = 'reminder' | 'compaction';
@@ -90,3 +91,35 @@ export type TurnEvent =
   | DoneEvent;
 
 export type TurnEventType = TurnEvent['type'];
+
+/**
+ * The text a reply shows after `event`, from the text it showed before: a delta adds to it, a retry starts it
+ * again, a reset shows its message. The one rule for what is saved as it streams and what a snapshot shows.
+ */
+export function applyShownText(shown: string, event: TurnEvent): string {
+  if (event.type === 'delta') return shown + event.text;
+  if (event.type === 'retry') return '';
+  if (event.type === 'reset') return event.message;
+  return shown;
+}
+
+/** Whether `event` changes the text a reply shows. */
+export function isShownTextEvent(event: TurnEvent): boolean {
+  return event.type === 'delta' || event.type === 'retry' || event.type === 'reset';
+}
+
+/**
+ * What a page following a conversation receives after its snapshot: a reply's events with its `turnId` (null
+ * when it failed before its turn was stored), an image's events with its `imageId` (and the reply's `turnId`
+ * that asked for it, null for Generate), `pane` after any change of the pane (a reply's carries its `turnId`),
+ * `title`, and `deleted`, the last.
+ */
+export type LiveEvent =
+  | (TurnEvent extends infer E ? (E extends { turnId: number } ? E : E & { turnId?: number | null; imageId?: string }) : never)
+  | { type: 'title'; title: string }
+  | { type: 'deleted' };
+
+/** What every page's library list receives: a conversation created, renamed, updated (a message, an image), or deleted. */
+export type LibraryEvent =
+  | { type: 'created' | 'renamed' | 'updated'; conversation: ConversationSummary }
+  | { type: 'deleted'; id: string };

@@ -57,6 +57,8 @@ export interface ImageActivitiesDeps {
   logger: Logger;
   /** How long an ended image can still be followed. Default 60 s. */
   keepFinishedMs?: number;
+  /** Every event of every image, from its `generation` to its end, as it happens (the live feed). */
+  onEvent?: (activity: ImageActivity, event: TurnEvent) => void;
 }
 
 export function createImageActivities(deps: ImageActivitiesDeps): ImageActivities {
@@ -74,6 +76,7 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
     const entries = byConversation.get(activity.conversationId);
     if (entries?.get(activity.id) !== activity) return;
     entries.delete(activity.id);
+    // Stryker disable next-line ConditionalExpression: memory only: an empty map lists and finds nothing
     if (entries.size === 0) byConversation.delete(activity.conversationId);
   }
 
@@ -96,6 +99,7 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
       conversationId: input.conversationId,
       turnId: input.turnId,
       follow() {
+        // Stryker disable next-line ArrowFunction: memory only until the image ends: a reader nobody reads is dropped with it
         const reader: EventBuffer<TurnEvent> = createEventBuffer<TurnEvent>(() => readers.delete(reader));
         reader.push(generation);
         if (progress) reader.push(progress);
@@ -127,7 +131,9 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
 
     const publish = (event: TurnEvent) => {
       for (const reader of readers) reader.push(event);
+      deps.onEvent?.(activity, event);
     };
+    deps.onEvent?.(activity, generation);
     // The generator runs to its end on its own: no reader holds it up, none is needed for it to finish.
     (activity as { settled: Promise<void> }).settled = (async () => {
       try {
@@ -141,10 +147,14 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
         final = { type: 'error', code: 'image_failed', message: 'The image could not be made; the details are in the server log. The prompt is kept: press Generate to try again.' };
         publish(final);
       } finally {
-        final ??= { type: 'error', code: 'image_failed', message: 'The image could not be made. The prompt is kept: press Generate to try again.' };
+        if (final === undefined) {
+          final = { type: 'error', code: 'image_failed', message: 'The image could not be made. The prompt is kept: press Generate to try again.' };
+          deps.onEvent?.(activity, final);
+        }
         for (const reader of readers) reader.close();
         readers.clear();
         const timer = setTimeout(() => forget(activity), keepFinishedMs);
+        // Stryker disable next-line OptionalChaining: Node's timers always have unref
         timer.unref?.();
       }
     })();

@@ -29,7 +29,8 @@ export { describeConversation, describeStorageFailure, UNTITLED, type Conversati
 export { createReplySaver, type ReplySaver } from './reply-saver.ts';
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isLoggedByStore, isStorageError, StorageError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
-export type { DoneEvent, ImageEvent, ImageNotMadeEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
+export type { DoneEvent, ImageEvent, ImageNotMadeEvent, LibraryEvent, LiveEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
+export { createLiveFeed, MAX_UNREAD, REPLAYED_EVENTS, type FeedEntry, type FollowOptions, type LiveFeed } from './live-feed.ts';
 export {
   applyReplyPane,
   applyUserSettings,
@@ -65,7 +66,7 @@ export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IM
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, isConversationId, REPLY_SAVE_INTERVAL_MS } from './service.ts';
-export type { ConversationView, EaselService, Health, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
+export type { ConversationFollowing, ConversationView, EaselService, Health, LibraryFollowing, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
 export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
 export { createImageGenerator, NO_BACKEND_MESSAGE } from './generation.ts';
 export {

@@ -30,7 +30,9 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
   return {
     createConversation() {
       const created = tryWrite('change', () => deps.store.createConversation({ id: state.newId(), createdAt: state.isoNow(), settings: DEFAULT_SETTINGS }));
-      return created.ok ? { ok: true, value: state.view(created.value) } : created;
+      if (!created.ok) return created;
+      state.announce(created.value.id, 'created');
+      return { ok: true, value: state.view(created.value) };
     },
 
     draftConversation() {
@@ -61,6 +63,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
       if (!parsed.success) return invalid(parsed.error, 'title');
       const renamed = tryWrite('change', () => deps.store.renameConversation(id, parsed.data === '' ? null : parsed.data));
       if (!renamed.ok) return renamed;
+      state.announce(id, 'renamed');
       const summary = getSummary(id);
       return summary ? { ok: true, value: summary } : notFound(id);
     },
@@ -78,6 +81,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
         const deleted = tryWrite('delete', () => deps.store.deleteConversation(id));
         if (!deleted.ok) return deleted;
         if (!deleted.value) return notFound(id);
+        state.announceDeleted(id);
         // The records are gone first: a file left behind by a crash here is only unused, never missing.
         for (const file of deleted.value.files) {
           await deps.imageFiles.remove(file).catch((error: unknown) => deps.logger.warn('an image file of a deleted conversation could not be removed', { file, error }));

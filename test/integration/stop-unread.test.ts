@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger, type EaselService, type TurnEvent } from '../../server/core/index.ts';
 import { createApp } from '../../server/http/index.ts';
-import { createFakeOllama, scriptReply, type FakeOllama } from '../fakes/fake-ollama.ts';
-import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { startTestEasel, type TestEasel, useFakeOllama } from '../helpers/easel.ts';
 import { readSse, shownText } from '../helpers/sse.ts';
 import { collectAll } from '../helpers/streams.ts';
 import { buildService } from '../helpers/service.ts';
@@ -16,15 +16,7 @@ import { buildService } from '../helpers/service.ts';
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const LONG_REPLY = Array.from({ length: 400 }, (_, i) => `word${i} `);
 
-let fake: FakeOllama;
-
-beforeEach(async () => {
-  fake = await createFakeOllama();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = useFakeOllama('each test');
 
 describe('Stop with a stream nobody reads (the real app through app.request)', () => {
   let dataDir: string;
@@ -103,7 +95,9 @@ describe('Stop with a stream nobody reads (the real app through app.request)', (
     await fake.waitForRequests(1, '/api/chat');
     const second = await request(`/api/conversations/${id}/messages`, { text: 'two' });
     expect(second.status).toBe(409);
+    // Hanging up does not stop a reply (it is the server's); Stop does.
     await first.body?.cancel();
+    await request(`/api/conversations/${id}/stop`, {});
     await fake.waitForHangup();
   });
 });

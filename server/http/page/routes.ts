@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
-import { streamEvents, withRequestSignal, type SseMessage } from '../stream-events.ts';
+import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage } from '../stream-events.ts';
 import { type ConversationView, type EaselService, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
@@ -80,6 +80,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
 
   // A new conversation's empty page. Nothing is stored until its first message (or Generate), which
   // creates it under the id chosen here.
+  // Stryker disable next-line StringLiteral: page.get('') for '/': hono's router reads '' as '/'
   page.get('/', (c) => sendPage(c, pageModel(service.draftConversation(), true, c.req.query('q') ?? '')));
 
   page.get('/c/:id', (c) => {
@@ -95,6 +96,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
   page.get('/conversations', (c) => {
     const query = c.req.query('q') ?? '';
     c.header('Cache-Control', 'no-store');
+    // Stryker disable next-line StringLiteral: no conversation has that id (ids are UUIDs), so none is marked either way
     return sendHtml(c, renderConversationItems({ conversations: service.listConversations(query), currentId: c.req.query('current') ?? '', query }));
   });
 
@@ -151,6 +153,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     // empty page the settings too (there is nothing to save them into yet).
     const result = service.sendMessage(id, form.text, hangup.signal, {
       ...(creating ? { create: true, settings: readSettingsForm(form) } : {}),
+      // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
       ...(form.replaceLast === '1' ? { replaceLast: true } : {}),
     });
@@ -191,8 +194,10 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const hangup = new AbortController();
     // The image is made from exactly what is shown: the prompt (saved first as a version, by the core) and the
     // settings as they are, even a change whose save has not arrived yet.
+    // Stryker disable next-line ConditionalExpression: a form without settings reads as { autoGenerate: false }, which no image reads; a first Generate stores it, the default
     const hasSettings = 'steps' in form || 'negativePrompt' in form;
     const overrides = {
+      // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
       ...(hasSettings ? { settings: readSettingsForm(form) } : {}),
     };
@@ -201,6 +206,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     if (!result.ok) {
       return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
     }
+    // Stryker disable next-line BooleanLiteral: a Generate stream has no bubble: every error goes to the image area either way
     const view: StreamView = { conversationId: id, imageStarted: true };
     // A first Generate made the conversation: the page takes its place in the library at once.
     const head = creating ? headOf(id) : undefined;
@@ -220,6 +226,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const imageId = c.req.param('imageId');
     const bubble = c.req.query('bubble');
     const result = service.followImage(id, imageId);
+    // Stryker disable next-line BooleanLiteral: the follower's stream replays the image's generation event first, and onEvent sets it then
     const view: StreamView = { conversationId: id, imageStarted: true, generationId: imageId, ...(isBubbleId(bubble) ? { bubbleId: bubble } : {}) };
     // Gone already (ended a while ago): its block goes; a reload shows the image where it belongs.
     const events: AsyncIterable<TurnEvent> = result.ok ? result.value : (async function* () {})();
@@ -293,6 +300,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     if (!body.ok) return body.response;
     const result = service.setSettings(id, { unpin: [body.value.field] });
     const pane = service.getPane(id);
+    // Stryker disable next-line StringLiteral: unreachable: setSettings and getPane run in the same synchronous handler
     if (!result.ok || !pane) return sendPane(c, id, result.ok ? { ok: false, error: { code: 'not_found', message: 'This conversation no longer exists.' } } : result);
     return sendPane(c, id, { ok: true, value: pane });
   });
@@ -388,6 +396,8 @@ function streamHtml(c: Context, { first, events, view, hangup, logger, keepAlive
     events,
     hangup,
     logger,
+    failure: TURN_STREAM_FAILURE,
+    // Stryker disable next-line ConditionalExpression: { keepAliveMs: undefined }: streamEvents reads it as ?? SSE_KEEP_ALIVE_MS
     ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
     ...(first ? { first: Array.isArray(first) ? first : { data: String(first) } } : {}),
     // The reply is over and its image has its block (which follows it on a stream of its own): the page's
@@ -397,6 +407,7 @@ function streamHtml(c: Context, { first, events, view, hangup, logger, keepAlive
       if (event.type === 'started') view.started = true;
       if (event.type === 'done' && view.bubbleId) view.replied = true;
       if (event.type !== 'generation') return;
+      // Stryker disable next-line BooleanLiteral: a message's stream ends at its generation event (after done), so no image error follows in it
       view.imageStarted = true;
       view.generationId = event.id;
     },

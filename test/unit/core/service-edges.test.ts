@@ -418,27 +418,34 @@ describe('a turn as the service runs it', () => {
     expect(logs.filter((line) => line.includes('turn failed unexpectedly'))).toEqual([]);
   });
 
-  it('a request already aborted when it arrives stops the turn before Ollama is asked', async () => {
+  it('a request already aborted when it arrives reads nothing, and the turn is still the server\'s: it runs and is stored', async () => {
     const { service, fake } = await setUp();
     const id = newConversationId(service);
+    fake.enqueue(scriptReply('A cat.', ASKING));
     const controller = new AbortController();
     controller.abort(new Error('the client hung up'));
     const sent = service.sendMessage(id, 'a cat', controller.signal);
     if (!sent.ok) throw new Error(sent.error.message);
-    expect((await collectAll(sent.value)).at(-1)).toMatchObject({ type: 'done', level: 'stopped' });
-    expect(fake.chatRequests()).toHaveLength(0);
+    expect(await collectAll(sent.value)).toEqual([]);
+    await expect.poll(() => service.isBusy(id)).toBe(false);
+    expect(fake.chatRequests()).toHaveLength(1);
+    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ status: 'ok', text: 'A cat.' });
   });
 
-  it('a reader that stops reading stops the turn: the reply is kept as stopped', async () => {
+  it('a reader that stops reading does not stop the turn: only Stop does, and the reply is kept as stopped', async () => {
     const { service, fake } = await setUp();
     const id = newConversationId(service);
     fake.enqueue({ chunks: ['Half a ', 'thought'], gate: new Promise<void>(() => {}) });
     const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
     if (!sent.ok) throw new Error(sent.error.message);
     for await (const event of sent.value) if (event.type === 'delta') break;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(fake.hangups).toBe(0);
+    expect(service.isBusy(id)).toBe(true);
+    expect(service.stop(id)).toBe(true);
     await fake.waitForHangup();
-    await service.shutdown();
-    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ status: 'stopped' });
+    await expect.poll(() => service.isBusy(id)).toBe(false);
+    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ status: 'stopped', text: 'Half a' });
   });
 
   it('the library lists a conversation by its messages as shown: an edited one by its new words, an empty reply skipped', async () => {
@@ -453,11 +460,10 @@ describe('a turn as the service runs it', () => {
     await collectAll(edited.value);
     expect(service.getSummary(id)).toMatchObject({ title: 'a cat', preview: 'A cat.' });
 
-    const controller = new AbortController();
     fake.enqueue({ chunks: ['never'], loadMs: 5000 });
-    const stopped = service.sendMessage(id, 'a dog', controller.signal);
+    const stopped = service.sendMessage(id, 'a dog', new AbortController().signal);
     if (!stopped.ok) throw new Error(stopped.error.message);
-    for await (const event of stopped.value) if (event.type === 'started') controller.abort(new Error('Stop'));
+    for await (const event of stopped.value) if (event.type === 'started') service.stop(id);
     expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ text: '', status: 'stopped' });
     expect(service.getSummary(id)?.preview).toBe('a dog');
   });

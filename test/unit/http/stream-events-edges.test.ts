@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { TurnEvent } from '../../../server/core/index.ts';
 import { createLogger } from '../../../server/core/index.ts';
 import { renderEventJson } from '../../../server/http/api.ts';
-import { formatSseMessage, streamEvents, type StreamEventsOptions } from '../../../server/http/stream-events.ts';
+import { formatSseMessage, streamEvents, TURN_STREAM_FAILURE, type StreamEventsOptions } from '../../../server/http/stream-events.ts';
 import { readSse } from '../../helpers/sse.ts';
 
 const DONE: TurnEvent = { type: 'done', attempts: 1, repairs: [], level: 'clean', evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 };
@@ -19,7 +19,7 @@ function createStreamingApp(events: () => AsyncGenerator<TurnEvent>, extra: Part
   app.get('/stream', (c) => {
     const hangup = new AbortController();
     hangups.push(hangup);
-    return streamEvents(c, { events: events(), hangup, logger, render: renderEventJson, ...extra });
+    return streamEvents(c, { events: events(), hangup, logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...extra });
   });
   return { app, logs, hangups };
 }

@@ -7,14 +7,14 @@ import { describe, expect, it } from 'vitest';
 import type { TurnEvent } from '../../../server/core/index.ts';
 import { createLogger } from '../../../server/core/index.ts';
 import { renderEventJson } from '../../../server/http/api.ts';
-import { formatSseMessage, streamEvents } from '../../../server/http/stream-events.ts';
+import { formatSseMessage, streamEvents, TURN_STREAM_FAILURE } from '../../../server/http/stream-events.ts';
 import { readSse } from '../../helpers/sse.ts';
 
 function createStreamingApp(events: () => AsyncGenerator<TurnEvent>) {
   const logs: string[] = [];
   const logger = createLogger({ level: 'error', write: (line) => logs.push(line) });
   const app = new Hono();
-  app.get('/stream', (c) => streamEvents(c, { events: events(), hangup: new AbortController(), logger, render: renderEventJson }));
+  app.get('/stream', (c) => streamEvents(c, { events: events(), hangup: new AbortController(), logger, render: renderEventJson, failure: TURN_STREAM_FAILURE }));
   return { app, logs };
 }
 
