@@ -11,6 +11,7 @@ import { onEditClick } from './edit.js';
 import { onGenerateFinished, updateGenerateState } from './generate.js';
 import { onBeforeInput, onKeyDown } from './keys.js';
 import { onImportChange, onImportFinished, onLibraryClick, watchLibraryTimes } from './library.js';
+import { onLiveConfigRequest } from './live.js';
 import { onMessageClick } from './messages.js';
 import { onPromptAfterRequest, onPromptClick, onPromptConfigRequest, onPromptInput } from './prompt.js';
 import { onRenameClick } from './rename.js';
@@ -31,6 +32,7 @@ function start() {
     onSettingsConfigRequest(event);
     keyOneShot(event.detail.ctx);
     onSendConfigRequest(event);
+    onLiveConfigRequest(event);
   });
   document.addEventListener('htmx:before:request', (event) => onSendBeforeRequest(event.detail.ctx));
   document.addEventListener('htmx:after:request', (event) => {

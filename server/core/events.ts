@@ -70,7 +70,7 @@ export type TurnEvent =
    * The turn is stored and begins (the user's message is in the transcript and the model's context):
    * `turnId` is the reply's turn, `userTurnId` the message's (null for Regenerate, which asks the same one again).
    */
-  | { type: 'started'; conversationId: string; turnId: number; userTurnId: number | null }
+  | { type: 'started'; conversationId: string; turnId: number; userTurnId: number | null; replaces: number[] }
   | { type: 'delta'; text: string }
   /** Nothing arrived from the model for a while before its first words: what it is waiting for. */
   | { type: 'status'; message: string }

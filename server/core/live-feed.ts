@@ -23,6 +23,8 @@ export interface Following<E> {
    */
   resumed: boolean;
   snapshotId: string;
+  /** When resumed: the events after `lastEventId` that `entries` starts with (the ones the follower missed). */
+  replayed: ReadonlyArray<FeedEntry<E>>;
   entries: AsyncIterable<FeedEntry<E>>;
 }
 
@@ -33,6 +35,11 @@ export interface LiveFeed<E> {
   close(key: string): void;
   /** How many follow `key` now. */
   countFollowers(key: string): number;
+  /**
+   * The id of `key`'s latest event (or of the point before its first), for a snapshot taken now: a follow from
+   * it later resumes with exactly the events after now, while they are kept.
+   */
+  mark(key: string): string;
 }
 
 export interface LiveFeedOptions {
@@ -170,6 +177,7 @@ export function createLiveFeed<E>(options: LiveFeedOptions = {}): LiveFeed<E> {
       return {
         resumed: missed !== undefined,
         snapshotId: `${epoch}.${channel.last}`,
+        replayed: missed ?? [],
         entries: { [Symbol.asyncIterator]: () => read(channel, follower, followOptions.signal) },
       };
     },
@@ -184,6 +192,10 @@ export function createLiveFeed<E>(options: LiveFeedOptions = {}): LiveFeed<E> {
 
     countFollowers(key) {
       return channels.get(key)?.followers.size ?? 0;
+    },
+
+    mark(key) {
+      return `${epoch}.${channelOf(key).last}`;
     },
   };
 

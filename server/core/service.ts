@@ -68,7 +68,19 @@ export interface ConversationFollowing {
   snapshot?: ConversationView;
   /** The id the snapshot stands for (a reconnect with it resumes after it). */
   snapshotId: string;
+  /**
+   * The reply being written, with its text as of the snapshot (or of the id resumed from): what the follower
+   * shows of it before the deltas that `entries` brings. Absent when none runs, or when its text was replaced
+   * wholesale since (its `started`, `retry` or `reset` is among the events replayed).
+   */
+  running?: { turnId: number; text: string };
   entries: AsyncIterable<FeedEntry<LiveEvent>>;
+}
+
+/** A conversation as it is now, and the id of the feed's event it stands for: following from it misses nothing. */
+export interface ConversationSnapshot {
+  view: ConversationView;
+  snapshotId: string;
 }
 
 export interface LibraryFollowing {
@@ -120,6 +132,8 @@ export interface EaselService extends LibraryCommands, PaneCommands, ArchiveComm
    * resumes without the snapshot while those events are kept (REPLAYED_EVENTS).
    */
   followConversation(id: string, options?: FollowOptions): Result<ConversationFollowing>;
+  /** The conversation with a running reply's text exactly as shown now, and the feed id it stands for (a page's first render). */
+  snapshotConversation(id: string): ConversationSnapshot | undefined;
   /** The library's list as it changes: created, renamed, updated, deleted. */
   followLibrary(options?: FollowOptions): LibraryFollowing;
   /**
@@ -288,13 +302,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (!record) return notFound(id);
       // The snapshot is read in the same step as the follow begins: the events after it are exactly the later ones.
       const following = state.feed.follow(id, options);
-      if (following.resumed) return { ok: true, value: { snapshotId: following.snapshotId, entries: following.entries } };
-      const view = state.view(record);
-      const running = state.shown.get(id);
-      const snapshot: ConversationView = running
-        ? { ...view, turns: view.turns.map((turn) => (turn.id === running.turnId ? { ...turn, text: running.text, status: 'running' as const } : turn)) }
-        : view;
-      return { ok: true, value: { snapshot, snapshotId: following.snapshotId, entries: following.entries } };
+      const now = state.shown.get(id);
+      if (following.resumed) {
+        const running = now ? rewindShownText(now, following.replayed) : undefined;
+        return { ok: true, value: { snapshotId: following.snapshotId, ...(running ? { running } : {}), entries: following.entries } };
+      }
+      const snapshot = withShownText(state.view(record), now);
+      return { ok: true, value: { snapshot, snapshotId: following.snapshotId, ...(now ? { running: { ...now } } : {}), entries: following.entries } };
+    },
+
+    snapshotConversation(id) {
+      const record = findRecord(id);
+      if (!record) return undefined;
+      return { view: withShownText(state.view(record), state.shown.get(id)), snapshotId: state.feed.mark(id) };
     },
 
     followLibrary(options = {}) {
@@ -490,3 +510,24 @@ function pickChanged(settings: Settings, patch: SettingsPatch): SettingsPatch {
 
 
 
+
+/** The view with its running reply's text as shown now (the stored copy is saved at most once a second). */
+function withShownText(view: ConversationView, running: { turnId: number; text: string } | undefined): ConversationView {
+  if (!running) return view;
+  return { ...view, turns: view.turns.map((turn) => (turn.id === running.turnId ? { ...turn, text: running.text, status: 'running' as const } : turn)) };
+}
+
+/**
+ * A running reply's text as it was before the replayed events: their deltas taken off its end. Undefined when
+ * one of them began the turn or replaced its text wholesale: what came before does not matter then.
+ */
+function rewindShownText(now: { turnId: number; text: string }, replayed: ReadonlyArray<FeedEntry<LiveEvent>>): { turnId: number; text: string } | undefined {
+  let text = now.text;
+  for (let index = replayed.length - 1; index >= 0; index--) {
+    const event = replayed[index]?.event;
+    if (!event || !('turnId' in event) || event.turnId !== now.turnId) continue;
+    if (event.type === 'started' || event.type === 'retry' || event.type === 'reset') return undefined;
+    if (event.type === 'delta') text = text.slice(0, text.length - event.text.length);
+  }
+  return { turnId: now.turnId, text };
+}

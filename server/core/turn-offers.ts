@@ -7,7 +7,6 @@ import type { DoneEvent } from './events.ts';
 export const TURN_NOTICES: Partial<Record<TurnStatus, string>> = {
   stopped: 'Stopped.',
   interrupted: 'Interrupted: Easel stopped before this reply was finished. Regenerate asks again.',
-  running: 'Still being written…',
 };
 
 export interface TurnOffers {

@@ -91,7 +91,7 @@ export function createTurnPipeline(
       yield FAILED_DONE;
       return;
     }
-    yield { type: 'started', conversationId: id, turnId: started.turnId, userTurnId: started.userTurnId };
+    yield { type: 'started', conversationId: id, turnId: started.turnId, userTurnId: started.userTurnId, replaces: plan.replaces };
 
     const saver = createReplySaver({
       save: (text) => deps.store.saveReplyText(started.turnId, text),

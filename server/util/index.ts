@@ -53,3 +53,4 @@ export type { BodyTooLarge, CappedBody } from './read-capped.ts';
 export { temporaryNameFor, writeFileAtomically } from './write-file-atomically.ts';
 export type { AtomicWriteFs } from './write-file-atomically.ts';
 export { createImageFiles, isImageFileName } from './image-files.ts';
+export { mergeStreams } from './merge-streams.ts';

@@ -55,7 +55,7 @@ describe('a clean reply', () => {
     // Ready, but this Easel has no image backend: the reply says so (docs/API.md, image_not_made).
     expect(eventTypes(events)).toEqual(['started', 'delta', 'metadata', 'pane', 'image_not_made', 'done']);
     expect(of(events, 'image_not_made')[0]).toMatchObject({ reason: 'no_backend' });
-    expect(events[0]?.data).toEqual({ conversationId: id, turnId: 2, userTurnId: 1 });
+    expect(events[0]?.data).toEqual({ conversationId: id, turnId: 2, userTurnId: 1, replaces: [] });
     expect(shownText(events)).toBe('A cat in a hat! Generating now.');
     const deltas = of(events, 'delta').map((d) => d.text).join('');
     expect(deltas).not.toMatch(/---|prompt|generate_image|\{/);

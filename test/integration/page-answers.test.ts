@@ -9,7 +9,7 @@ import { scriptReply } from '../fakes/fake-ollama.ts';
 import { useEasel } from '../helpers/easel.ts';
 import { find, partials, read, targets } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
-import { readSseFrames } from '../helpers/sse.ts';
+import { readSse, readSseFrames } from '../helpers/sse.ts';
 
 const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 const READY = { prompt: 'a red fox in snow', generate_image: false, steps: 24, cfg: 6, seed: 5 };
@@ -108,7 +108,7 @@ describe('pages', () => {
     expect(read(await (await getPage('/conversations')).text()).querySelectorAll('a.conversation-link')).toHaveLength(1);
   });
 
-  it('while a reply is written (in another tab) a reload offers no Edit or Regenerate, and says it is being written', async () => {
+  it('while a reply is written (in another tab) a reload offers no Edit or Regenerate, and goes on with it live', async () => {
     const id = await conversationWithReply();
     let release!: () => void;
     fake.enqueue({ ...scriptReply('Slow.', READY), gate: new Promise<void>((resolve) => (release = resolve)) });
@@ -116,7 +116,10 @@ describe('pages', () => {
     await fake.waitForRequests(2, '/api/chat');
     const root = read(await (await getPage(`/c/${id}`)).text());
     expect(root.querySelectorAll('.edit-message, .regenerate-button')).toHaveLength(0);
-    expect(root.querySelectorAll('.notice').map((notice) => notice.text)).toContain('Still being written…');
+    expect(root.querySelectorAll('.notice').map((notice) => notice.text)).not.toContain('Still being written…');
+    expect(root.querySelectorAll('article.msg.assistant[aria-busy="true"] .typing')).toHaveLength(1);
+    // The page follows the conversation from the point it shows.
+    expect(find(root, '#live').getAttribute('hx-sse:connect')).toMatch(new RegExp(`^/c/${id}/events\\?after=[a-z0-9]+\\.\\d+&view=[a-f0-9]{16}$`));
     release();
     await readSseFrames(await reply);
   });
@@ -362,7 +365,9 @@ describe('Generate', () => {
     const id = randomUUID();
     const response = await send('POST', `/c/${id}/generations`, { prompt: 'a blue fox', startNew: '1', steps: '8', sendKey: newSendKey() });
     const frames = await readSseFrames(response);
-    expect(partials(frames[0]!.data).map((p) => p.target)).toEqual(['#start-new', '#chat-head', '#current-conversation']);
+    // The head first, then the pane as stored (its revision, for the page's next change).
+    expect(partials(frames[0]!.data).map((p) => p.target).slice(0, 3)).toEqual(['#start-new', '#chat-head', '#current-conversation']);
+    expect(find(read(frames[0]!.data), '.pane-values').getAttribute('data-prompt')).toBe('a blue fox');
     expect(frames[1]).toEqual({ event: 'easel:list', data: '' });
     expect(find(read(frames[0]!.data), '#delete-button').getAttribute('hx-delete')).toBe(`/c/${id}`);
     // The form held steps and no negative prompt: its settings are used.
@@ -521,6 +526,72 @@ describe('the prompt pane', () => {
       // Taking it kept the typing on screen as the version before it: Undo goes back to it.
       if (accept === '1') expect(find(read(await (await send('POST', `/c/${id}/prompt/undo`)).text()), '.pane-values').getAttribute('data-prompt')).toBe('typed 1');
     }
+  });
+});
+
+describe('a page whose pane is older than the stored one', () => {
+  it('a prompt, settings, undo, Generate or message sent from it is refused (409): the newer pane is shown, not forced, and nothing changes', async () => {
+    const id = await conversationWithReply();
+    const current = (await (await easel.get(`/api/conversations/${id}`)).json()) as { paneRevision: number };
+    const old = String(current.paneRevision - 1);
+    const writes: Array<[string, Response]> = [
+      ['prompt', await send('PUT', `/c/${id}/prompt`, { prompt: 'an old prompt', baseRevision: old })],
+      ['settings', await send('PUT', `/c/${id}/settings`, { steps: '40', cfg: '7', seed: '-1', width: '512', height: '512', negativePrompt: '', changed: 'steps', baseRevision: old })],
+      ['undo', await send('POST', `/c/${id}/prompt/undo`, { prompt: 'typed', baseRevision: old })],
+      ['generate', await send('POST', `/c/${id}/generations`, { prompt: 'an old prompt', sendKey: newSendKey(), baseRevision: old })],
+      ['message', await send('POST', `/c/${id}/messages`, { text: 'more', sendKey: newSendKey(), baseRevision: old })],
+    ];
+    for (const [name, response] of writes) {
+      expect(response.status, name).toBe(409);
+      const body = await response.text();
+      const values = find(read(body), '.pane-values');
+      expect(values.getAttribute('data-prompt'), name).toBe(READY.prompt);
+      expect(values.getAttribute('data-revision'), name).toBe(String(current.paneRevision));
+      expect(values.hasAttribute('data-force'), name).toBe(false);
+      expect(read(body).text, name).toMatch(/changed elsewhere/);
+    }
+    const after = await stored(id);
+    expect(after.prompt).toBe(READY.prompt);
+    expect(after.settings.steps).toBe(24);
+    expect(after.turns).toHaveLength(2);
+    expect(a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img')).toHaveLength(0);
+  });
+});
+
+describe('the live view of a page', () => {
+  it('draws another client\'s reply, pane and title as partials, each with its id; the page\'s own turn is not drawn twice', async () => {
+    const id = await conversationWithReply();
+    const root = read(await (await getPage(`/c/${id}`)).text());
+    const url = find(root, '#live').getAttribute('hx-sse:connect') ?? '';
+    const viewId = find(root, '#live').getAttribute('data-view') ?? '';
+    const live = await getPage(url);
+    expect(live.headers.get('content-type')).toContain('text/event-stream');
+    const reader = live.body!.getReader();
+    const decoder = new TextDecoder();
+    let seen = '';
+    const readUntil = async (needle: string) => {
+      while (!seen.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the live stream ended before ${needle}`);
+        seen += decoder.decode(value, { stream: true });
+      }
+    };
+    // From this page: its own turn comes on its own request, not on the live stream.
+    fake.enqueue(scriptReply('Mine.', READY));
+    await readSseFrames(await send('POST', `/c/${id}/messages`, { text: 'from this page', sendKey: newSendKey(), viewId }));
+    // From another client: drawn here.
+    fake.enqueue(scriptReply('From elsewhere.', READY));
+    await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'from the API' }));
+    await readUntil('From elsewhere.');
+    expect(seen).toContain('from the API');
+    expect(seen).not.toContain('from this page');
+    expect(seen).not.toContain('Mine.');
+    expect(seen).toMatch(/^id: [a-z0-9]+\.\d+$/m);
+    await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a wolf' });
+    await readUntil('data-prompt="a wolf"');
+    await fetch(`${easel.url}/api/conversations/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Wolves' }) });
+    await readUntil('Wolves');
+    await reader.cancel();
   });
 });
 

@@ -1,6 +1,7 @@
 // The prompt pane as the server decided it: a carrier (.pane-values) arrives in #pane-inbox, and its
 // values go into the fields that hold no unsaved typing. A suggestion beside the prompt is announced.
 import { byId, need } from './dom.js';
+import { takeRevision } from './live.js';
 import { announcePrompt, showStoredPrompt } from './prompt.js';
 import { showStoredSettings } from './settings.js';
 
@@ -14,6 +15,7 @@ export function watchPaneInbox() {
     if (!(carrier instanceof HTMLElement)) return;
     inbox.replaceChildren();
     const values = carrier.dataset;
+    if (!takeRevision(values.revision)) return;
     showStoredPrompt(values.prompt, values.version, values.force === 'yes');
     showStoredSettings(values);
     announceSuggestion();

@@ -44,17 +44,18 @@ export function onSettingsConfigRequest(event) {
     return;
   }
   formBody(ctx).set('changed', [...dirty].join(','));
+  // Still the user's until stored: a pane update meanwhile (another tab's, a reply's) does not replace them.
   sent.set(ctx, [...dirty]);
-  dirty.clear();
 }
 
 /**
- * Not stored: those fields still hold the user's change, sent again with the next one.
+ * Stored: those fields hold the stored values now. Not stored: they still hold the user's change, sent again
+ * with the next one.
  * @param {import('htmx.org').HtmxRequestCtx} ctx
  */
 export function onSettingsAfterRequest(ctx) {
-  if (ctx.sourceElement !== byId('settings-form') || ctx.response?.status === 200) return;
-  for (const name of sent.get(ctx) ?? []) dirty.add(name);
+  if (ctx.sourceElement !== byId('settings-form') || ctx.response?.status !== 200) return;
+  for (const name of sent.get(ctx) ?? []) dirty.delete(name);
 }
 
 /**

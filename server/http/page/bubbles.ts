@@ -1,7 +1,8 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
 import { isGenerateOffered, nameImageDownload, type ImageMadeWith, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
-import { renderMarkdown } from './markdown.ts';
+import { raw } from 'hono/html';
+import { createMarkdownStream, renderMarkdown, type MarkdownStream } from './markdown.ts';
 import { EMPTY, html, renderMessage, type Html } from './markup.ts';
 
 export interface BubbleIds {
@@ -107,7 +108,7 @@ export function renderAssistantBubble(bubbleId: string, content: AssistantBubble
   // Busy while it streams: a screen reader reads the finished reply once, not every token (web/easel.js
   // clears it when the typing dots go).
   return html`<article class="msg assistant${content.replaced ? ' replaced' : ''}" id="${ids.bubble}"${content.streaming ? html` aria-busy="true"` : EMPTY}>
-<span class="visually-hidden">Easel: </span>${content.replaced ? renderReplacedLabel() : EMPTY}${renderReplyText(ids, content.streaming ? undefined : (content.text ?? ''))}${
+<span class="visually-hidden">Easel: </span>${content.replaced ? renderReplacedLabel() : EMPTY}${content.streaming && content.text ? renderStreamingText(ids, content.text).html : renderReplyText(ids, content.streaming ? undefined : (content.text ?? ''))}${
     content.streaming ? html`<span class="typing" id="${ids.cursor}" aria-hidden="true"><i></i><i></i><i></i></span>` : EMPTY
   }
 <div class="notes" id="${ids.notes}">${content.notes ?? EMPTY}</div>
@@ -122,6 +123,17 @@ export function renderAssistantBubble(bubbleId: string, content: AssistantBubble
  */
 export function renderReplyText(ids: BubbleIds, text: string | undefined): Html {
   return html`<div class="text md" id="${ids.text}">${text === undefined ? renderLiveBlock(ids, '') : renderMarkdown(text)}</div>`;
+}
+
+/**
+ * A reply still being written, as far as it is: its finished blocks rendered and the block in progress as text,
+ * exactly as the live renderer would have drawn them; `stream` goes on from there (a reload, a second tab).
+ */
+export function renderStreamingText(ids: BubbleIds, text: string): { html: Html; stream: MarkdownStream } {
+  const stream = createMarkdownStream();
+  const step = stream.push(text);
+  const finished = step.kind === 'blocks' ? raw(step.html) : EMPTY;
+  return { html: html`<div class="text md" id="${ids.text}">${finished}${renderLiveBlock(ids, step.text)}</div>`, stream };
 }
 
 /** The Markdown block being written, shown as its source text until it is finished. */

@@ -60,7 +60,7 @@ export function renderFieldMeta(conversationId: string, field: PinnableField, pa
  */
 function renderPaneValues(pane: PaneView, force: boolean): Html {
   const negative = pane.settings.negativePrompt;
-  return html`<div class="pane-values" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${pane.settings.steps}" data-cfg="${pane.settings.cfg}" data-seed="${pane.settings.seed}" data-negative-prompt="${negative}"${force ? html` data-force="yes"` : EMPTY}></div>`;
+  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${pane.settings.steps}" data-cfg="${pane.settings.cfg}" data-seed="${pane.settings.seed}" data-negative-prompt="${negative}"${force ? html` data-force="yes"` : EMPTY}></div>`;
 }
 
 /** Every part of the pane the server decides, as htmx partials: after a reply, an edit, undo, redo. */

@@ -3,12 +3,14 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
 import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage } from '../stream-events.ts';
-import { type ConversationView, type EaselService, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
+import { type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
+import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import { renderPaneUpdate } from './pane.ts';
+import { createLiveView, createOwnWork, expectOwn, noteOwnRevisions, skipOwnRevisions, type OwnWork } from './live-view.ts';
 import { isBubbleId, renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { readSettingsForm } from './settings-form.ts';
@@ -22,6 +24,7 @@ import {
   renderPromptSaved,
   renderSettingsSaved,
   renderStatus,
+  renderTranscript,
   type ImageStatus,
   type PageModel,
 } from './views.ts';
@@ -56,14 +59,30 @@ export function createPageRoutes(deps: PageDeps): Hono {
   // rather than "Checking…" under Generate while the status line already says the backend answers.
   let knownImages: ImageStatus = PENDING_IMAGES;
 
-  function pageModel(conversation: ConversationView, isNew: boolean, query: string): PageModel {
+  function pageModel(conversation: ConversationView, isNew: boolean, query: string, snapshotId?: string): PageModel {
     return {
       conversation,
       isNew,
       busy: !isNew && service.isBusy(conversation.id),
       library: { conversations: service.listConversations(query), currentId: isNew ? '' : conversation.id, query },
       imageStatus: knownImages,
+      ...(snapshotId === undefined ? {} : { live: { snapshotId, viewId: randomBytes(8).toString('hex') } }),
     };
+  }
+
+  // What each open page asked for itself (by its view id), so its live stream does not draw it twice.
+  const ownWork = new Map<string, OwnWork>();
+  function ownWorkOf(viewId: unknown): OwnWork {
+    if (typeof viewId !== 'string' || !/^[a-f0-9]{16}$/.test(viewId)) return createOwnWork();
+    let own = ownWork.get(viewId);
+    if (!own) {
+      own = createOwnWork();
+      ownWork.set(viewId, own);
+      // The oldest pages' records go first: a page open for days reconnects with a fresh one.
+      // Stryker disable next-line EqualityOperator: memory only
+      if (ownWork.size > MAX_VIEWS) ownWork.delete(ownWork.keys().next().value as string);
+    }
+    return own;
   }
 
   /** A full page for a navigation; only the conversation's part for an htmx switch from the sidebar. */
@@ -71,6 +90,26 @@ export function createPageRoutes(deps: PageDeps): Hono {
     c.header('Cache-Control', 'no-store');
     c.header('Vary', 'HX-Request');
     return sendHtml(c, isHtmxRequest(c) ? renderConversationSwitch(model) : renderConversationPage(model));
+  }
+
+  /**
+   * A change from a page: checked against the revision it was made from, moved past the page's own earlier
+   * changes (two saves sent at once are not stale for each other), and the revisions it makes remembered as its own.
+   */
+  function changeFromPage<T>(id: string, form: Record<string, unknown>, run: (baseRevision: unknown) => T): T {
+    const own = ownWorkOf(form.viewId);
+    const before = service.getPane(id)?.paneRevision;
+    const base = readRevision(form.baseRevision);
+    const result = run(typeof base === 'number' && before !== undefined ? skipOwnRevisions(own, id, base, before) : base);
+    const after = service.getPane(id)?.paneRevision;
+    if (before !== undefined && after !== undefined) noteOwnRevisions(own, id, before, after);
+    return result;
+  }
+
+  /** The pane as stored now, after a request of this page saved what it showed (not forced: typing since stays). */
+  function renderOwnPane(id: string): Html {
+    const pane = service.getPane(id);
+    return pane ? renderPaneUpdate(id, pane) : EMPTY;
   }
 
   function headOf(id: string): ChatHead | undefined {
@@ -84,12 +123,60 @@ export function createPageRoutes(deps: PageDeps): Hono {
   page.get('/', (c) => sendPage(c, pageModel(service.draftConversation(), true, c.req.query('q') ?? '')));
 
   page.get('/c/:id', (c) => {
-    const conversation = service.getConversation(c.req.param('id'));
-    if (!conversation) {
+    // The page is drawn from a snapshot (a running reply's text as shown now), and its live stream resumes after it.
+    const snapshot = service.snapshotConversation(c.req.param('id'));
+    if (!snapshot) {
       c.header('Cache-Control', 'no-store');
       return isHtmxRequest(c) ? sendHtml(c, renderMissingPart(), 404) : sendHtml(c, renderMissingPage(), 404);
     }
-    return sendPage(c, pageModel(conversation, false, c.req.query('q') ?? ''));
+    return sendPage(c, pageModel(snapshot.view, false, c.req.query('q') ?? '', snapshot.snapshotId));
+  });
+
+  // The page's live view of a conversation (views.ts renderLiveStream): every change from any tab, as partials.
+  page.get('/c/:id/events', (c) => {
+    const id = c.req.param('id');
+    const hangup = new AbortController();
+    const lastEventId = c.req.header('last-event-id') ?? c.req.query('after');
+    const followed = service.followConversation(id, { lastEventId, signal: hangup.signal });
+    if (!followed.ok) return sendHtml(c, renderComposerStatus(followed.error.message), STATUS[followed.error.code]);
+    const { snapshot, snapshotId, running, entries } = followed.value;
+    const live = createLiveView({ service, conversationId: id, own: ownWorkOf(c.req.query('view')), running });
+    // Too far behind to resume (events no longer kept, a restart): the log and the pane are drawn again.
+    const first: SseMessage[] = snapshot
+      ? [{ id: snapshotId, data: String(joinHtml([renderPartial('#log', 'innerHTML', renderTranscript(id, snapshot.turns, snapshot.images, service.isBusy(id))), renderPaneUpdate(id, snapshot.pane)])) }]
+      : [];
+    // A reconnect may have missed changes of the list too (its events are not resumed): it is fetched again.
+    if (c.req.header('last-event-id') !== undefined) first.push(LIST_CHANGED);
+    // The library's changes come on the same connection (a browser holds six per host), without ids.
+    const library = service.followLibrary({ signal: hangup.signal }).entries;
+    const events = mergeStreams<FeedEntry<LiveEvent | LibraryEvent> & { library?: true }>([entries, mapStream(library, (entry) => ({ ...entry, library: true as const }))]);
+    return streamEvents(c, {
+      events,
+      hangup,
+      logger,
+      ...(deps.keepAliveMs === undefined ? {} : { keepAliveMs: deps.keepAliveMs }),
+      ...(first.length > 0 ? { first } : {}),
+      render: (entry) => {
+        if (entry.library) return LIST_CHANGED;
+        const event = entry.event as LiveEvent;
+        // Every event of the conversation carries its id, drawn or not, so a reconnect resumes after the last one seen.
+        return [{ id: entry.id, data: String(live.render(event)) }, ...(event.type === 'deleted' ? [CLOSED] : [])];
+      },
+    });
+  });
+
+  // The empty page's live view: the sidebar's list follows the library (created, renamed, updated, deleted).
+  page.get('/library/events', (c) => {
+    const hangup = new AbortController();
+    const { entries } = service.followLibrary({ signal: hangup.signal });
+    return streamEvents(c, {
+      events: entries,
+      hangup,
+      logger,
+      ...(deps.keepAliveMs === undefined ? {} : { keepAliveMs: deps.keepAliveMs }),
+      ...(c.req.header('last-event-id') !== undefined ? { first: LIST_CHANGED } : {}),
+      render: () => LIST_CHANGED,
+    });
   });
 
   // The sidebar's list: a search, or a refresh after a turn began (its order and titles changed).
@@ -149,15 +236,24 @@ export function createPageRoutes(deps: PageDeps): Hono {
     }
     const creating = form.startNew === '1';
     const hangup = new AbortController();
+    const own = ownWorkOf(form.viewId);
+    expectOwn(own.pendingTurns, id, 1);
     // An unsaved prompt edit travels with the message, so the model hears of it in this very turn; on the
     // empty page the settings too (there is nothing to save them into yet).
-    const result = service.sendMessage(id, form.text, hangup.signal, {
-      ...(creating ? { create: true, settings: readSettingsForm(form) } : {}),
-      // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
-      ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
-      ...(form.replaceLast === '1' ? { replaceLast: true } : {}),
-    });
+    const result = changeFromPage(id, form, (baseRevision) =>
+      service.sendMessage(id, form.text, hangup.signal, {
+        ...(creating ? { create: true, settings: readSettingsForm(form) } : {}),
+        // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
+        ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
+        ...(form.replaceLast === '1' ? { replaceLast: true } : {}),
+        baseRevision,
+      }),
+    );
+    if (!result.ok) expectOwn(own.pendingTurns, id, -1);
     if (!result.ok) {
+      if (result.error.code === 'stale' && result.error.pane) {
+        return sendHtml(c, joinHtml([renderPaneUpdate(id, result.error.pane), renderComposerStatus(`Not sent: ${result.error.message}`)]), 409);
+      }
       if (result.error.code === 'not_found') return sendHtml(c, renderComposerStatus('This conversation no longer exists. Start a new one; your text is kept.'), 404);
       const promptError = result.error.fields?.prompt;
       if (promptError) return sendHtml(c, joinHtml([renderPromptSaved(promptError), renderComposerStatus('Not sent: fix the prompt first.')]), 422);
@@ -170,13 +266,19 @@ export function createPageRoutes(deps: PageDeps): Hono {
       at: new Date().toISOString(),
       ...(creating ? { describeCreated: () => headOf(id) } : {}),
     };
-    return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
+    // The prompt or settings on screen may have been saved with the message: the page learns the pane's new revision at once.
+    return streamHtml(c, { first: joinHtml([renderTurnStart(view), renderOwnPane(id)]), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
-  page.post('/c/:id/regenerate', (c) => {
+  page.post('/c/:id/regenerate', async (c) => {
     const id = c.req.param('id');
     const hangup = new AbortController();
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const own = ownWorkOf(body.value.viewId);
+    expectOwn(own.pendingTurns, id, 1);
     const result = service.regenerate(id, hangup.signal);
+    if (!result.ok) expectOwn(own.pendingTurns, id, -1);
     if (!result.ok) return sendHtml(c, renderComposerStatus(result.error.message), STATUS[result.error.code]);
     const view: StreamView & { bubbleId: string; at: string } = { conversationId: id, bubbleId: newBubbleId(), at: new Date().toISOString() };
     return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
@@ -202,15 +304,21 @@ export function createPageRoutes(deps: PageDeps): Hono {
       ...(hasSettings ? { settings: readSettingsForm(form) } : {}),
     };
     const creating = form.startNew === '1' && !service.getSummary(id);
-    const result = service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true });
+    const own = ownWorkOf(form.viewId);
+    expectOwn(own.pendingImages, id, 1);
+    const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true, baseRevision }));
     if (!result.ok) {
-      return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message)), STATUS[result.error.code]);
+      expectOwn(own.pendingImages, id, -1);
+      // Made from an older pane than the stored one: the newer pane is shown (typing kept), nothing is made.
+      const newer = result.error.code === 'stale' && result.error.pane ? renderPaneUpdate(id, result.error.pane) : EMPTY;
+      return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message))]), STATUS[result.error.code]);
     }
     // Stryker disable next-line BooleanLiteral: a Generate stream has no bubble: every error goes to the image area either way
     const view: StreamView = { conversationId: id, imageStarted: true };
     // A first Generate made the conversation: the page takes its place in the library at once.
     const head = creating ? headOf(id) : undefined;
-    const first = head ? [{ data: String(renderCreated(head)) }, LIST_CHANGED] : undefined;
+    // The prompt on screen was saved first: the page learns the pane's new revision at once.
+    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id)])) }, LIST_CHANGED] : [{ data: String(renderOwnPane(id)) }];
     return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
@@ -253,8 +361,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
     if (!service.getSummary(id)) return sendHtml(c, renderPromptSaved('This conversation no longer exists. Start a new one.'), 404);
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
-    const result = service.setPrompt(id, body.value.prompt);
-    if (!result.ok) return sendHtml(c, renderPromptSaved(result.error.message), STATUS[result.error.code]);
+    const result = changeFromPage(id, body.value, (baseRevision) => service.setPrompt(id, body.value.prompt, { baseRevision }));
+    if (!result.ok) return sendHtml(c, joinHtml([renderPromptSaved(result.error.message), renderStalePane(id, result)]), STATUS[result.error.code]);
     return sendHtml(c, joinHtml([renderPromptSaved(undefined), renderPaneUpdate(id, result.value)]));
   });
 
@@ -265,7 +373,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const form = body.value;
     const patch = readSettingsForm(form);
     // `changed` names the fields the user changed (web/easel.js): only those are set by hand, and pinned.
-    const result = service.setSettings(id, patch, typeof form.changed === 'string' ? { only: form.changed.split(',') } : {});
+    const result = changeFromPage(id, form, (baseRevision) => service.setSettings(id, patch, { ...(typeof form.changed === 'string' ? { only: form.changed.split(',') } : {}), baseRevision }));
+    if (!result.ok && result.error.code === 'stale') return sendHtml(c, joinHtml([renderSettingsSaved({}, `Not saved: ${result.error.message}`), renderStalePane(id, result)]), 409);
     if (result.ok) {
       const pane = service.getPane(id);
       return sendHtml(c, joinHtml([renderSettingsSaved({}, 'Saved.'), pane ? renderPaneUpdate(id, pane) : EMPTY]));
@@ -280,8 +389,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
       const id = c.req.param('id');
       const body = await readFormBody(c);
       if (!body.ok) return body.response;
-      const onScreen = typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {};
-      return sendPane(c, id, direction === 'undo' ? service.undoPrompt(id, onScreen) : service.redoPrompt(id, onScreen));
+      const prompt = typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {};
+      return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => (direction === 'undo' ? service.undoPrompt(id, { ...prompt, baseRevision }) : service.redoPrompt(id, { ...prompt, baseRevision }))));
     });
   }
 
@@ -291,14 +400,15 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
     const accept = body.value.accept === '1';
-    return sendPane(c, id, service.answerSuggestion(id, accept, typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {}));
+    const prompt = typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {};
+    return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.answerSuggestion(id, accept, { ...prompt, baseRevision })));
   });
 
   page.post('/c/:id/settings/unpin', async (c) => {
     const id = c.req.param('id');
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
-    const result = service.setSettings(id, { unpin: [body.value.field] });
+    const result = changeFromPage(id, body.value, (baseRevision) => service.setSettings(id, { unpin: [body.value.field] }, { baseRevision }));
     const pane = service.getPane(id);
     // Stryker disable next-line StringLiteral: unreachable: setSettings and getPane run in the same synchronous handler
     if (!result.ok || !pane) return sendPane(c, id, result.ok ? { ok: false, error: { code: 'not_found', message: 'This conversation no longer exists.' } } : result);
@@ -309,7 +419,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const id = c.req.param('id');
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
-    return sendPane(c, id, service.takeSettingSuggestion(id, body.value.field));
+    return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.takeSettingSuggestion(id, body.value.field, { baseRevision })));
   });
 
   page.get('/status', async (c) => {
@@ -338,8 +448,25 @@ export function createPageRoutes(deps: PageDeps): Hono {
  */
 function sendPane(c: Context, id: string, result: Result<PaneView>): Response {
   if (result.ok) return sendHtml(c, renderPaneUpdate(id, result.value, { force: true }));
-  return sendHtml(c, renderPartial('#prompt-saved', 'innerHTML', html`${result.error.message}`), STATUS[result.error.code]);
+  return sendHtml(c, joinHtml([renderPartial('#prompt-saved', 'innerHTML', html`${result.error.message}`), renderStalePane(id, result)]), STATUS[result.error.code]);
 }
+
+/** A change made from an older pane: the newer one is shown, and what the user is typing stays (not forced). */
+function renderStalePane(id: string, result: { ok: false; error: { code: string; pane?: PaneView } }): Html {
+  return result.error.code === 'stale' && result.error.pane ? renderPaneUpdate(id, result.error.pane) : EMPTY;
+}
+
+/** The pane revision a form was made from: a whole number, or absent (no check). Anything else is passed on to be refused. */
+function readRevision(value: unknown): unknown {
+  if (value === undefined || value === '') return undefined;
+  return typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
+}
+
+/** How many open pages' own requests are remembered. */
+const MAX_VIEWS = 1000;
+
+/** Closes a page's live stream (hx-sse:close): its conversation was deleted. */
+const CLOSED: SseMessage = { event: 'easel:closed', data: '' };
 
 /**
  * The Generate button follows the status line: enabled only when a backend is configured (web/easel.js
@@ -421,4 +548,8 @@ function streamHtml(c: Context, { first, events, view, hangup, logger, keepAlive
       return event.type === 'started' ? [...message, LIST_CHANGED] : message;
     },
   });
+}
+
+async function* mapStream<T, U>(source: AsyncIterable<T>, map: (item: T) => U): AsyncGenerator<U> {
+  for await (const item of source) yield map(item);
 }

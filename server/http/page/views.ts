@@ -55,8 +55,10 @@ function renderDocument(title: string, body: Html): Html {
 <title>${title}</title>
 <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/easel.css">
-<script src="/assets/htmx.min.js" defer></script>
-<script src="/assets/hx-sse.min.js" defer></script>
+<!-- Not deferred: htmx starts on DOMContentLoaded only when it loads while the page is still parsed, so the SSE
+extension is registered before it processes #live (deferred, htmx could start in between and #live never connect). -->
+<script src="/assets/htmx.min.js"></script>
+<script src="/assets/hx-sse.min.js"></script>
 <script type="module" src="/assets/easel.js"></script>
 </head>
 ${body}
@@ -71,6 +73,11 @@ export interface PageModel {
   busy: boolean;
   library: LibraryState;
   imageStatus: ImageStatus;
+  /**
+   * The live view: the feed id this page's content stands for (its stream resumes after it) and this page's
+   * own id (the turns and images it asked for come on its own requests, not twice). Absent on the empty page.
+   */
+  live?: { snapshotId: string; viewId: string };
 }
 
 /** The whole page: the top bar, the library and the conversation. */
@@ -137,6 +144,7 @@ ${renderPromptPane(id, conversation.prompt, model.imageStatus, conversation.pane
 ${renderSettingsPanel(id, conversation.settings, conversation.pane)}
 </div>
 <div id="pane-inbox" hidden></div>
+${model.live ? renderLiveStream(id, model.live, conversation.pane.paneRevision) : html`<div id="live" hidden hx-sse:connect="/library/events" hx-swap="none"></div>`}
 </main>`;
 }
 
@@ -150,6 +158,15 @@ function renderRunningImages(conversationId: string, conversation: ConversationV
       .filter((image) => image.turnId !== null)
       .map((image) => renderGenerationBlock(conversationId, image, { bubbleId: `turn-${image.turnId}` })),
   );
+}
+
+/**
+ * The page's live view of the conversation: a stream of every change from any tab or client, from the point
+ * this page shows on (it reconnects by itself, resuming with Last-Event-ID). `data-view` goes with each request.
+ */
+function renderLiveStream(conversationId: string, live: { snapshotId: string; viewId: string }, paneRevision: number): Html {
+  const url = `${conversationPath(conversationId, '/events')}?after=${encodeURIComponent(live.snapshotId)}&view=${encodeURIComponent(live.viewId)}`;
+  return html`<div id="live" hidden data-view="${live.viewId}" data-revision="${paneRevision}" hx-sse:connect="${url}" hx-sse:close="easel:closed" hx-swap="none"></div>`;
 }
 
 /** The answer to an htmx switch: the conversation's part, its title, and the list with it marked. */
@@ -274,7 +291,7 @@ ${row('model', 'Model')}
  * The turns, with each Generate-button image placed where it was made (by time): the same order the
  * live page showed, after a reload.
  */
-function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[], busy: boolean): Html {
+export function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[], busy: boolean): Html {
   // Stryker disable next-line MethodExpression,ConditionalExpression: a replaced turn is always followed by the turns that replaced it, never the last of its role
   const shown = turns.filter((turn) => turn.status !== 'replaced');
   const lastUser = shown.findLast((turn) => turn.role === 'user');
@@ -301,6 +318,11 @@ function renderTranscript(conversationId: string, turns: readonly TranscriptTurn
   return joinHtml([...parts, ...takeLooseBefore(undefined)]);
 }
 
+/** One stored turn's bubble as a reload draws it, not the last one (a turn another tab's Edit or Regenerate replaced). */
+export function renderTurnBubble(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn): Html {
+  return renderTurn(conversationId, turns, turn, Math.max(0, turns.indexOf(turn)), false);
+}
+
 function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn, index: number, last: boolean): Html {
   const bubbleId = `turn-${turn.id}`;
   const replaced = turn.status === 'replaced';
@@ -317,7 +339,9 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   const regenerate = offers.regenerate;
   // Ready but not made: why, with Generate on the last reply only.
   if (turn.imageNote && !replaced) notes.push(renderImageNote(turn.imageNote, last));
+  // A reply being written now goes on live in this page (its live stream continues it from this text).
   const bubble = renderAssistantBubble(bubbleId, {
+    ...(turn.status === 'running' ? { streaming: true } : {}),
     text: turn.text,
     notes: joinHtml(notes),
     images: turn.images,

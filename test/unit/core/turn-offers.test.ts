@@ -10,7 +10,8 @@ describe('decideTurnOffers', () => {
     expect(offers('interrupted')).toMatchObject({ notice: expect.stringMatching(/^Interrupted/), regenerate: true });
     expect(offers('error')).toEqual({ notice: undefined, retry: true, regenerate: false, sendAgain: false });
     expect(offers('reset')).toEqual({ notice: undefined, retry: false, regenerate: false, sendAgain: true });
-    expect(offers('running')).toEqual({ notice: 'Still being written…', retry: false, regenerate: false, sendAgain: false });
+    // A reply being written goes on live in every page: no notice, nothing offered yet.
+    expect(offers('running')).toEqual({ notice: undefined, retry: false, regenerate: false, sendAgain: false });
     // A replaced reply offers nothing, wherever it stands.
     expect(offers('replaced')).toEqual({ notice: undefined, retry: false, regenerate: false, sendAgain: false });
   });

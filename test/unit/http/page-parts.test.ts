@@ -114,6 +114,7 @@ describe('the prompt pane', () => {
     const values = find(root, 'hx-partial[hx-target="#pane-inbox"] .pane-values');
     expect(values.attributes).toEqual({
       class: 'pane-values',
+      'data-revision': '5',
       'data-prompt': 'a lighthouse at dusk',
       'data-version': '4',
       'data-steps': '30',

@@ -121,9 +121,13 @@ describe('the page of a conversation', () => {
       ],
     });
     const notices = texts(page(view), '.notes .notice');
-    expect(notices).toEqual(['A notice.', 'Stopped.', 'Interrupted: Easel stopped before this reply was finished. Regenerate asks again.', 'Still being written…']);
-    // A running reply offers no Regenerate.
+    expect(notices).toEqual(['A notice.', 'Stopped.', 'Interrupted: Easel stopped before this reply was finished. Regenerate asks again.']);
+    // A running reply goes on live: its text so far in a bubble still being written (the typing dots), no Regenerate.
     expect(page(view).querySelectorAll('.regenerate-button')).toHaveLength(0);
+    const running = page(view).querySelectorAll('article.msg.assistant').at(-1);
+    expect(running?.getAttribute('aria-busy')).toBe('true');
+    expect(running?.querySelector('.md-live')?.text).toBe('so far');
+    expect(running?.querySelector('.typing')).not.toBeNull();
   });
 
   it('a failed last reply offers Retry instead of Regenerate; an earlier one neither', () => {

@@ -1,0 +1,84 @@
+// Every page a live view: two pages on one conversation see the same conversation, a reload mid-reply picks the
+// reply up where it is, closing the sending page does not stop it, and a stale page cannot overwrite newer work.
+import type { Page } from 'playwright-core';
+import { afterEach, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { replyMeta } from '../helpers/replies.ts';
+import { openNewConversation, openPage, type OpenPage } from './browser.ts';
+import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
+
+const meta = replyMeta('a red fox asleep in deep snow at dawn');
+const SLOW_TEXT = Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ');
+
+describeInBrowser('two pages on one conversation', () => {
+  const { stage, open, page, a1111 } = useBrowserStage({ a1111: {} });
+  let second: OpenPage | undefined;
+  afterEach(async () => {
+    expect(open.problems).toEqual([]);
+    expect(second?.problems ?? []).toEqual([]);
+    await second?.close();
+    second = undefined;
+  });
+
+  async function openSecond(id: string): Promise<Page> {
+    second = await openPage(stage);
+    await second.page.goto(`${stage.easel.url}/c/${id}`);
+    await second.page.locator('#status .state').first().waitFor();
+    return second.page;
+  }
+
+  const lastReply = (on: Page) => on.locator('#log article.msg.assistant').last();
+
+  it('a reply sent from one page appears live in the other, ending with the same text and pane', async () => {
+    const id = await openNewConversation(stage, open);
+    const other = await openSecond(id);
+    stage.fake.enqueue(scriptReply(SLOW_TEXT, meta, { delayMs: 15 }));
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill('a fox in the snow');
+    await page.getByRole('button', { name: 'Send' }).click();
+    // The other page shows the message and the reply while it is written.
+    await poll(() => other.locator('#log .msg.user').last().textContent()).toContain('a fox in the snow');
+    await poll(() => other.locator('#log .typing').count()).toBe(1);
+    await poll(async () => (await lastReply(other).textContent())?.includes('word59')).toBe(true);
+    await poll(() => other.locator('#log .typing').count()).toBe(0);
+    expect((await lastReply(other).locator('.text').textContent())?.trim()).toBe(SLOW_TEXT);
+    await poll(() => other.locator('#prompt').inputValue()).toBe('a red fox asleep in deep snow at dawn');
+    // Drawn once on each page, not twice on the sender's.
+    expect(await page.locator('#log article.msg.assistant').count()).toBe(1);
+    expect(await other.locator('#log article.msg.assistant').count()).toBe(1);
+  });
+
+  it('a reload in the middle of a reply picks it up where it is and finishes it; closing the sending page does not stop it', async () => {
+    const id = await openNewConversation(stage, open);
+    stage.fake.enqueue(scriptReply(SLOW_TEXT, meta, { delayMs: 20 }));
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill('a slow one');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await poll(async () => (await lastReply(page).textContent())?.includes('word5')).toBe(true);
+    const other = await openSecond(id);
+    // The sender goes away mid-reply.
+    await page.goto('about:blank');
+    await poll(() => other.locator('#log .typing').count()).toBe(1);
+    await poll(async () => (await lastReply(other).textContent())?.includes('word59')).toBe(true);
+    await poll(() => other.locator('#log .typing').count()).toBe(0);
+    expect((await lastReply(other).locator('.text').textContent())?.trim()).toBe(SLOW_TEXT);
+    expect(await other.getByText('Still being written…').count()).toBe(0);
+    expect(await other.getByText('Stopped.').count()).toBe(0);
+    const stored = (await (await stage.easel.get(`/api/conversations/${id}`)).json()) as { turns: Array<{ status: string; text: string }> };
+    expect(stored.turns.at(-1)).toMatchObject({ status: 'ok', text: SLOW_TEXT });
+  });
+
+  it('a prompt edited in one page shows in the other, whose Generate then makes the image from the newer prompt', async () => {
+    const id = await openNewConversation(stage, open);
+    const other = await openSecond(id);
+    await page.locator('#prompt').fill('a lighthouse at dusk');
+    await page.locator('#prompt').blur();
+    await poll(() => page.locator('#prompt-saved').textContent()).toContain('Saved');
+    await poll(() => other.locator('#prompt').inputValue()).toBe('a lighthouse at dusk');
+    // The other page's revision is now the newest: its Generate makes the image from the newer prompt.
+    await other.getByRole('button', { name: 'Generate' }).click();
+    const txt2img = () => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img');
+    await poll(() => txt2img().length).toBe(1);
+    expect((txt2img()[0]?.body as { prompt?: string } | undefined)?.prompt).toBe('a lighthouse at dusk');
+    // The image made from the other page shows in this one too.
+    await poll(() => page.locator('#image-frame img').count()).toBe(1);
+  });
+});
