@@ -81,4 +81,36 @@ describeInBrowser('two pages on one conversation', () => {
     // The image made from the other page shows in this one too.
     await poll(() => page.locator('#image-frame img').count()).toBe(1);
   });
+
+  it('a page whose first message made the conversation follows it: a message from another tab appears in it', async () => {
+    await page.goto(`${stage.easel.url}/`);
+    await page.locator('#status .state').first().waitFor();
+    stage.fake.enqueue(scriptReply('A first answer.', meta));
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill('the first message');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await poll(() => page.locator('#log .typing').count()).toBe(0);
+    await poll(() => page.locator('#live').getAttribute('hx-sse:connect')).toMatch(/^\/c\/[0-9a-f-]{36}\/events\?/);
+    const id = /\/c\/([0-9a-f-]{36})\//.exec((await page.locator('#live').getAttribute('hx-sse:connect')) ?? '')?.[1] ?? '';
+    const other = await openSecond(id);
+    stage.fake.enqueue(scriptReply('A second answer.', meta));
+    await other.getByRole('textbox', { name: 'Message', exact: true }).fill('from the other tab');
+    await other.getByRole('button', { name: 'Send' }).click();
+    await poll(() => page.locator('#log .msg.user').last().textContent()).toContain('from the other tab');
+    await poll(async () => (await lastReply(page).textContent())?.includes('A second answer.')).toBe(true);
+    expect(await page.locator('#log article.msg.assistant').count()).toBe(2);
+  });
+
+  it('switching to another conversation during a reply does not stop it; coming back shows it whole', async () => {
+    const id = await openNewConversation(stage, open);
+    stage.fake.enqueue(scriptReply(SLOW_TEXT, meta, { delayMs: 20 }));
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill('a slow one');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await poll(async () => (await lastReply(page).textContent())?.includes('word3')).toBe(true);
+    await page.getByRole('link', { name: 'New conversation' }).click();
+    await poll(() => page.title()).toBe('New conversation · Easel');
+    await poll(async () => ((await (await stage.easel.get(`/api/conversations/${id}`)).json()) as { busy: boolean }).busy).toBe(false);
+    await page.goto(`${stage.easel.url}/c/${id}`);
+    expect((await lastReply(page).locator('.text').textContent())?.trim()).toBe(SLOW_TEXT);
+    expect(await page.getByText('Stopped.').count()).toBe(0);
+  });
 });

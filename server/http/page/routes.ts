@@ -25,6 +25,7 @@ import {
   renderSettingsSaved,
   renderStatus,
   renderTranscript,
+  renderLiveStream,
   type ImageStatus,
   type PageModel,
 } from './views.ts';
@@ -104,6 +105,18 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const after = service.getPane(id)?.paneRevision;
     if (before !== undefined && after !== undefined) noteOwnRevisions(own, id, before, after);
     return result;
+  }
+
+  /**
+   * The empty page's live view, once its conversation exists: #live follows it from now on, under a new view id
+   * whose own work (`mine`) is what this page is drawing on its own request.
+   */
+  function renderGoLive(id: string, mine: (own: OwnWork) => void): Html {
+    const snapshot = service.snapshotConversation(id);
+    if (!snapshot) return EMPTY;
+    const viewId = randomBytes(8).toString('hex');
+    mine(ownWorkOf(viewId));
+    return renderPartial('#live', 'outerHTML', renderLiveStream(id, { snapshotId: snapshot.snapshotId, viewId }, snapshot.view.pane.paneRevision));
   }
 
   /** The pane as stored now, after a request of this page saved what it showed (not forced: typing since stays). */
@@ -267,7 +280,16 @@ export function createPageRoutes(deps: PageDeps): Hono {
       ...(creating ? { describeCreated: () => headOf(id) } : {}),
     };
     // The prompt or settings on screen may have been saved with the message: the page learns the pane's new revision at once.
-    return streamHtml(c, { first: joinHtml([renderTurnStart(view), renderOwnPane(id)]), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
+    return streamHtml(c, {
+      first: joinHtml([renderTurnStart(view), renderOwnPane(id)]),
+      events: result.value,
+      view,
+      hangup,
+      logger,
+      keepAliveMs: deps.keepAliveMs,
+      // The conversation exists once the message is stored: from then on the page follows it like any other.
+      ...(creating ? { after: (event: TurnEvent) => (event.type === 'started' ? renderGoLive(id, (own) => own.turns.add(event.turnId)) : EMPTY) } : {}),
+    });
   });
 
   page.post('/c/:id/regenerate', async (c) => {
@@ -318,7 +340,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
     // A first Generate made the conversation: the page takes its place in the library at once.
     const head = creating ? headOf(id) : undefined;
     // The prompt on screen was saved first: the page learns the pane's new revision at once.
-    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id)])) }, LIST_CHANGED] : [{ data: String(renderOwnPane(id)) }];
+    // It follows the new conversation from here, its own image not drawn twice.
+    const goLive = () => renderGoLive(id, (own) => expectOwn(own.pendingImages, id, 1));
+    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id), goLive()])) }, LIST_CHANGED] : [{ data: String(renderOwnPane(id)) }];
     return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
@@ -506,6 +530,8 @@ interface HtmlStream {
   first?: Html | readonly SseMessage[];
   events: AsyncIterable<TurnEvent>;
   view: StreamView;
+  /** More to draw after an event (the empty page's live view, once its first message made the conversation). */
+  after?: (event: TurnEvent) => Html;
   /** Aborted when the client hangs up. */
   hangup: AbortController;
   logger: Logger;
@@ -518,7 +544,7 @@ interface HtmlStream {
  * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
  * hangs up aborts the work at once, and writes after a disconnect are skipped.
  */
-function streamHtml(c: Context, { first, events, view, hangup, logger, keepAliveMs, skip }: HtmlStream): Response {
+function streamHtml(c: Context, { first, events, view, hangup, logger, keepAliveMs, skip, after }: HtmlStream): Response {
   return streamEvents(c, {
     events,
     hangup,
@@ -540,7 +566,7 @@ function streamHtml(c: Context, { first, events, view, hangup, logger, keepAlive
     },
     render(event) {
       if (skip?.(event)) return [];
-      const fragment = String(renderEventHtml(event, view));
+      const fragment = String(joinHtml([renderEventHtml(event, view), after?.(event) ?? EMPTY]));
       view.statusShown = event.type === 'status';
       const message = fragment === '' ? [] : [{ data: fragment }];
       // The turn is stored: the sidebar reorders (and shows a new conversation), by a named SSE event that

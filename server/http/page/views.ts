@@ -164,7 +164,7 @@ function renderRunningImages(conversationId: string, conversation: ConversationV
  * The page's live view of the conversation: a stream of every change from any tab or client, from the point
  * this page shows on (it reconnects by itself, resuming with Last-Event-ID). `data-view` goes with each request.
  */
-function renderLiveStream(conversationId: string, live: { snapshotId: string; viewId: string }, paneRevision: number): Html {
+export function renderLiveStream(conversationId: string, live: { snapshotId: string; viewId: string }, paneRevision: number): Html {
   const url = `${conversationPath(conversationId, '/events')}?after=${encodeURIComponent(live.snapshotId)}&view=${encodeURIComponent(live.viewId)}`;
   return html`<div id="live" hidden data-view="${live.viewId}" data-revision="${paneRevision}" hx-sse:connect="${url}" hx-sse:close="easel:closed" hx-swap="none"></div>`;
 }
