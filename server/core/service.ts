@@ -44,6 +44,11 @@ export interface GenerateOptions {
   fromScreen?: boolean;
   /** The pane revision the request was made from: a Generate from an older pane is refused as 'stale' (absent: no check). */
   baseRevision?: unknown;
+  /**
+   * The image is the server's, like a reply (the page's Generate): the reader going away ends only its reading,
+   * not the image. Without it (the API), hanging up or reading no further cancels the image.
+   */
+  outlivesReader?: boolean;
 }
 
 export interface SendOptions {
@@ -436,9 +441,12 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       async function* stream(): AsyncGenerator<TurnEvent> {
         let activity: ImageActivity | undefined;
         let last: TurnEvent | undefined;
-        // Generate's image belongs to its request: the client hanging up, or reading no further, cancels it.
+        // The API's Generate belongs to its request: the client hanging up, or reading no further, cancels it
+        // (unless it outlives its reader, as the page's does).
         // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
-        const onAbort = () => activity?.cancel(new Error('the client hung up'));
+        const onAbort = () => {
+          if (!options.outlivesReader) activity?.cancel(new Error('the client hung up'));
+        };
         // Stryker disable next-line ObjectLiteral,BooleanLiteral: the signal aborts once; a late call cancels what has already ended
         signal.addEventListener('abort', onAbort, { once: true });
         try {
@@ -454,7 +462,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
           // Stryker disable next-line StringLiteral: the signal aborts once; a late call cancels what has already ended
           signal.removeEventListener('abort', onAbort);
           // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
-          if (activity && !activity.finished) activity.cancel(new Error('the image is no longer awaited'));
+          if (activity && !activity.finished && !options.outlivesReader) activity.cancel(new Error('the image is no longer awaited'));
           openImageStreams.delete(finished);
           finish();
         }

@@ -113,4 +113,21 @@ describeInBrowser('two pages on one conversation', () => {
     expect((await lastReply(page).locator('.text').textContent())?.trim()).toBe(SLOW_TEXT);
     expect(await page.getByText('Stopped.').count()).toBe(0);
   });
+
+  it('an image asked for with Generate goes on when its page is reloaded, and the reloaded page shows it arrive', async () => {
+    const id = await stage.easel.newConversation();
+    // 60 steps of the fake's 20 ms: time to reload while it is made.
+    expect((await stage.easel.put(`/api/conversations/${id}/settings`, { steps: 60 })).status).toBe(200);
+    await page.goto(`${stage.easel.url}/c/${id}`);
+    await page.locator('#status .state').first().waitFor();
+    await page.locator('#prompt').fill('a heron in the mist');
+    await page.locator('#prompt').blur();
+    await poll(() => page.locator('#prompt-saved').textContent()).toContain('Saved');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await poll(() => page.locator('#image-status .generation').count()).toBe(1);
+    await page.reload();
+    await poll(() => page.locator('#image-frame img').getAttribute('alt')).toBe('Image: a heron in the mist');
+    await poll(() => page.locator('#log .msg.generated img').count()).toBe(1);
+    expect(await page.locator('#image-error').textContent()).toBe('');
+  });
 });

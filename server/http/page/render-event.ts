@@ -226,11 +226,13 @@ export function isBubbleId(value: unknown): value is string {
  * The block of one image being made. `follow`: the image runs on its own (an automatic one, after its reply):
  * the block opens a stream of its own that brings its progress and puts it into that reply's bubble.
  */
-export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'progress'>, follow?: { bubbleId: string }): Html {
+export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'progress'>, follow?: { bubbleId?: string }): Html {
   const ids = describeGeneration(image.id);
   if (!ids) return EMPTY;
   const state = image.queued ? describeGenerationState(true) : image.progress ? 'Making the image…' : describeGenerationState(false);
-  const followUrl = follow && isBubbleId(follow.bubbleId) ? `${conversationPath(conversationId, `/images/${image.id}/events`)}?bubble=${follow.bubbleId}` : undefined;
+  // Into its reply's bubble; without one (Generate's), into the chat where it ends.
+  const path = conversationPath(conversationId, `/images/${image.id}/events`);
+  const followUrl = !follow ? undefined : follow.bubbleId === undefined ? path : isBubbleId(follow.bubbleId) ? `${path}?bubble=${follow.bubbleId}` : undefined;
   return html`<div class="generation" id="${ids.block}">
 <p class="image-state" id="${ids.state}">${state}</p>
 <div class="progress-row">${renderProgressBar(ids.bar, image.progress ?? {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>${

@@ -328,7 +328,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const creating = form.startNew === '1' && !service.getSummary(id);
     const own = ownWorkOf(form.viewId);
     expectOwn(own.pendingImages, id, 1);
-    const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true, baseRevision }));
+    // The page's image is the server's, like its replies: closing or reloading the page ends only this stream
+    // (the image goes on, shown in every page and after a reload); Cancel and Stop end it.
+    const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true, baseRevision, outlivesReader: true }));
     if (!result.ok) {
       expectOwn(own.pendingImages, id, -1);
       // Made from an older pane than the stored one: the newer pane is shown (typing kept), nothing is made.

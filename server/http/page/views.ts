@@ -149,15 +149,11 @@ ${model.live ? renderLiveStream(id, model.live, conversation.pane.paneRevision) 
 }
 
 /**
- * The automatic images still being made (a reload, a switch back): their progress and Cancel, each following
- * its image until it lands in its reply. Generate's images belong to their request, which a reload closed.
+ * The images still being made (a reload, a switch back, a second tab): their progress and Cancel, each following
+ * its image until it lands in its reply, or in the chat for Generate's.
  */
 function renderRunningImages(conversationId: string, conversation: ConversationView): Html {
-  return joinHtml(
-    conversation.generating
-      .filter((image) => image.turnId !== null)
-      .map((image) => renderGenerationBlock(conversationId, image, { bubbleId: `turn-${image.turnId}` })),
-  );
+  return joinHtml(conversation.generating.map((image) => renderGenerationBlock(conversationId, image, image.turnId === null ? {} : { bubbleId: `turn-${image.turnId}` })));
 }
 
 /**
