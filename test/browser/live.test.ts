@@ -130,4 +130,22 @@ describeInBrowser('two pages on one conversation', () => {
     await poll(() => page.locator('#log .msg.generated img').count()).toBe(1);
     expect(await page.locator('#image-error').textContent()).toBe('');
   });
+
+  it('a Generate from a page behind the stored pane is refused: nothing is made, and the page goes on from the newer pane', async () => {
+    const id = await openNewConversation(stage, open);
+    const other = await openSecond(id);
+    // The other page is behind (as a page whose live view was paused, on a phone in the background).
+    await other.locator('#live').evaluate((live: HTMLElement) => live.setAttribute('data-revision', '0'));
+    expect((await stage.easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a heron in the mist' })).status).toBe(200);
+    await poll(() => other.locator('#prompt').inputValue()).toBe('a heron in the mist');
+    await other.locator('#live').evaluate((live: HTMLElement) => live.setAttribute('data-revision', '0'));
+    const before = a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length;
+    await other.getByRole('button', { name: 'Generate' }).click();
+    await poll(() => other.locator('#image-error').textContent()).toMatch(/changed elsewhere/);
+    expect(a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img')).toHaveLength(before);
+    expect(await other.locator('#prompt').inputValue()).toBe('a heron in the mist');
+    // The page now knows the newer revision: Generate goes through.
+    await other.getByRole('button', { name: 'Generate' }).click();
+    await poll(() => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length).toBe(before + 1);
+  });
 });
