@@ -66,7 +66,8 @@ export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IM
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, isConversationId, REPLY_SAVE_INTERVAL_MS } from './service.ts';
-export type { ConversationFollowing, ConversationSnapshot, ConversationView, EaselService, Health, LibraryFollowing, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
+export type { ConversationFollowing, ConversationSnapshot, LibraryFollowing } from './follow-commands.ts';
+export type { ConversationView, EaselService, Health, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
 export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';
 export { createImageGenerator, NO_BACKEND_MESSAGE } from './generation.ts';
 export {

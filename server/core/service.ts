@@ -2,11 +2,11 @@
 // pane and the archive are commands of their own (library-commands, pane-commands, archive-commands); turns
 // run here as tasks, each through the turn pipeline (turn-pipeline.ts), beside the images Generate asks for.
 import { createArchiveCommands, type ArchiveCommands } from './archive-commands.ts';
+import { createFollowCommands, type FollowCommands } from './follow-commands.ts';
 import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
-import { applyShownText, type LibraryEvent, type LiveEvent, type TurnEvent } from './events.ts';
-import { describeStorageFailure, type ConversationSummary } from './library.ts';
-import type { FeedEntry, FollowOptions } from './live-feed.ts';
+import { applyShownText, type TurnEvent } from './events.ts';
+import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
@@ -15,7 +15,7 @@ import { endImageStream, type ImageActivity } from './image-activities.ts';
 import { pinChangedFrom } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, refuse, type Result } from './results.ts';
-import { createServiceState, LIBRARY_KEY, type ConversationView, type ServiceDeps, type TurnTask } from './service-state.ts';
+import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
 import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
@@ -67,35 +67,8 @@ export interface SendOptions {
   baseRevision?: unknown;
 }
 
-/** Following a conversation: a snapshot first unless the reconnect resumed, then its events as they happen. */
-export interface ConversationFollowing {
-  /** Absent when the follower resumed from the Last-Event-ID it gave. */
-  snapshot?: ConversationView;
-  /** The id the snapshot stands for (a reconnect with it resumes after it). */
-  snapshotId: string;
-  /**
-   * The reply being written, with its text as of the snapshot (or of the id resumed from): what the follower
-   * shows of it before the deltas that `entries` brings. Absent when none runs, or when its text was replaced
-   * wholesale since (its `started`, `retry` or `reset` is among the events replayed).
-   */
-  running?: { turnId: number; text: string };
-  entries: AsyncIterable<FeedEntry<LiveEvent>>;
-}
-
-/** A conversation as it is now, and the id of the feed's event it stands for: following from it misses nothing. */
-export interface ConversationSnapshot {
-  view: ConversationView;
-  snapshotId: string;
-}
-
-export interface LibraryFollowing {
-  snapshot?: ConversationSummary[];
-  snapshotId: string;
-  entries: AsyncIterable<FeedEntry<LibraryEvent>>;
-}
-
 /** What the page and the API ask of Easel: the library, the pane and the archive (their own modules), turns and images. */
-export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands {
+export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands {
   checkHealth(signal?: AbortSignal): Promise<Health>;
   /**
    * Starts a turn at once, as a task of its own: it runs, stores its outcome and frees the conversation
@@ -131,16 +104,6 @@ export interface EaselService extends LibraryCommands, PaneCommands, ArchiveComm
   cancelImages(id: string): boolean;
   /** True while a reply is being written (until its outcome is stored), a stopped one included; not for its image. */
   isBusy(id: string): boolean;
-  /**
-   * Every change of a conversation as it happens, from any client: its snapshot (with a running reply's text so
-   * far), then its reply's and images' events, `pane`, `title`, `deleted`. A reconnect with the last id it saw
-   * resumes without the snapshot while those events are kept (REPLAYED_EVENTS).
-   */
-  followConversation(id: string, options?: FollowOptions): Result<ConversationFollowing>;
-  /** The conversation with a running reply's text exactly as shown now, and the feed id it stands for (a page's first render). */
-  snapshotConversation(id: string): ConversationSnapshot | undefined;
-  /** The library's list as it changes: created, renamed, updated, deleted. */
-  followLibrary(options?: FollowOptions): LibraryFollowing;
   /**
    * For process shutdown: aborts every running reply and image (so image backends are interrupted: they
    * keep working after a disconnect) and waits, at most SHUTDOWN_WAIT_MS (or the shutdownWaitMs given), until their work has settled.
@@ -301,32 +264,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     answerSuggestion: announcing(pane.answerSuggestion),
     takeSettingSuggestion: announcing(pane.takeSettingSuggestion),
     ...createArchiveCommands(state),
-
-    followConversation(id, options = {}) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      // The snapshot is read in the same step as the follow begins: the events after it are exactly the later ones.
-      const following = state.feed.follow(id, options);
-      const now = state.shown.get(id);
-      if (following.resumed) {
-        const running = now ? rewindShownText(now, following.replayed) : undefined;
-        return { ok: true, value: { snapshotId: following.snapshotId, ...(running ? { running } : {}), entries: following.entries } };
-      }
-      const snapshot = withShownText(state.view(record), now);
-      return { ok: true, value: { snapshot, snapshotId: following.snapshotId, ...(now ? { running: { ...now } } : {}), entries: following.entries } };
-    },
-
-    snapshotConversation(id) {
-      const record = findRecord(id);
-      if (!record) return undefined;
-      return { view: withShownText(state.view(record), state.shown.get(id)), snapshotId: state.feed.mark(id) };
-    },
-
-    followLibrary(options = {}) {
-      const following = state.libraryFeed.follow(LIBRARY_KEY, options);
-      if (following.resumed) return { snapshotId: following.snapshotId, entries: following.entries };
-      return { snapshot: service.listConversations(), snapshotId: following.snapshotId, entries: following.entries };
-    },
+    ...createFollowCommands(state, () => service.listConversations()),
 
     async checkHealth(signal) {
       const [ollama, images] = await Promise.all([deps.llm.checkHealth(signal), deps.images.checkHealth(signal)]);
@@ -514,28 +452,4 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 /** The fields of a patch whose value differs from the stored one. */
 function pickChanged(settings: Settings, patch: SettingsPatch): SettingsPatch {
   return Object.fromEntries(Object.entries(patch).filter(([key, value]) => settings[key as keyof Settings] !== value)) as SettingsPatch;
-}
-
-
-
-
-/** The view with its running reply's text as shown now (the stored copy is saved at most once a second). */
-function withShownText(view: ConversationView, running: { turnId: number; text: string } | undefined): ConversationView {
-  if (!running) return view;
-  return { ...view, turns: view.turns.map((turn) => (turn.id === running.turnId ? { ...turn, text: running.text, status: 'running' as const } : turn)) };
-}
-
-/**
- * A running reply's text as it was before the replayed events: their deltas taken off its end. Undefined when
- * one of them began the turn or replaced its text wholesale: what came before does not matter then.
- */
-function rewindShownText(now: { turnId: number; text: string }, replayed: ReadonlyArray<FeedEntry<LiveEvent>>): { turnId: number; text: string } | undefined {
-  let text = now.text;
-  for (let index = replayed.length - 1; index >= 0; index--) {
-    const event = replayed[index]?.event;
-    if (!event || !('turnId' in event) || event.turnId !== now.turnId) continue;
-    if (event.type === 'started' || event.type === 'retry' || event.type === 'reset') return undefined;
-    if (event.type === 'delta') text = text.slice(0, text.length - event.text.length);
-  }
-  return { turnId: now.turnId, text };
 }
