@@ -56,7 +56,9 @@ export interface LiveFeedOptions {
 /** A reconnect within this many events of a conversation resumes: about 40 s of a fast reply's deltas. */
 export const REPLAYED_EVENTS = 2000;
 export const MAX_UNREAD = 10_000;
-export const MAX_IDLE_KEYS = 64;
+// A conversation nobody follows keeps its events for a reconnect while it is among the few changed last: a
+// reply's 2000 deltas are ~300 KB, so 16 such conversations stay under 5 MB.
+export const MAX_IDLE_KEYS = 16;
 
 interface Follower<E> {
   queue: Array<FeedEntry<E>>;
