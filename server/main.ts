@@ -233,7 +233,8 @@ export async function main(): Promise<void> {
     process.exit(2);
   }
   if (parsed.value === null) {
-    process.stdout.write(parsed.exit === 'help' ? `${formatHelp()}\n` : `easel ${VERSION}\n`);
+    // Wrapped at the terminal's width (undefined when the output is not a terminal: 80 columns).
+    process.stdout.write(parsed.exit === 'help' ? `${formatHelp(process.stdout.columns)}\n` : `easel ${VERSION}\n`);
     return;
   }
   const config = parsed.value;

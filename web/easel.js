@@ -8,12 +8,13 @@ import { showConversation } from './conversation.js';
 import { onImageClick, wireImageDialog } from './dialog.js';
 import { byId } from './dom.js';
 import { onEditClick } from './edit.js';
-import { onGenerateFinished, updateGenerateState } from './generate.js';
+import { onGenerateConfigRequest, onGenerateFinished, updateGenerateState } from './generate.js';
 import { onBeforeInput, onKeyDown } from './keys.js';
 import { onImportChange, onImportFinished, onLibraryClick, watchLibraryTimes } from './library.js';
 import { onLiveConfigRequest } from './live.js';
 import { onMessageClick } from './messages.js';
 import { onPromptAfterRequest, onPromptClick, onPromptConfigRequest, onPromptInput } from './prompt.js';
+import { onPromptCueClick } from './prompt-cue.js';
 import { onRenameClick } from './rename.js';
 import { keyOneShot } from './send-key.js';
 import { applySizePreset, markChangedSetting, onSettingsAfterRequest, onSettingsClick, onSettingsConfigRequest, onSettingsInput } from './settings.js';
@@ -30,6 +31,7 @@ function start() {
   document.addEventListener('htmx:config:request', (event) => {
     onPromptConfigRequest(event);
     onSettingsConfigRequest(event);
+    onGenerateConfigRequest(event);
     keyOneShot(event.detail.ctx);
     onSendConfigRequest(event);
     onLiveConfigRequest(event);
@@ -60,6 +62,7 @@ function start() {
     onComposerClick(target);
     onRenameClick(target);
     onPromptClick(target);
+    onPromptCueClick(target);
     onSettingsClick(target);
     onImageClick(target, event);
   });

@@ -93,63 +93,73 @@ interface FlagSpec {
   key: keyof z.infer<typeof configSchema>;
   env: string;
   help: string;
+  /** The value's name in --help (`--port PORT`); a boolean flag takes none. */
+  value?: string;
   boolean?: boolean;
   fallback?: (env: Record<string, string | undefined>) => string | undefined;
 }
 
 const FLAGS: Record<string, FlagSpec> = {
-  host: { key: 'host', env: 'EASEL_HOST', help: 'address to listen on (default 127.0.0.1; anything else needs a token)', fallback: () => '127.0.0.1' },
+  host: { key: 'host', env: 'EASEL_HOST', value: 'HOST', help: 'address to listen on (default 127.0.0.1; anything else needs a token)', fallback: () => '127.0.0.1' },
   'allowed-hosts': {
     key: 'allowedHosts',
     env: 'EASEL_ALLOWED_HOSTS',
+    value: 'HOSTS',
     help: 'extra names this server answers to, comma-separated, e.g. my-laptop.local (default: none)',
     fallback: () => '',
   },
   token: {
     key: 'token',
     env: 'EASEL_TOKEN',
+    value: 'TOKEN',
     help: `access token, at least ${MIN_TOKEN_CHARS} characters (default: a random one when --host is not loopback)`,
   },
-  port: { key: 'port', env: 'EASEL_PORT', help: 'port to listen on, 0 = any free port (default 8377)', fallback: () => '8377' },
+  port: { key: 'port', env: 'EASEL_PORT', value: 'PORT', help: 'port to listen on, 0 = any free port (default 8377)', fallback: () => '8377' },
   'ollama-url': {
     key: 'ollamaUrl',
     env: 'EASEL_OLLAMA_URL',
+    value: 'URL',
     help: 'Ollama base URL (default $OLLAMA_HOST, else http://127.0.0.1:11434)',
     fallback: (env) => normaliseOllamaHost(env.OLLAMA_HOST) ?? 'http://127.0.0.1:11434',
   },
-  model: { key: 'model', env: 'EASEL_MODEL', help: 'chat model (default mistral:7b)', fallback: () => 'mistral:7b' },
-  'llm-seed': { key: 'llmSeed', env: 'EASEL_LLM_SEED', help: 'fixed sampling seed for the chat model (default: random)' },
-  'num-ctx': { key: 'numCtx', env: 'EASEL_NUM_CTX', help: 'context window in tokens, 512–1048576 (default 8192)', fallback: () => '8192' },
+  model: { key: 'model', env: 'EASEL_MODEL', value: 'NAME', help: 'chat model (default mistral:7b)', fallback: () => 'mistral:7b' },
+  'llm-seed': { key: 'llmSeed', env: 'EASEL_LLM_SEED', value: 'SEED', help: 'fixed sampling seed for the chat model (default: random)' },
+  'num-ctx': { key: 'numCtx', env: 'EASEL_NUM_CTX', value: 'TOKENS', help: 'context window in tokens, 512–1048576 (default 8192)', fallback: () => '8192' },
   'first-token-timeout': {
     key: 'firstTokenTimeout',
     env: 'EASEL_FIRST_TOKEN_TIMEOUT',
+    value: 'SECONDS',
     help: 'seconds to wait for the first word of a reply (model loading included), 0 = never (default 300)',
     fallback: () => '300',
   },
   'stall-timeout': {
     key: 'stallTimeout',
     env: 'EASEL_STALL_TIMEOUT',
+    value: 'SECONDS',
     help: 'seconds to wait between words once a reply runs, 0 = never (default 120)',
     fallback: () => '120',
   },
-  'log-level': { key: 'logLevel', env: 'EASEL_LOG_LEVEL', help: 'debug | info | warn | error (default info)', fallback: () => 'info' },
-  'data-dir': { key: 'dataDir', env: 'EASEL_DATA_DIR', help: 'where conversations and images are kept (default ./data)', fallback: () => 'data' },
+  'log-level': { key: 'logLevel', env: 'EASEL_LOG_LEVEL', value: 'LEVEL', help: 'debug | info | warn | error (default info)', fallback: () => 'info' },
+  'data-dir': { key: 'dataDir', env: 'EASEL_DATA_DIR', value: 'DIR', help: 'where conversations and images are kept (default ./data)', fallback: () => 'data' },
   'image-backend': {
     key: 'imageBackend',
     env: 'EASEL_IMAGE_BACKEND',
+    value: 'NAME',
     help: 'none | auto | a1111 | comfyui | localai | openai (default auto when --image-url is given, else none)',
   },
   'image-url': {
     key: 'imageUrl',
     env: 'EASEL_IMAGE_URL',
+    value: 'URL',
     help: 'image server base URL; without --image-backend, Easel finds out which server answers there (default per backend)',
   },
-  'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', help: 'model name sent to an openai or localai backend' },
-  'comfy-workflow': { key: 'comfyWorkflow', env: 'EASEL_COMFY_WORKFLOW', help: 'ComfyUI API-format workflow file (default: bundled SD 1.5 graph)' },
-  'image-timeout': { key: 'imageTimeout', env: 'EASEL_IMAGE_TIMEOUT', help: 'seconds before an image generation is given up (default 600)', fallback: () => '600' },
+  'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', value: 'NAME', help: 'model name sent to an openai or localai backend' },
+  'comfy-workflow': { key: 'comfyWorkflow', env: 'EASEL_COMFY_WORKFLOW', value: 'FILE', help: 'ComfyUI API-format workflow file (default: bundled SD 1.5 graph)' },
+  'image-timeout': { key: 'imageTimeout', env: 'EASEL_IMAGE_TIMEOUT', value: 'SECONDS', help: 'seconds before an image generation is given up (default 600)', fallback: () => '600' },
   'max-image-pixels': {
     key: 'maxImagePixels',
     env: 'EASEL_MAX_IMAGE_PIXELS',
+    value: 'PIXELS',
     help: `the most pixels (width × height) an image from the backend or an import may have, ${MIN_IMAGE_PIXELS}–${MAX_IMAGE_PIXELS_CEILING} (default ${DEFAULT_MAX_IMAGE_PIXELS} = 8192×8192)`,
     fallback: () => String(DEFAULT_MAX_IMAGE_PIXELS),
   },
@@ -175,12 +185,46 @@ function normaliseOllamaHost(raw: string | undefined): string | undefined {
   return url.origin;
 }
 
-export function formatHelp(): string {
-  const rows = Object.entries(FLAGS).map(([name, spec]) => {
-    const flag = spec.boolean ? `--${name}` : `--${name} VALUE`;
-    return `  ${flag.padEnd(26)} ${spec.help}  [$${spec.env}]`;
+const HELP_INDENT = '  ';
+const HELP_GAP = '  ';
+
+/**
+ * `--help`: each flag with its value's name, then its description in a column of its own, wrapped at `columns`
+ * (the terminal's width, 60 to 100; 80 when it is not a terminal) and ending with its environment variable.
+ */
+export function formatHelp(columns?: number): string {
+  // A terminal that reports no size (0) is taken as 80 columns, like no terminal.
+  const width = columns ? Math.min(Math.max(columns, 60), 100) : 80;
+  const rows: Array<[string, string]> = [
+    ...Object.entries(FLAGS).map(([name, spec]): [string, string] => [
+      spec.value === undefined ? `--${name}` : `--${name} ${spec.value}`,
+      `${spec.help} [$${spec.env}]`,
+    ]),
+    ['--help', 'show this help'],
+    ['--version', 'print the version'],
+  ];
+  // The descriptions' column starts after the longest flag and its value's name, and a gap.
+  const column = HELP_INDENT.length + Math.max(...rows.map(([flag]) => flag.length)) + HELP_GAP.length;
+  const lines = rows.flatMap(([flag, text]) => {
+    const [first, ...rest] = wrapWords(text, width - column);
+    return [`${`${HELP_INDENT}${flag}`.padEnd(column)}${first}`, ...rest.map((line) => `${' '.repeat(column)}${line}`)];
   });
-  return ['Usage: npm start -- [flags]', '', 'Flags (each also read from the environment variable shown):', ...rows, '  --help                     show this help', '  --version                  print the version'].join('\n');
+  return ['Usage: npm start -- [flags]', '', 'Flags (each also read from the environment variable shown):', ...lines].join('\n');
+}
+
+/** Lines of at most `width` characters, broken at spaces; a longer word (a URL) gets a line of its own. */
+function wrapWords(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter((part) => part !== '')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  return [...lines, line];
 }
 
 /** Flags win over environment variables, which win over defaults. */

@@ -144,6 +144,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
   const newImageId = deps.newImageId ?? (() => randomBytes(16).toString('hex'));
   let queue: Promise<void> = Promise.resolve();
   let pending = 0;
+  /** Jobs the backend is working on now (sent, not yet answered or settled after a cancel). */
+  let onBackend = 0;
 
   async function* generate(input: GenerateInput): AsyncGenerator<TurnEvent> {
     const id = newImageId();
@@ -187,7 +189,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       };
       const progress = createChannel<ImageProgress>();
       job = backend.generate(request, { signal, onProgress: (p) => progress.push(p) });
-      job.then(progress.close, progress.close);
+      onBackend++;
+      job.then(progress.close, progress.close).finally(() => onBackend--);
       for await (const p of progress) yield { type: 'progress', id, ...p };
       const result = await job;
 
@@ -272,13 +275,15 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       const backend = deps.backend;
       if (!backend) return { backend: 'none', url: null, configured: false, reachable: false, detail: NO_BACKEND_MESSAGE };
       const health = await backend.checkHealth(signal);
+      // Too busy to answer while it makes one of our images: it is there (the image's progress says so), not down.
+      const busy = !health.reachable && health.slow === true && onBackend > 0;
       // Read after the check: --image-backend auto knows its adapter only once it has probed.
       return {
         backend: backend.name,
         url: backend.url,
         configured: true,
-        reachable: health.reachable,
-        detail: health.detail,
+        reachable: health.reachable || busy,
+        detail: busy ? `${BACKEND_LABELS[backend.name]} at ${backend.url} is busy making an image.` : health.detail,
         ...(health.server === undefined ? {} : { server: health.server }),
         ...(health.found === undefined ? {} : { found: health.found }),
         ...(backend.auto === true ? { auto: true as const } : {}),

@@ -101,6 +101,11 @@ export interface ImageBackendHealth {
   server?: string;
   /** With --image-backend auto: what it found and how, in one sentence (the log and /api/health say it). */
   found?: string;
+  /**
+   * The check got no answer within its limit: nothing refused it, so a server may be there, too busy to answer
+   * (the core then asks whether it is making one of our images).
+   */
+  slow?: true;
 }
 
 export type ImageBackendName = 'a1111' | 'comfyui' | 'openai' | 'localai';

@@ -17,6 +17,11 @@ export interface TurnOffers {
   regenerate: boolean;
   /** After a reset, "Send again" sends the message once more into the fresh start. */
   sendAgain: boolean;
+  /**
+   * Edit on the message this reply answers: once the reply is no longer written, however it ended (a failed,
+   * stopped or reset reply's message can be reworded too), and only for a stored message. After a Regenerate too.
+   */
+  edit: boolean;
 }
 
 /**
@@ -32,6 +37,7 @@ export function decideTurnOffers(status: TurnStatus, where: { last: boolean; sto
     retry: failed && last && where.stored,
     regenerate: last && where.stored && status !== 'running' && !failed && status !== 'reset',
     sendAgain: status === 'reset' && last,
+    edit: last && where.stored && status !== 'running',
   };
 }
 

@@ -34,7 +34,11 @@ export async function checkWithin(options: HealthCheckOptions, work: (signal: Ab
     if (signal?.aborted === true) return { reachable: false, detail: 'The health check was cancelled.' };
     if (timeout.aborted) {
       const hint = options.slowHint === undefined ? '' : `; ${options.slowHint}`;
-      return { reachable: false, detail: `${options.slowProduct ?? connection.product} at ${connection.url} did not answer within ${formatDuration(options.healthTimeoutMs)}${hint}.` };
+      return {
+        reachable: false,
+        slow: true,
+        detail: `${options.slowProduct ?? connection.product} at ${connection.url} did not answer within ${formatDuration(options.healthTimeoutMs)}${hint}.`,
+      };
     }
     // The only ImageBackendError of a check is the refused redirect (createImageServerFetch).
     if (isImageBackendError(error)) return { reachable: true, detail: error.message };

@@ -182,6 +182,23 @@ describeInBrowser('the image area', () => {
     expect(await page.locator('#log .msg.generated .generated-prompt').textContent()).toBe('a lantern in the fog');
   });
 
+  it('a run of Generate entries says "Made with Generate" once to the eye, and on each entry to a screen reader', async () => {
+    await openConversation();
+    await generate('a lantern');
+    await generate('a brighter lantern');
+    const labels = page.locator('#log .msg.generated .generated-label');
+    for (const when of ['live', 'reloaded']) {
+      if (when === 'reloaded') await page.reload();
+      await poll(() => labels.count()).toBe(2);
+      expect(await labels.allTextContents(), when).toEqual(['Easel: Made with Generate', 'Easel: Made with Generate']);
+      // The first label is seen; the one right after it takes no room on screen.
+      const heights = await labels.evaluateAll((nodes) => nodes.map((node) => node.getBoundingClientRect().height));
+      expect(heights[0], when).toBeGreaterThan(8);
+      expect(heights[1], when).toBeLessThanOrEqual(1);
+      expect(await page.locator('#log .msg.generated .generated-prompt').allTextContents(), when).toEqual(['a lantern', 'a brighter lantern']);
+    }
+  });
+
   it('shows the progress the backend reports: an indeterminate bar, then a growing aria-valuenow', async () => {
     await openConversation({ steps: 40 });
     const progress = await recordStates(page, PROGRESS);

@@ -122,6 +122,26 @@ describeInBrowser('the conversation library', () => {
     await poll(() => page.locator('#log .msg.assistant .text').allTextContents()).toEqual(['Morning or dusk?']);
   });
 
+  it('cuts a long title with an ellipsis where its time begins, and shows the whole title on hover', async () => {
+    // Under the 60 characters a title taken from a message keeps, and longer than the list shows.
+    const long = 'A lighthouse on a rocky cliff at dusk with storm clouds';
+    await startConversation(long, 'Day or night?');
+    const item = library().locator('[aria-current="page"]');
+    await poll(() => item.locator('.conversation-title').getAttribute('title')).toBe(long);
+    const shown = await item.evaluate((link) => {
+      const title = link.querySelector('.conversation-title')!;
+      const time = link.querySelector('time')!;
+      return {
+        cut: title.scrollWidth > title.clientWidth,
+        overflow: getComputedStyle(title).textOverflow,
+        // The title takes the row up to the time, less the gap between them.
+        room: time.getBoundingClientRect().left - title.getBoundingClientRect().right - parseFloat(getComputedStyle(link).columnGap),
+      };
+    });
+    expect(shown).toMatchObject({ cut: true, overflow: 'ellipsis' });
+    expect(Math.abs(shown.room)).toBeLessThan(1);
+  });
+
   it('searches the list by the words of messages and prompts', async () => {
     await startConversation('A teapot with steam', 'Porcelain or iron?');
     const search = page.getByRole('searchbox', { name: 'Search conversations' });
@@ -186,9 +206,25 @@ describeInBrowser('the conversation library', () => {
     expect(await page.locator('#log .msg.assistant.replaced .text').allTextContents()).toEqual(['Over mountains?']);
     expect(await page.getByRole('button', { name: 'Regenerate' }).count()).toBe(1);
     expect((await stored(id)).turns.map((t) => t.status)).toEqual(['ok', 'replaced', 'ok']);
+    // The message asked again offers Edit again, once, as a reload shows it; and it works.
+    const editOnMessage = () => page.locator('#log .msg.user').last().getByRole('button', { name: 'Edit' });
+    await poll(() => editOnMessage().count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Edit' }).count()).toBe(1);
+    await editOnMessage().click();
+    expect(await message().inputValue()).toBe('A hot-air balloon');
+    await page.locator('#edit-cancel').click();
+    // After a reload the message's bubble is the stored turn's: a Regenerate gives it Edit back the same way.
     await page.reload();
-    expect(await page.locator('#log .msg.assistant.replaced .replaced-label').count()).toBe(1);
-    expect(await page.locator('#log .msg.assistant:not(.replaced) .text').allTextContents()).toEqual(['Over the sea, at sunrise?']);
+    expect(await editOnMessage().count()).toBe(1);
+    stage.fake.enqueue(scriptReply('Over a desert, at dusk?', meta('')));
+    await page.getByRole('button', { name: 'Regenerate' }).click();
+    await waitForReply();
+    await poll(() => editOnMessage().count()).toBe(1);
+    await page.reload();
+    expect(await page.locator('#log .msg.assistant.replaced .replaced-label').count()).toBe(2);
+    expect(await page.locator('#log .msg.assistant:not(.replaced) .text').allTextContents()).toEqual(['Over a desert, at dusk?']);
+    expect(await editOnMessage().count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Edit' }).count()).toBe(1);
   });
 
   it('Edit puts the last message back in the composer; sending replaces it and its reply', async () => {
@@ -213,9 +249,13 @@ describeInBrowser('the conversation library', () => {
     await open.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stage.easel.url });
     await startConversation('A lantern in the fog', 'Warm light?');
     const reply = page.locator('#log .msg.assistant').last();
-    await reply.getByRole('button', { name: 'Copy' }).click();
+    await reply.getByRole('button', { name: 'Copy this reply', exact: true }).click();
     await poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe('Warm light?');
-    await poll(() => reply.getByRole('button', { name: 'Copied' }).count()).toBe(1);
+    await poll(() => reply.getByRole('button', { name: 'Copied', exact: true }).count()).toBe(1);
+    // Then the button is named for its message again.
+    await poll(() => reply.getByRole('button', { name: 'Copy this reply', exact: true }).textContent()).toBe('Copy');
+    await page.locator('#log .msg.user').last().getByRole('button', { name: 'Copy your message', exact: true }).click();
+    await poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe('A lantern in the fog');
     const time = reply.locator('time');
     expect(await time.getAttribute('title')).toMatch(/\d/);
     expect(await time.textContent()).toMatch(/\d{1,2}:\d{2}/);
@@ -264,6 +304,61 @@ describeInBrowser('the conversation library', () => {
     await library().getByRole('link', { name: /A lighthouse in a storm/ }).click();
     await poll(() => page.locator('#conversation-title').textContent()).toBe('A lighthouse in a storm');
     await poll(() => library().isVisible()).toBe(false);
+  });
+
+  it('search, rename, Export, Import and Delete as a person does them: no inline style and no CSP violation on the way', async () => {
+    // Counted inside the page from its first script on, across the navigations Import and Delete make.
+    await page.addInitScript(() => {
+      const seen: string[] = [];
+      (window as unknown as { __styleProblems: string[] }).__styleProblems = seen;
+      document.addEventListener('securitypolicyviolation', (event) => seen.push(`${event.violatedDirective}: ${event.sample}`), true);
+      new MutationObserver((mutations) => {
+        for (const mutation of mutations) {
+          const nodes = mutation.type === 'attributes' ? [mutation.target] : [...mutation.addedNodes];
+          for (const node of nodes) {
+            if (!(node instanceof Element)) continue;
+            for (const styled of [node, ...node.querySelectorAll('style, [style]')]) {
+              if (styled.matches('style, [style]')) seen.push(styled.outerHTML.slice(0, 120));
+            }
+          }
+        }
+      }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['style'] });
+    });
+    const styleProblems = () => page.evaluate(() => (window as unknown as { __styleProblems?: string[] }).__styleProblems ?? ['the page has no watch']);
+    const id = await startConversation('Origami cranes on a windowsill', 'Morning light?');
+    await send('Yes, soft morning light', 'Morning it is.');
+
+    const search = page.getByRole('searchbox', { name: 'Search conversations' });
+    await search.fill('origami');
+    await poll(titles).toEqual(['Origami cranes on a windowsill']);
+    await search.fill('origami zebra');
+    await poll(() => library().locator('.conversation-none').textContent()).toBe('No conversation holds these words.');
+    await search.fill('');
+    await poll(titles).toContain('Origami cranes on a windowsill');
+
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('textbox', { name: 'New title' }).fill('Cranes');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await poll(() => page.locator('#conversation-title').textContent()).toBe('Cranes');
+
+    const download = page.waitForEvent('download');
+    await page.getByRole('link', { name: 'Export' }).click();
+    const zip = await (await download).path();
+    expect(await styleProblems()).toEqual([]);
+
+    await page.locator('#import-file').setInputFiles(zip);
+    await poll(() => conversationIdOf(page)).not.toBe(id);
+    await poll(() => page.locator('#conversation-title').textContent()).toBe('Cranes');
+    // A new page load: its buttons work once htmx has processed it (it then fetches the status line).
+    await page.locator('#status .state').first().waitFor();
+    expect(await styleProblems()).toEqual([]);
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await poll(() => new URL(page.url()).pathname).toBe('/');
+    await page.locator('#status .state').first().waitFor();
+    expect(await styleProblems()).toEqual([]);
+    expect(open.problems).toEqual([]);
   });
 
   it('imports an exported conversation as a new one and opens it', async () => {

@@ -195,6 +195,38 @@ describeInBrowser('the prompt pane follows one rule', () => {
     expect(((await (await stage.easel.get(`/api/conversations/${conversationIdOf(page)}`)).json()) as { pinned: string[] }).pinned).toEqual([]);
   });
 
+  it('a prompt over the limit is said once, in plain words, and Generate waits until it is short enough', async () => {
+    await openConversation();
+    await editPrompt('a lighthouse');
+    const error = page.locator('#prompt-error');
+    const generate = page.locator('#generate');
+    expect(await generate.isDisabled()).toBe(false);
+    await promptBox().fill('a lighthouse '.repeat(154)); // 2002 characters
+    const words = 'A prompt can hold at most 2,000 characters: shorten it to save it or to generate.';
+    await poll(() => error.textContent()).toBe(words);
+    expect(await page.locator('#prompt-count').textContent()).toBe('2,002 of at most 2,000 characters');
+    expect(await generate.isDisabled()).toBe(true);
+    expect(await promptBox().getAttribute('aria-invalid')).toBe('true');
+    // Long after the save would have gone: nothing was sent (it would be refused), and the one message stays.
+    await page.waitForTimeout(1000);
+    expect(open.requests.filter((request) => request === `PUT /c/${conversationIdOf(page)}/prompt`)).toHaveLength(1);
+    expect(await error.textContent()).toBe(words);
+    expect(await page.locator('#prompt-saved').textContent()).toBe('');
+    expect(await storedPrompt()).toBe('a lighthouse');
+    // The Generate of an image note submits the same form: held back too, nothing is asked of the backend.
+    const before = txt2img().length;
+    await page.evaluate(() => (document.getElementById('generate-form') as HTMLFormElement).requestSubmit());
+    await page.waitForTimeout(300);
+    expect(txt2img().length).toBe(before);
+    expect(await page.locator('#image-error').textContent()).toBe('');
+
+    await promptBox().fill('a lighthouse at dusk');
+    await poll(() => page.locator('#prompt-saved').textContent()).toBe('Saved.');
+    expect(await error.textContent()).toBe('');
+    expect(await generate.isDisabled()).toBe(false);
+    expect(await storedPrompt()).toBe('a lighthouse at dusk');
+  });
+
   it('"ready but not made" says why in the reply, with Generate, also after a reload', async () => {
     await openConversation({ autoGenerate: false });
     const before = txt2img().length;

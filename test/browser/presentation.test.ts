@@ -79,6 +79,43 @@ describeInBrowser('the page presents replies truthfully', () => {
     await poll(() => page.evaluate(() => document.activeElement?.id)).toBe('message');
   });
 
+  it("tells a screen reader where it is: a reply's headings under the page's, a Copy named for its message, live and after a reload", async () => {
+    await openNewConversation(stage, open);
+    stage.fake.enqueue(scriptReply('# Ideas\n\n## Light\n\nA warm lamp.', meta()));
+    await send('ideas');
+    for (const when of ['streamed', 'reloaded']) {
+      if (when === 'reloaded') await page.reload();
+      const reply = lastReply();
+      await poll(() => reply.getByRole('heading', { level: 3 }).textContent()).toBe('Ideas');
+      expect(await reply.getByRole('heading', { level: 4 }).textContent(), when).toBe('Light');
+      expect(await page.getByRole('heading', { level: 1 }).allTextContents(), when).toEqual([' Easel']);
+      await poll(() => reply.getByRole('button', { name: 'Copy this reply', exact: true }).count()).toBe(1);
+      expect(await page.locator('#log .msg.user').getByRole('button', { name: 'Copy your message', exact: true }).count(), when).toBe(1);
+      expect(await reply.getByRole('button', { name: 'Copy this reply', exact: true }).textContent(), when).toBe('Copy');
+    }
+  });
+
+  it('a keyboard skips the top bar, the library and the panes: the first Tab shows "Skip to the conversation", which focuses the log', async () => {
+    await openNewConversation(stage, open);
+    // At phone width the page opens at its top (a desktop opens with the focus in the composer).
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.reload();
+      await page.locator('#status .state').first().waitFor();
+      const skip = page.getByRole('link', { name: 'Skip to the conversation', exact: true });
+      expect((await skip.boundingBox())!.width).toBeLessThanOrEqual(1);
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to the conversation');
+      expect((await skip.boundingBox())!.width).toBeGreaterThan(100);
+      await page.keyboard.press('Enter');
+      await poll(() => page.evaluate(() => document.activeElement?.id)).toBe('log');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('message');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
   it('refuses a message longer than the limit with a notice, keeping the text, and counts the prompt', async () => {
     await openNewConversation(stage, open);
     const box = page.getByRole('textbox', { name: 'Message', exact: true });
@@ -147,6 +184,58 @@ describeInBrowser('the page presents replies truthfully', () => {
       });
       expect(log.scrollHeight).toBeLessThanOrEqual(log.clientHeight + 1);
       expect(await page.evaluate(() => document.documentElement.scrollHeight > innerHeight)).toBe(true);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
+  it('at phone width a prompt the reply changed out of view is cued beside the composer: one tap shows it, and the cue goes once it is seen', async () => {
+    const id = await openNewConversation(stage, open);
+    for (let i = 0; i < 3; i++) {
+      stage.fake.enqueue(scriptReply(`Reply ${i}.\n\n${'A line of text that fills the bubble. '.repeat(8)}`, meta()));
+      await send(`message ${i}`);
+    }
+    const cue = page.getByRole('button', { name: 'Prompt updated ↑' });
+    const promptBox = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    /** How much of the prompt is inside the window, from 0 to 1. */
+    const promptInView = () =>
+      page.evaluate(() => {
+        const box = document.getElementById('prompt')!.getBoundingClientRect();
+        return Math.max(0, Math.min(box.bottom, innerHeight) - Math.max(box.top, 0)) / box.height;
+      });
+    // On a wide window the prompt is in view beside the chat: a new prompt needs no cue.
+    stage.fake.enqueue(scriptReply('A first prompt.', replyMeta('a paper boat')));
+    await send('a boat');
+    await poll(() => promptBox.inputValue()).toBe('a paper boat');
+    expect(await promptInView()).toBe(1);
+    expect(await cue.isVisible()).toBe(false);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      stage.fake.enqueue(scriptReply('Here is the rewritten prompt.', replyMeta('a paper boat on a puddle, rain')));
+      await send('make it rain');
+      await poll(() => promptBox.inputValue()).toBe('a paper boat on a puddle, rain');
+      // The reader is at the composer, the prompt far above it: the cue says so, next to where they are.
+      expect(await promptInView()).toBe(0);
+      await poll(() => cue.isVisible()).toBe(true);
+      expect(await cue.evaluate((button) => button.closest('#composer') !== null)).toBe(true);
+      await cue.click();
+      await poll(promptInView).toBe(1);
+      expect(await cue.isVisible()).toBe(false);
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('prompt-heading');
+
+      // Seen by scrolling there too: the cue goes once the prompt is in view.
+      stage.fake.enqueue(scriptReply('Once more.', replyMeta('a paper boat on a puddle, heavy rain')));
+      await send('heavier');
+      await poll(() => cue.isVisible()).toBe(true);
+      await promptBox.scrollIntoViewIfNeeded();
+      await poll(() => cue.isVisible()).toBe(false);
+
+      // A change made while the prompt is in view (here by another tab) needs no cue.
+      expect((await stage.easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a paper boat, sunshine' })).status).toBe(200);
+      await poll(() => promptBox.inputValue()).toBe('a paper boat, sunshine');
+      await page.waitForTimeout(200);
+      expect(await cue.isVisible()).toBe(false);
     } finally {
       await page.setViewportSize({ width: 1280, height: 860 });
     }

@@ -25,6 +25,11 @@ export interface FakeA1111Options {
   failWith?: { status: number; body: unknown };
   /** txt2img never answers. */
   hang?: boolean;
+  /**
+   * /sdapi/v1/options gets no answer while a txt2img request is in flight: a server too busy making an image to
+   * answer anything else in time (a GPU machine under load; the real one answers it from a thread pool).
+   */
+  busyWhileMaking?: boolean;
   modelName?: string;
   /** /sdapi/v1/interrupt answers after this delay (the real one answers at once; this plays a busy server). */
   interruptDelayMs?: number;
@@ -406,6 +411,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
         return sendJson(response, 200, {});
       case 'GET /sdapi/v1/options':
+        if (options.busyWhileMaking === true && inFlight > 0) return;
         return sendJson(response, 200, {
           sd_model_checkpoint: `${modelName}.safetensors [${MODEL_HASH}]`,
           samples_format: 'png',

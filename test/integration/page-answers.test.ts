@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
-import { useEasel } from '../helpers/easel.ts';
+import { closeAfterEachTest, startEaselStage, useEasel } from '../helpers/easel.ts';
 import { find, partials, read, targets } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
 import { readSse, readSseFrames } from '../helpers/sse.ts';
@@ -305,6 +305,14 @@ describe('sending', () => {
     const start = read(frames[0]!.data);
     expect(start.querySelector('article.msg.user')).toBeNull();
     expect(start.querySelector('article.msg.assistant[aria-busy="true"]')).not.toBeNull();
+    // The start removes the last message's Edit with the old reply's controls; the end gives it back, to the
+    // message asked again (drawn by a reload or live, so found as the last one not replaced), as a reload shows it.
+    expect(targets(frames[0]!.data)).toContain('#log .last-only delete');
+    const end = frames.find((frame) => frame.data.includes('regenerate-button'))!.data;
+    expect(targets(end)).toContain('#log > .msg.user:not(.replaced):not(:has(~ .msg.user:not(.replaced))) .msg-actions beforeend');
+    expect(find(read(end), 'button.edit-message').text).toBe('Edit');
+    const reloaded = read(await (await getPage(`/c/${id}`)).text()).querySelectorAll('#log article.msg.user');
+    expect(reloaded.map((bubble) => bubble.querySelector('.edit-message')?.text)).toEqual(['Edit']);
     // Regenerate asks the same message: no list refresh of a new conversation, but the stored turn's.
     expect(frames.filter((frame) => frame.event === 'easel:list')).toHaveLength(1);
     const unknown = await send('POST', '/c/nope/regenerate');
@@ -487,7 +495,11 @@ describe('the prompt pane', () => {
     expect(partialText(await gone.text(), '#prompt-error')).toBe('This conversation no longer exists. Start a new one.');
     const tooLong = await send('PUT', `/c/${id}/prompt`, { prompt: 'x'.repeat(2001) });
     expect(tooLong.status).toBe(422);
-    expect(partialText(await tooLong.text(), '#prompt-error')).toMatch(/2000/);
+    // Beside the prompt in the field's own words: no `prompt:` (the API's message names the field).
+    expect(partialText(await tooLong.text(), '#prompt-error')).toBe('A prompt can hold at most 2000 characters.');
+    const generate = await send('POST', `/c/${id}/generations`, { prompt: 'x'.repeat(2001), sendKey: newSendKey() });
+    expect(generate.status).toBe(422);
+    expect(partialText(await generate.text(), '#image-error')).toBe('A prompt can hold at most 2000 characters.');
   });
 
   it('Undo saves the typing on screen first, then goes back, replacing the fields (forced)', async () => {
@@ -665,6 +677,7 @@ describe('settings', () => {
 });
 
 describe('status and assets', () => {
+  const started = closeAfterEachTest();
   it('the status line and Generate follow the backend, and a page opened after shows Generate ready', async () => {
     const body = await (await getPage('/status')).text();
     expect(targets(body)).toEqual(['#generate outerMorph', '#generate-help innerHTML']);
@@ -673,6 +686,26 @@ describe('status and assets', () => {
     expect(find(read(body), '#generate').hasAttribute('disabled')).toBe(false);
     expect(partialText(body, '#generate-help')).toBe('Generate makes an image from this prompt and the settings below.');
     expect(find(read(await (await getPage('/')).text()), '#generate').getAttribute('data-backend-ready')).toBe('yes');
+  });
+
+  it('a backend too busy making our image to answer the health check in time is said to be busy, not down', { timeout: 20_000 }, async () => {
+    const { easel: own, a1111: busy } = await started.track(startEaselStage({ a1111: { stepDelayMs: 50, busyWhileMaking: true } }));
+    const states = async () => read(await (await fetch(`${own.url}/status`)).text()).querySelectorAll('span.state').map((state) => `${state.classNames}: ${state.text}`);
+    expect((await states())[1]).toMatch(new RegExp(`^state ok: AUTOMATIC1111 answers at ${busy!.url} with model v1-5-pruned-emaonly`));
+    const id = await own.newConversation();
+    await own.put(`/api/conversations/${id}/settings`, { steps: 150 });
+    // 150 steps of 50 ms: the image is still being made when the check (3 s at most) gives up.
+    const image = await sendForm(own, 'POST', `/c/${id}/generations`, { prompt: 'a fox', sendKey: newSendKey() });
+    while (!busy!.requests.some((request) => request.path === '/sdapi/v1/progress')) await new Promise((resolve) => setTimeout(resolve, 20));
+    const during = await fetch(`${own.url}/status`);
+    const body = await during.text();
+    expect(read(body).querySelectorAll('span.state').map((state) => `${state.classNames}: ${state.text}`)[1]).toBe(`state ok: AUTOMATIC1111 at ${busy!.url} is busy making an image.`);
+    // Generate stays usable: the next image waits its turn.
+    expect(find(read(body), '#generate').getAttribute('data-backend-ready')).toBe('yes');
+    await sendForm(own, 'POST', `/c/${id}/images/cancel`);
+    await readSseFrames(image);
+    // Once it is done the check is answered again, and says so.
+    expect((await states())[1]).toMatch(/^state ok: AUTOMATIC1111 answers at /);
   });
 
   it('an asset has its type and ETag, answers 304 to its ETag, and an unknown one is 404', async () => {

@@ -10,11 +10,12 @@ import { closeLibrary } from './library.js';
 import { followLog, scrollToEnd, watchReplies } from './log.js';
 import { watchPaneInbox } from './pane.js';
 import { resetPrompt, saveWaitingPrompt, watchPrompt } from './prompt.js';
+import { watchPromptCue } from './prompt-cue.js';
 import { resetSettings, saveWaitingSettings } from './settings.js';
 import { showConversationTitle, watchImageFrame } from './tab-title.js';
 import { formatTimes } from './times.js';
 
-/** @type {MutationObserver[]} */
+/** @type {Array<MutationObserver | IntersectionObserver>} */
 let observers = [];
 
 /** Mounts the conversation shown unless it is mounted already (its log is marked). */
@@ -39,7 +40,7 @@ function mount() {
   watchPrompt();
   updateGenerateState();
   if (isTouch()) need('message', HTMLTextAreaElement).placeholder = 'Describe the picture you want…';
-  observers.push(watchPaneInbox());
+  observers.push(watchPaneInbox(), watchPromptCue());
   formatTimes(need('conversation', HTMLElement));
   scrollToEnd();
   // A phone opens the page at its top; a desktop at the composer, ready to type.

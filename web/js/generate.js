@@ -1,14 +1,31 @@
-// Generate: usable with a backend (the server says, in data-backend-ready) and a prompt.
+// Generate: usable with a backend (the server says, in data-backend-ready) and a prompt it can take.
 import { find, need } from './dom.js';
+import { isPromptTooLong } from './prompt-count.js';
 
-/** Disables Generate while the prompt is empty, and says why; a request in flight is left to htmx. */
+/**
+ * Disables Generate while the prompt is empty (and says why) or too long (said beside the prompt); a request in
+ * flight is left to htmx.
+ */
 export function updateGenerateState() {
   const button = find('generate', HTMLButtonElement);
   const prompt = find('prompt', HTMLTextAreaElement);
   if (!button || !prompt || button.closest('form')?.classList.contains('htmx-request')) return;
   const empty = prompt.value.trim() === '';
-  button.disabled = button.dataset.backendReady !== 'yes' || empty;
+  button.disabled = button.dataset.backendReady !== 'yes' || empty || isPromptTooLong(prompt);
   need('generate-empty', HTMLElement).hidden = !empty;
+}
+
+/**
+ * Generate from elsewhere (the Generate of an image note submits the same form) is held back too while the
+ * prompt is too long: its message is already beside the prompt, which gets the focus.
+ * @param {CustomEvent<{ ctx: import('htmx.org').HtmxRequestCtx }>} event
+ */
+export function onGenerateConfigRequest(event) {
+  const elt = event.detail.ctx.sourceElement;
+  const prompt = find('prompt', HTMLTextAreaElement);
+  if (!(elt instanceof Element) || elt.id !== 'generate-form' || !prompt || !isPromptTooLong(prompt)) return;
+  event.preventDefault();
+  prompt.focus();
 }
 
 /**

@@ -30,9 +30,18 @@ export function onMessageClick(target) {
     const shown = copy.closest('.msg')?.querySelector('.text');
     // A reply is rendered Markdown: copy what it reads as (paragraphs and list items on their own lines).
     const text = (shown instanceof HTMLElement && shown.classList.contains('md') ? shown.innerText : shown?.textContent) ?? '';
+    // The button's name says which message it copies ("Copy this reply"): the result replaces it too while it
+    // shows, then it comes back (kept in data-name, so a second click before then does not lose it).
+    const name = copy.getAttribute('data-name') ?? copy.getAttribute('aria-label');
+    if (name) copy.setAttribute('data-name', name);
     void copyText(text, copy).then((copied) => {
-      copy.textContent = copied ? 'Copied' : 'Select the text and press Ctrl+C';
-      setTimeout(() => (copy.textContent = 'Copy'), 1500);
+      const said = copied ? 'Copied' : 'Select the text and press Ctrl+C';
+      copy.textContent = said;
+      if (name) copy.setAttribute('aria-label', said);
+      setTimeout(() => {
+        copy.textContent = 'Copy';
+        if (name) copy.setAttribute('aria-label', name);
+      }, 1500);
     });
     return;
   }

@@ -14,10 +14,35 @@ function estimateClipTokens(text) {
   return tokens;
 }
 
+/**
+ * Longer than a prompt can be (the server refuses it whole): it is not saved, and Generate waits.
+ * @param {HTMLTextAreaElement} prompt
+ */
+export const isPromptTooLong = (prompt) => prompt.value.length > Number(prompt.dataset.maxChars);
+
+/**
+ * A prompt too long is said once, beside the field where every refusal of the prompt is said (#prompt-error, which
+ * also marks it invalid), in the words the server would use; the count under it says only the count. The message
+ * stays the same while the typing goes on, so a screen reader hears it once.
+ * @param {HTMLTextAreaElement} prompt
+ */
+function showTooLong(prompt) {
+  const error = byId('prompt-error');
+  if (!error) return;
+  const words = `A prompt can hold at most ${Number(prompt.dataset.maxChars).toLocaleString()} characters: shorten it to save it or to generate.`;
+  if (isPromptTooLong(prompt)) {
+    if (error.textContent !== words) error.textContent = words;
+  } else if (error.textContent === words) {
+    // Only this message goes: a refusal of something else stays until the server says otherwise.
+    error.textContent = '';
+  }
+}
+
 export function updatePromptCount() {
   const prompt = find('prompt', HTMLTextAreaElement);
   const count = byId('prompt-count');
   if (!prompt || !count) return;
+  showTooLong(prompt);
   const chars = prompt.value.length;
   const maxChars = Number(prompt.dataset.maxChars);
   const limit = Number(count.dataset.tokenLimit);
@@ -26,7 +51,7 @@ export function updatePromptCount() {
   count.classList.toggle('over', tokens > limit);
   count.classList.toggle('too-long', chars > maxChars);
   if (chars > maxChars) {
-    count.textContent = `${characters}: a prompt can hold at most ${maxChars.toLocaleString()}; it is not saved until it is shorter.`;
+    count.textContent = `${chars.toLocaleString()} of at most ${maxChars.toLocaleString()} characters`;
   } else if (tokens > limit) {
     count.textContent = `${characters} · about ${tokens} tokens: image models read about ${limit}, the words after that may be ignored.`;
   } else {

@@ -2,7 +2,8 @@
 // stored yet is kept, and travels with the next message so the model hears of it in that turn.
 import { byId, formBody, isNewConversation, need } from './dom.js';
 import { updateGenerateState } from './generate.js';
-import { updatePromptCount } from './prompt-count.js';
+import { isPromptTooLong, updatePromptCount } from './prompt-count.js';
+import { cuePromptChange } from './prompt-cue.js';
 
 /**
  * Typing the server has not stored yet; and the text of the save in flight.
@@ -68,7 +69,8 @@ export function watchPrompt() {
 export function onPromptConfigRequest(event) {
   const ctx = event.detail.ctx;
   if (ctx.sourceElement !== byId('prompt')) return;
-  if (isNewConversation()) {
+  // Too long to be saved (said beside it, prompt-count.js): nothing is sent until it is shorter, and it stays unsaved.
+  if (isNewConversation() || isPromptTooLong(promptField())) {
     event.preventDefault();
     state.unsaved = true;
     return;
@@ -119,7 +121,11 @@ export function saveWaitingPrompt() {
 export function showStoredPrompt(value, version, force) {
   const prompt = promptField();
   if (value !== undefined && (force || !state.unsaved)) {
-    if (prompt.value !== value) prompt.value = value;
+    if (prompt.value !== value) {
+      prompt.value = value;
+      // Not the user's own doing (a reply, another tab): cued near the composer when the prompt is out of view.
+      if (!force) cuePromptChange();
+    }
     state.unsaved = false;
     need('prompt-error', HTMLElement).textContent = '';
   }

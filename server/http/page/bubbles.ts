@@ -3,7 +3,7 @@
 import { isGenerateOffered, nameImageDownload, type ImageMadeWith, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
 import { raw } from 'hono/html';
 import { createMarkdownStream, renderMarkdown, type MarkdownStream } from './markdown.ts';
-import { EMPTY, html, renderMessage, type Html } from './markup.ts';
+import { EMPTY, html, joinHtml, renderMessage, type Html } from './markup.ts';
 
 export interface BubbleIds {
   bubble: string;
@@ -51,16 +51,36 @@ export interface MessageOptions {
 }
 
 export function renderUserBubble(text: string, options: MessageOptions = {}): Html {
-  const edit = options.last && !options.replaced ? html`<button type="button" class="edit-message last-only">Edit</button>` : EMPTY;
+  const edit = options.last && !options.replaced ? renderEditButton() : EMPTY;
   return html`<article class="msg user${options.replaced ? ' replaced' : ''}"${options.id ? html` id="${options.id}"` : EMPTY}>
 <span class="visually-hidden">You: </span>${options.replaced ? renderReplacedLabel() : EMPTY}<div class="text">${text}</div>
-${renderMessageActions(options.createdAt, edit)}
+${renderMessageActions(options.createdAt, joinHtml([renderCopyButton('message'), edit]))}
 </article>`;
 }
 
-/** Copy, the time on hover, and what else a message offers. */
-export function renderMessageActions(createdAt: string | undefined, extra: Html = EMPTY): Html {
-  return html`<div class="msg-actions">${createdAt ? renderTime(createdAt) : EMPTY}<button type="button" class="copy-message">Copy</button>${extra}</div>`;
+/** Edit on the last message (web/js/edit.js puts its text in the composer); a new turn removes it. */
+export function renderEditButton(): Html {
+  return html`<button type="button" class="edit-message last-only">Edit</button>`;
+}
+
+/**
+ * The last message shown that was not replaced, as a selector: the message a Regenerate asked again, whose
+ * bubble may have been drawn by a reload (`turn-…`) or live (`reply-…-user`), so its id is not known.
+ */
+export const LAST_MESSAGE_SELECTOR = '#log > .msg.user:not(.replaced):not(:has(~ .msg.user:not(.replaced)))';
+
+/** The time on hover, then what a message offers (Copy, Edit). */
+export function renderMessageActions(createdAt: string | undefined, buttons: Html = EMPTY): Html {
+  return html`<div class="msg-actions">${createdAt ? renderTime(createdAt) : EMPTY}${buttons}</div>`;
+}
+
+/**
+ * Copy, named for the message it copies: a screen reader listing the buttons hears "Copy your message" and
+ * "Copy this reply", not a row of "Copy". The visible word stays "Copy" (the name starts with it). The same
+ * button live (render-event.ts) and after a reload; web/js/messages.js says "Copied" in both while it shows.
+ */
+export function renderCopyButton(of: 'reply' | 'message'): Html {
+  return html`<button type="button" class="copy-message" aria-label="${of === 'reply' ? 'Copy this reply' : 'Copy your message'}">Copy</button>`;
 }
 
 /** A time as the server knows it (UTC); web/easel.js rewrites it in the reader's own time zone. */
@@ -113,7 +133,7 @@ export function renderAssistantBubble(bubbleId: string, content: AssistantBubble
   }
 <div class="notes" id="${ids.notes}">${content.notes ?? EMPTY}</div>
 <div class="thumbs" id="${ids.images}">${(content.images ?? []).map(renderThumbnail)}</div>
-<div class="msg-actions" id="${ids.actions}">${content.createdAt ? renderTime(content.createdAt) : EMPTY}${content.streaming ? EMPTY : html`<button type="button" class="copy-message">Copy</button>`}${content.actions ?? EMPTY}</div>
+<div class="msg-actions" id="${ids.actions}">${content.createdAt ? renderTime(content.createdAt) : EMPTY}${content.streaming ? EMPTY : renderCopyButton('reply')}${content.actions ?? EMPTY}</div>
 </article>`;
 }
 
@@ -235,11 +255,16 @@ export function renderNoImage(): Html {
   return html`<p class="placeholder">No image yet.</p>`;
 }
 
-/** A picture made with the Generate button, shown in the chat where it was made. */
+/**
+ * A picture made with the Generate button, shown in the chat where it was made. Its label is short ("Made with
+ * Generate", the button's name: not the assistant's image; the prompt under it says what from), and a run of
+ * such entries shows it once: web/easel.css hides it from sight on each entry right after another (not from a
+ * screen reader, so every entry still says what it is). The same live and after a reload, with no state.
+ */
 export function renderGeneratedEntry(image: ImageDetails): Html {
   if (!isImageUrl(image.url)) return EMPTY;
   return html`<article class="msg generated">
-<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate from the prompt pane:</p>
+<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate</p>
 <p class="generated-prompt">${image.prompt}</p>
 <div class="thumbs">${renderThumbnail(image)}</div>
 </article>`;

@@ -49,7 +49,9 @@ export function renderConversationItems(state: LibraryState): Html {
     state.conversations.map((conversation) => {
       const path = conversationPath(conversation.id);
       const current = conversation.id === state.currentId ? html` aria-current="page"` : EMPTY;
-      return html`<li id="item-${conversation.id}"><a href="${path}" class="conversation-link"${current} ${switchTo(path)}><span class="conversation-title">${conversation.title}</span>${renderTime(conversation.updatedAt, 'conversation-time')}</a></li>`;
+      // A long title is cut with an ellipsis at the list's width (web/easel.css): the whole of it shows on hover. On
+      // the title, not the link, so a screen reader does not hear it twice (as the link's name and description).
+      return html`<li id="item-${conversation.id}"><a href="${path}" class="conversation-link"${current} ${switchTo(path)}><span class="conversation-title" title="${conversation.title}">${conversation.title}</span>${renderTime(conversation.updatedAt, 'conversation-time')}</a></li>`;
     }),
   );
 }

@@ -1,7 +1,7 @@
 // The model's replies as Markdown, rendered on the server so a streamed reply and a reloaded one are the
 // same HTML. markdown-it with `html: false` escapes every tag the model writes; links are only http(s) and
 // mailto, open in a new tab, and never load anything by themselves (images become links).
-import MarkdownIt, { type MarkdownIt as MarkdownItInstance } from 'markdown-it';
+import MarkdownIt, { type Delimiter, type MarkdownIt as MarkdownItInstance, type StateCore, type StateInline, type Token } from 'markdown-it';
 import { raw } from 'hono/html';
 import type { Html } from './markup.ts';
 
@@ -34,7 +34,109 @@ export function createMarkdownRenderer(): MarkdownRenderer {
       token.attrJoin('class', `align-${style.replace('text-align:', '')}`);
     }
   });
+  // The page's own headings are the h1 (Easel) and the h2 of its sections (the conversation's title among
+  // them): a reply's headings sit below those, so `#` is an h3 and `##` an h4 (h6 at most), live and after a reload.
+  // Stryker disable next-line StringLiteral: a rule's name is only used to turn it on or off by name, which Easel never does
+  md.core.ruler.push('easel_heading_level', (state) => {
+    for (const token of state.tokens) {
+      if (token.type === 'heading_open' || token.type === 'heading_close') token.tag = `h${Math.min(6, Number(token.tag.slice(1)) + HEADING_SHIFT)}`;
+    }
+  });
+  dropUnfinishedMarkers(md);
   return md;
+}
+
+/** How many levels a reply's headings go down: the page already holds an h1 and h2s. */
+const HEADING_SHIFT = 2;
+
+/** The inline content a reply ends in (see dropUnfinishedMarkers), known by its tokens' array. */
+const endingInlines = new WeakSet<Token[]>();
+/** The emphasis and strikethrough markers of that content that start a word (see startsWord). */
+const wordStartMarkers = new WeakSet<Delimiter>();
+
+/**
+ * Whether a marker at `start` starts a word: after a space, at the start, or after an opening bracket, a quote or
+ * another marker. `window.__ran` or `a*b` hold markers inside a word, which are the text's own characters.
+ */
+function startsWord(source: string, start: number): boolean {
+  return start === 0 || /[\s([{"'“‘«*_~`]/.test(source[start - 1]!);
+}
+
+/**
+ * A reply cut off mid-way (Stop, an error, the length limit, a crash) can end inside emphasis or code: "I imagine
+ * **slo". Markdown shows an opener nothing closes as the literal character, which no reader wants, so the block a
+ * reply ends with (its last inline content, when nothing but closing tags follows it) drops from the display:
+ * - an opening `**`, `*`, `_`, `__` or `~~` that starts a word and that nothing closes ("**slo" → "slo"),
+ * - a backtick run that starts a word, is followed by a character that is not a space, and that no run closes,
+ * - the marker run the text ends with ("I imagine **", "I imagine `").
+ * The same whatever the reply's status, so streamed (its last block is rendered at its end) and reloaded replies
+ * agree, and a reply whose text was kept after a cut (its metadata asked for alone) is shown the same way: an
+ * unclosed marker starting a word is broken formatting wherever it comes from. Only the display changes: the stored
+ * text, what the model sees, Copy's source and the export keep every character. Earlier blocks are untouched (a stray
+ * marker there is not the end: it renders as the model wrote it, and a block renders the same whether the reply goes
+ * on or not). What closes (`**bold**`, `snake_case`, `2 * 3`) and what sits inside a word (`window.__ran`) is unchanged.
+ */
+function dropUnfinishedMarkers(md: MarkdownItInstance): void {
+  // Stryker disable next-line StringLiteral: a rule's name is only used to turn it on or off by name, which Easel never does
+  md.core.ruler.before('inline', 'easel_ending_inline', (state: StateCore) => {
+    for (let index = state.tokens.length - 1; index >= 0; index--) {
+      const token = state.tokens[index]!;
+      if (token.type === 'inline') {
+        if (token.children) endingInlines.add(token.children);
+        return;
+      }
+      if (token.nesting !== -1) return;
+    }
+  });
+  const rule = (name: string) => md.inline.ruler.__rules__.find((found) => found.name === name)!.fn;
+  // A backtick run that no run of the same length closes is kept as text by markdown-it (added to `pending`).
+  const backticks = rule('backticks');
+  md.inline.ruler.at('backticks', (state: StateInline, silent: boolean) => {
+    const start = state.pos;
+    const tokens = state.tokens.length;
+    const pending = state.pending.length;
+    const matched = backticks(state, silent);
+    if (matched && !silent && state.tokens.length === tokens && endingInlines.has(state.tokens)) {
+      const atEnd = state.pos >= state.src.length;
+      if (atEnd || (startsWord(state.src, start) && /\S/.test(state.src[state.pos]!))) state.pending = state.pending.slice(0, pending);
+    }
+    return matched;
+  });
+  // Which markers start a word is known only where they are read.
+  for (const name of ['strikethrough', 'emphasis']) {
+    const tokenize = rule(name);
+    md.inline.ruler.at(name, (state: StateInline, silent: boolean) => {
+      const start = state.pos;
+      const count = state.delimiters.length;
+      const matched = tokenize(state, silent);
+      if (matched && endingInlines.has(state.tokens) && startsWord(state.src, start)) {
+        for (const delimiter of state.delimiters.slice(count)) wordStartMarkers.add(delimiter);
+      }
+      return matched;
+    });
+  }
+  // After the openers and closers are paired, before the pairs become tags: an unpaired marker is a text token of its own.
+  // Stryker disable next-line StringLiteral: a rule's name is only used to turn it on or off by name, which Easel never does
+  md.inline.ruler2.after('balance_pairs', 'easel_unfinished_markers', (state: StateInline) => {
+    if (!endingInlines.has(state.tokens)) return false;
+    const drop = (delimiter: Delimiter) => {
+      state.tokens[delimiter.token]!.content = '';
+    };
+    // A marker that can only open, starts a word and was paired with nothing, in the text or in a link's text.
+    const lists = [state.delimiters, ...state.tokens_meta.map((meta) => meta?.delimiters ?? [])];
+    for (const delimiters of lists) {
+      for (const delimiter of delimiters) if (delimiter.open && !delimiter.close && delimiter.end === -1 && wordStartMarkers.has(delimiter)) drop(delimiter);
+    }
+    // The marker run the text ends with, which can neither open nor close (a space or nothing around it).
+    let end = state.tokens.length;
+    for (let index = state.delimiters.length - 1; index >= 0; index--) {
+      const delimiter = state.delimiters[index]!;
+      if (delimiter.token !== end - 1 || delimiter.close || delimiter.end !== -1) break;
+      drop(delimiter);
+      end = delimiter.token;
+    }
+    return false;
+  });
 }
 
 /**

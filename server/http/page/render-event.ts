@@ -7,7 +7,9 @@ import {
   conversationPath,
   describeBubble,
   renderAssistantBubble,
+  renderCopyButton,
   renderDivider,
+  renderEditButton,
   renderErrorBox,
   renderGeneratedEntry,
   renderImage,
@@ -19,6 +21,7 @@ import {
   renderSendAgain,
   renderThumbnail,
   renderUserBubble,
+  LAST_MESSAGE_SELECTOR,
   type BubbleIds,
 } from './bubbles.ts';
 import { renderCreated, type ChatHead } from './library.ts';
@@ -163,10 +166,11 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
         renderPartial(`#${ids.cursor}`, 'delete'),
         offers.notice === undefined ? EMPTY : renderPartial(`#${ids.notes}`, 'beforeend', renderNotice(offers.notice)),
-        // A stored turn is now the last one: Copy and Regenerate on the reply, Edit on the message.
-        renderPartial(`#${ids.actions}`, 'beforeend', joinHtml([html`<button type="button" class="copy-message">Copy</button>`, offers.regenerate ? renderRegenerateButton() : EMPTY])),
-        view.started && view.userText !== undefined
-          ? renderPartial(`#${userBubbleId(view.bubbleId!)} .msg-actions`, 'beforeend', html`<button type="button" class="edit-message last-only">Edit</button>`)
+        // A stored turn is now the last one: Copy and Regenerate on the reply, Edit on the message (views.ts decides the same).
+        renderPartial(`#${ids.actions}`, 'beforeend', joinHtml([renderCopyButton('reply'), offers.regenerate ? renderRegenerateButton() : EMPTY])),
+        // Its own message when this stream drew it; else (Regenerate) the message it asked again.
+        offers.edit
+          ? renderPartial(`${view.userText === undefined ? LAST_MESSAGE_SELECTOR : `#${userBubbleId(view.bubbleId!)}`} .msg-actions`, 'beforeend', renderEditButton())
           : EMPTY,
       ]);
   }

@@ -335,7 +335,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
       expectOwn(own.pendingImages, id, -1);
       // Made from an older pane than the stored one: the newer pane is shown (typing kept), nothing is made.
       const newer = result.error.code === 'stale' && result.error.pane ? renderPaneUpdate(id, result.error.pane) : EMPTY;
-      return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.message))]), STATUS[result.error.code]);
+      // A prompt the pane cannot hold is said in its own words, not the API's `prompt: …`.
+      return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.fields?.prompt ?? result.error.message))]), STATUS[result.error.code]);
     }
     // Stryker disable next-line BooleanLiteral: a Generate stream has no bubble: every error goes to the image area either way
     const view: StreamView = { conversationId: id, imageStarted: true };
@@ -388,7 +389,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
     const result = changeFromPage(id, body.value, (baseRevision) => service.setPrompt(id, body.value.prompt, { baseRevision }));
-    if (!result.ok) return sendHtml(c, joinHtml([renderPromptSaved(result.error.message), renderStalePane(id, result)]), STATUS[result.error.code]);
+    // Said beside the prompt in the field's own words: the API's message names the field (`prompt: …`).
+    if (!result.ok) return sendHtml(c, joinHtml([renderPromptSaved(result.error.fields?.prompt ?? result.error.message), renderStalePane(id, result)]), STATUS[result.error.code]);
     return sendHtml(c, joinHtml([renderPromptSaved(undefined), renderPaneUpdate(id, result.value)]));
   });
 

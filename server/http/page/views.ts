@@ -85,6 +85,7 @@ export function renderConversationPage(model: PageModel): Html {
   return renderDocument(
     documentTitle(model.conversation.title),
     html`<body>
+${renderSkipLink()}
 <header class="topbar">
 <button type="button" id="library-toggle" class="library-toggle" aria-controls="library" aria-expanded="false">Conversations</button>
 <h1 class="brand"><img src="/assets/favicon.svg" alt="" width="22" height="22"> Easel</h1>
@@ -98,6 +99,16 @@ ${renderConversationPart(model)}
 ${renderImageDialog()}
 </body>`,
   );
+}
+
+/**
+ * The page's first stop for the keyboard and a screen reader's first link, shown only when focused: past the top
+ * bar and the library (up to 50 conversations; on a narrow window the image and prompt panes come first) to the
+ * chat's log, which takes the focus (tabindex 0, named "Conversation"); the composer is the next stop after its
+ * messages. A plain fragment link: it works before any script. (A desktop opens with the focus in the composer.)
+ */
+function renderSkipLink(): Html {
+  return html`<a href="#log" class="skip-link">Skip to the conversation</a>`;
 }
 
 export function documentTitle(title: string): string {
@@ -122,6 +133,7 @@ ${isNew ? html`<input type="hidden" id="start-new" name="startNew" value="1">` :
 <label for="message" class="visually-hidden">Message</label>
 <textarea id="message" name="text" rows="3" data-max-chars="${MAX_MESSAGE_CHARS}" placeholder="Describe the picture you want…  (Enter sends, Shift+Enter adds a line)" aria-describedby="composer-status"></textarea>
 <div class="composer-actions">
+<button type="button" id="prompt-cue" class="prompt-cue" aria-controls="prompt" hidden>Prompt updated ↑</button>
 <p id="composer-status" class="composer-status" aria-live="polite"></p>
 <button type="button" id="stop" class="stop" hx-post="${conversationPath(id, '/stop')}" hx-swap="none">Stop</button>
 <button type="submit" id="send" class="send primary">Send</button>
@@ -178,7 +190,7 @@ export function renderConversationSwitch(model: PageModel): Html {
 function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus, pane: PaneView): Html {
   const canGenerate = imageStatus.configured;
   return html`<section class="panel prompt-pane" aria-labelledby="prompt-heading">
-<h2 id="prompt-heading">Prompt</h2>
+<h2 id="prompt-heading" tabindex="-1">Prompt</h2>
 <form id="prompt-form" novalidate>
 <label for="prompt" class="visually-hidden">Prompt</label>
 <textarea id="prompt" name="prompt" rows="5" data-max-chars="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error prompt-count" data-version="${pane.promptVersion ?? ''}">${prompt}</textarea>
@@ -322,7 +334,12 @@ export function renderTurnBubble(conversationId: string, turns: readonly Transcr
 function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn, index: number, last: boolean): Html {
   const bubbleId = `turn-${turn.id}`;
   const replaced = turn.status === 'replaced';
-  if (turn.role === 'user') return renderUserBubble(turn.text, { id: bubbleId, createdAt: turn.createdAt, conversationId, last, replaced });
+  if (turn.role === 'user') {
+    // Edit is offered by its reply's end, as live (render-event.ts): the reply after it that was not replaced.
+    const reply = turns.slice(index + 1).find((later) => later.role === 'assistant' && later.status !== 'replaced');
+    const edit = decideTurnOffers(reply?.status ?? turn.status, { last, stored: true }).edit;
+    return renderUserBubble(turn.text, { id: bubbleId, createdAt: turn.createdAt, conversationId, last: edit, replaced });
+  }
   // The same decision the live renderer makes as a reply ends (render-event.ts).
   const offers = decideTurnOffers(turn.status, { last, stored: true });
   const notes: Html[] = (turn.notices ?? []).map(renderNotice);

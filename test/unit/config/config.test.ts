@@ -65,8 +65,8 @@ describe('parseConfig', () => {
     expect(ok([], { EASEL_FIRST_TOKEN_TIMEOUT: '0', EASEL_STALL_TIMEOUT: '30' })).toMatchObject({ firstTokenTimeout: 0, stallTimeout: 30 });
     expect(failure(['--first-token-timeout', '-1'])).toMatch(/^--first-token-timeout must be a number of seconds from 0 \(never give up\) to 86400/);
     expect(failure(['--stall-timeout', 'soon'])).toMatch(/^--stall-timeout must be a number of seconds/);
-    expect(formatHelp()).toMatch(/--first-token-timeout VALUE.*\[\$EASEL_FIRST_TOKEN_TIMEOUT\]/);
-    expect(formatHelp()).toMatch(/--stall-timeout VALUE.*\[\$EASEL_STALL_TIMEOUT\]/);
+    expect(formatHelp()).toMatch(/--first-token-timeout SECONDS +seconds to wait for the first word[^[]*\[\$EASEL_FIRST_TOKEN_TIMEOUT\]/);
+    expect(formatHelp()).toMatch(/--stall-timeout SECONDS +seconds to wait between words[^[]*\[\$EASEL_STALL_TIMEOUT\]/);
   });
 
   it('reads --max-image-pixels: 8192×8192 by default, 64×64 to the per-side cap squared, from the flag or the environment', () => {
@@ -78,7 +78,7 @@ describe('parseConfig', () => {
       expect(failure(['--max-image-pixels', bad]), bad).toBe(`--max-image-pixels must be a whole number from 4096 to 268435456 (got "${bad}").`);
     }
     expect(failure([], { EASEL_MAX_IMAGE_PIXELS: 'huge' })).toMatch(/^--max-image-pixels must be a whole number/);
-    expect(formatHelp()).toMatch(/--max-image-pixels VALUE.*default 67108864 = 8192×8192.*\[\$EASEL_MAX_IMAGE_PIXELS\]/);
+    expect(formatHelp().replace(/\s+/g, ' ')).toMatch(/--max-image-pixels PIXELS the most pixels .* \(default 67108864 = 8192×8192\) \[\$EASEL_MAX_IMAGE_PIXELS\]/);
   });
 
   it('names the flag and the allowed range on bad input', () => {
@@ -98,6 +98,37 @@ describe('parseConfig', () => {
     for (const flag of ['--host', '--allowed-hosts', '--token', '--port', '--ollama-url', '--model', '--llm-seed', '--num-ctx', '--log-level', '--data-dir']) {
       expect(formatHelp()).toContain(flag);
     }
+  });
+
+  it('--help names each value, and sets every description apart in one column, wrapped to the width', () => {
+    for (const columns of [undefined, 0, 60, 80, 100, 200]) {
+      const help = formatHelp(columns);
+      const width = columns ? Math.min(Math.max(columns, 60), 100) : 80;
+      const lines = help.split('\n').slice(3);
+      // Each flag starts a row; its description starts in the same column as every other one.
+      const rows = lines.filter((line) => line.startsWith('  --'));
+      expect(rows, String(columns)).toHaveLength(21);
+      const starts = rows.map((row) => /^  (--[a-z-]+(?: [A-Z]+)?) +/.exec(row)![0].length);
+      const column = starts[0]!;
+      expect(new Set(starts), String(columns)).toEqual(new Set([column]));
+      // At least two spaces between the longest flag with its value and its description.
+      expect(rows.find((row) => row.startsWith('  --first-token-timeout'))).toMatch(/^ {2}--first-token-timeout SECONDS {2}seconds/);
+      // A continued description stays in the column; no line passes the width but a word longer than the column.
+      for (const line of lines) {
+        if (line.length > width) expect(line.slice(column), line).toMatch(/^\S+$/);
+        if (!line.startsWith('  --')) expect(line, line).toMatch(new RegExp(`^ {${column}}\\S`));
+      }
+    }
+    // Every flag that takes a value names it; a switch takes none.
+    const help = formatHelp();
+    for (const [flag, value] of [['--port', 'PORT'], ['--ollama-url', 'URL'], ['--num-ctx', 'TOKENS'], ['--data-dir', 'DIR'], ['--comfy-workflow', 'FILE'], ['--image-timeout', 'SECONDS']]) {
+      expect(help).toMatch(new RegExp(`^  ${flag} ${value}  `, 'm'));
+    }
+    expect(help).not.toContain('VALUE');
+    expect(help).toMatch(/^ {2}--unload-llm {2,}unload the chat model/m);
+    // Words are kept whole when wrapped: the environment variable's name and a URL too.
+    expect(formatHelp(60)).toMatch(/\[\$EASEL_ALLOWED_HOSTS\]/);
+    expect(formatHelp(60)).toContain('http://127.0.0.1:11434)');
   });
 
   it('reads --allowed-hosts as a comma-separated list of names with optional ports', () => {

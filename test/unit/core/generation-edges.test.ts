@@ -234,4 +234,30 @@ describe('checkHealth', () => {
       detail: 'ready',
     });
   });
+
+  it('a check too slow to answer while the backend makes one of our images says it is busy, not down; a refused one is down', async () => {
+    const slow = { reachable: false, slow: true as const, detail: 'The image backend at http://127.0.0.1:7860 did not answer within 3 s.' };
+    const refused = { reachable: false, detail: 'Nothing is listening at http://127.0.0.1:7860.' };
+    let health: { reachable: boolean; slow?: true; detail: string } = slow;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { images } = setUp(backendWith(async () => (await gate, result()), { checkHealth: async () => health }));
+    const down = { backend: 'a1111', url: 'http://127.0.0.1:7860', configured: true, reachable: false };
+    // No image being made: a check with no answer is what it says.
+    expect(await images.checkHealth()).toEqual({ ...down, detail: slow.detail });
+
+    const events = images.generate(input());
+    expect((await events.next()).value).toMatchObject({ type: 'generation' });
+    const rest = collectAll(events);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await images.checkHealth()).toEqual({ ...down, reachable: true, detail: 'AUTOMATIC1111 at http://127.0.0.1:7860 is busy making an image.' });
+    // Nothing listening is not busy, image or not.
+    health = refused;
+    expect(await images.checkHealth()).toEqual({ ...down, detail: refused.detail });
+
+    health = slow;
+    release();
+    expect((await rest).at(-1)).toMatchObject({ type: 'image' });
+    expect(await images.checkHealth()).toEqual({ ...down, detail: slow.detail });
+  });
 });

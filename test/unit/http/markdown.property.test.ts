@@ -165,7 +165,10 @@ describe('the streamed Markdown of a reply', () => {
           // The shown text is what arrived so far, minus the blocks already rendered (a held \r aside).
           const source = normalised(sent.endsWith('\r') ? sent.slice(0, -1) : sent);
           expect(source.endsWith(live)).toBe(true);
-          expect(html).toBe(whole(source.slice(0, source.length - live.length)));
+          // The finished blocks are what the whole render shows of them with more text after them (a reply's
+          // end drops its unfinished markers, which a block with text after it keeps: they were not the end).
+          const finished = source.slice(0, source.length - live.length);
+          expect(html).toBe(finished === '' ? '' : whole(`${finished}x`).replace(/<p>x<\/p>$/, ''));
         });
       }),
       { numRuns: 1000 },
@@ -203,6 +206,47 @@ describe('a reply rendered as Markdown', () => {
     expect(whole('[site](https://example.com) <a@b.c>')).toBe(
       '<p><a href="https://example.com" target="_blank" rel="noopener noreferrer">site</a> <a href="mailto:a@b.c" target="_blank" rel="noopener noreferrer">a@b.c</a></p>',
     );
+  });
+
+  it('a reply cut off mid-way shows no unfinished marker at its end: the words stay, the opener goes, streamed or whole', () => {
+    const cut = {
+      'Nice idea! I imagine **slo': '<p>Nice idea! I imagine slo</p>',
+      'I imagine *slo': '<p>I imagine slo</p>',
+      'I imagine _slo': '<p>I imagine slo</p>',
+      'I imagine ~~slo': '<p>I imagine slo</p>',
+      'Try `--ar 16': '<p>Try --ar 16</p>',
+      'Try ``a b': '<p>Try a b</p>',
+      '“*Slo': '<p>“Slo</p>',
+      'I imagine **': '<p>I imagine </p>',
+      'I imagine *': '<p>I imagine </p>',
+      'I imagine `': '<p>I imagine </p>',
+      '**A lighthouse** at *dusk': '<p><strong>A lighthouse</strong> at dusk</p>',
+      '- one\n- **Lighting': '<ul><li>one</li><li>Lighting</li></ul>',
+      '## **Mood': '<h4>Mood</h4>',
+      '[a **lamp](https://example.com) in *fog': '<p><a href="https://example.com" target="_blank" rel="noopener noreferrer">a lamp</a> in fog</p>',
+    };
+    for (const [text, html] of Object.entries(cut)) {
+      expect(whole(text), text).toBe(html);
+      // Live, the last block is rendered at the reply's end: the same HTML.
+      expect(stream([...text]).html, text).toBe(html);
+    }
+    // Only the end: an earlier block with a stray marker was the model's and is shown as written.
+    expect(whole('A *stray one\n\nThe end **cut')).toBe('<p>A *stray one</p><p>The end cut</p>');
+    // What closes, what cannot open and what sits inside a word is unchanged.
+    expect(whole('**bold**, snake_case, file_name_, 2 * 3 and `code`')).toBe(
+      '<p><strong>bold</strong>, snake_case, file_name_, 2 * 3 and <code>code</code></p>',
+    );
+    expect(whole('Set window.__ran, press the ` key, a*b')).toBe('<p>Set window.__ran, press the ` key, a*b</p>');
+    // A reply ending in a code block, or a rule, has no unfinished emphasis at its end.
+    expect(whole('Here *it is:\n\n```\n**x')).toBe('<p>Here *it is:</p><pre><code>**x</code></pre>');
+    expect(whole('Here *it is\n\n---')).toBe('<p>Here *it is</p><hr>');
+  });
+
+  it("ranks a reply's headings below the page's own h1 and h2: # is an h3, h6 at most", () => {
+    expect(whole('# One\n\n## Two\n\n### Three\n\n#### Four\n\n###### Six\n\nSetext\n===')).toBe(
+      '<h3>One</h3><h4>Two</h4><h5>Three</h5><h6>Four</h6><h6>Six</h6><h3>Setext</h3>',
+    );
+    expect(stream(['# One\n\n', 'text\n\n## Two']).html).toBe('<h3>One</h3><p>text</p><h4>Two</h4>');
   });
 
   it('never renders the raw HTML a model writes', () => {

@@ -155,6 +155,17 @@ describe('the library', () => {
     expect(find(root, '#item-a1 time.conversation-time').getAttribute('datetime')).toBe('2026-11-21T09:30:12.000Z');
   });
 
+  it('each item carries its whole title as a tooltip (the list cuts a long one with an ellipsis), escaped', () => {
+    const long = 'A lighthouse on a cliff at dusk, "storm" <clouds> & rain';
+    const root = read(renderConversationItems({ conversations: [SUMMARY('a1', long), SUMMARY('b2', 'Fox')], currentId: 'b2', query: '' }));
+    expect(root.querySelectorAll('.conversation-title').map((title) => [title.getAttribute('title'), title.text])).toEqual([
+      [long, long],
+      ['Fox', 'Fox'],
+    ]);
+    // On the title alone: the link's name is not repeated as its description.
+    expect(root.querySelectorAll('a.conversation-link[title]')).toHaveLength(0);
+  });
+
   it('an empty list says why: nothing yet, or nothing that holds the words searched for', () => {
     const none = (query: string) => find(read(renderConversationItems({ conversations: [], currentId: '', query })), 'li.conversation-none').text;
     expect(none('')).toBe('Your conversations appear here.');

@@ -79,6 +79,17 @@ describe('the page of a conversation', () => {
     expect(find(root, '#status').text).toBe('Checking Ollama…');
   });
 
+  it('the body starts with "Skip to the conversation", a link past the top bar and the library to the focusable log', () => {
+    const root = page(conversation({ turns: [turn('user', 'one'), turn('assistant', 'two')] }), { library: { conversations: [], currentId: 'c1', query: '' } });
+    const first = find(root, 'body').childNodes.find((node) => node.nodeType === 1);
+    expect(first?.toString()).toBe('<a href="#log" class="skip-link">Skip to the conversation</a>');
+    expect(find(root, '#log').attributes).toMatchObject({ tabindex: '0', 'aria-label': 'Conversation' });
+    // Before the library and everything else that takes the focus.
+    const markup = String(renderConversationPage(model(conversation())));
+    expect(markup.indexOf('Skip to the conversation')).toBeLessThan(markup.indexOf('id="library"'));
+    expect(markup.indexOf('Skip to the conversation')).toBeLessThan(markup.indexOf('<button'));
+  });
+
   it('an empty conversation invites a first message; the new page marks its first send as creating it', () => {
     const root = page(conversation(), { isNew: true });
     expect(find(root, '#log #log-empty').text).toMatch(/^Describe the picture you have in mind/);
@@ -92,6 +103,17 @@ describe('the page of a conversation', () => {
     expect(find(root, 'main#conversation').getAttribute('data-conversation-id')).toBe('c1');
   });
 
+  it("a reply cut off mid-way shows no unfinished marker after a reload, its stored text unchanged; its headings rank below the page's", () => {
+    const stopped = turn('assistant', 'Nice idea! I imagine **slo', { status: 'stopped' });
+    const root = page(conversation({ turns: [turn('user', 'a lantern'), turn('assistant', '# Ideas\n\n## Light\n\nwarm'), turn('user', 'more'), stopped] }));
+    expect(find(root, `#turn-${stopped.id}-text`).innerHTML).toBe('<p>Nice idea! I imagine slo</p>');
+    expect(stopped.text).toBe('Nice idea! I imagine **slo');
+    // The page's h1 is Easel's alone; a reply's # and ## are h3 and h4, under the sections' h2.
+    expect(texts(root, 'h1')).toEqual([' Easel']);
+    expect(texts(root, '.text.md h3, .text.md h4').map((text) => text.trim())).toEqual(['Ideas', 'Light']);
+    expect(root.querySelectorAll('.text.md h1, .text.md h2')).toHaveLength(0);
+  });
+
   it('a transcript: Edit on the last message, Regenerate on the last reply, both only when no reply is running', () => {
     const view = conversation({ turns: [turn('user', 'one'), turn('assistant', 'first **reply**'), turn('user', 'two <i>'), turn('assistant', 'second')] });
     const root = page(view);
@@ -101,8 +123,13 @@ describe('the page of a conversation', () => {
     expect(root.querySelectorAll('article.msg.user')[1]!.querySelector('.edit-message')).not.toBeNull();
     expect(root.querySelectorAll('.regenerate-button')).toHaveLength(1);
     expect(root.querySelectorAll('article.msg.assistant')[1]!.querySelector('.regenerate-button')).not.toBeNull();
-    // Copy on every bubble, and each one's time.
-    expect(root.querySelectorAll('.copy-message')).toHaveLength(4);
+    // Copy on every bubble, named for what it copies, and each one's time.
+    expect(root.querySelectorAll('.copy-message').map((button) => [button.text, button.getAttribute('aria-label')])).toEqual([
+      ['Copy', 'Copy your message'],
+      ['Copy', 'Copy this reply'],
+      ['Copy', 'Copy your message'],
+      ['Copy', 'Copy this reply'],
+    ]);
     expect(find(root, `#turn-${view.turns[0]!.id} time`).getAttribute('datetime')).toBe(view.turns[0]!.createdAt);
 
     const busy = page(view, { busy: true });
@@ -201,7 +228,7 @@ describe('the page of a conversation', () => {
     expect(find(root, '#image-frame .image-caption').text).toBe('Seed 9 · 8 × 8 · sdxl · Download');
   });
 
-  it('an automatic image still being made shows its block, which follows it into its reply', () => {
+  it('every image still being made shows its block: an automatic one follows it into its reply, Generate\'s into the chat', () => {
     const view = conversation({
       turns: [turn('user', 'a'), turn('assistant', 'b')],
       generating: [
@@ -210,8 +237,11 @@ describe('the page of a conversation', () => {
       ],
     });
     const root = page(view);
-    expect(root.querySelectorAll('#image-status .generation').map((block) => block.id)).toEqual(['generation-g1']);
+    expect(root.querySelectorAll('#image-status .generation').map((block) => block.id)).toEqual(['generation-g1', 'generation-g2']);
     expect(find(root, '#generation-g1 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g1/events?bubble=turn-7');
+    // Generate's image outlives the page that asked for it: a reload follows it too, into the chat.
+    expect(find(root, '#generation-g2 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g2/events');
+    expect(find(root, '#generation-g2-state').text).toBe('Waiting for the image backend: another image is being made first.');
     expect(find(root, '#generation-g1-bar').getAttribute('aria-valuenow')).toBe('50');
     expect(find(root, '#generation-g1-state').text).toBe('Making the image…');
   });
@@ -468,6 +498,14 @@ describe('bubbles', () => {
     // What an image event leaves out (undefined) is left out too, as a stored null is.
     const fromEvent = find(read(renderThumbnail({ url: '/images/a.png', prompt: 'p', width: 8, height: 8 })), 'button.thumb');
     expect(['data-seed', 'data-steps', 'data-cfg', 'data-model', 'data-negative-prompt'].filter((name) => fromEvent.hasAttribute(name))).toEqual([]);
+  });
+
+  it('a Generate entry has a short label, its prompt and its thumbnail (a run of them shows the label once: web/easel.css)', () => {
+    const entry = read(renderGeneratedEntry(makeImageRecord({ url: '/images/a.png', prompt: 'a lantern <b>' })));
+    expect(find(entry, 'article.msg.generated .generated-label').text).toBe('Easel: Made with Generate');
+    expect(find(entry, '.generated-label .visually-hidden').text).toBe('Easel: ');
+    expect(find(entry, '.generated-prompt').text).toBe('a lantern <b>');
+    expect(entry.querySelectorAll('.thumbs button.thumb')).toHaveLength(1);
   });
 
   it('only our own image URLs are shown: anything else renders nothing (or the placeholder)', () => {

@@ -54,6 +54,17 @@ describe('renderEventHtml', () => {
     expect(render(EVENTS.at(-1)!)).not.toContain('reply-1-live');
   });
 
+  it('a reply stopped mid-way ends without its unfinished marker, as a reload shows it; its headings rank below the page\'s', () => {
+    for (const end of [{ type: 'done', attempts: 1, repairs: [], level: 'stopped', evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 }, { type: 'error', code: 'ollama_unreachable', message: 'Gone.' }] as TurnEvent[]) {
+      const stream = { ...view, started: true };
+      const render = (event: TurnEvent) => String(renderEventHtml(event, stream));
+      expect(render({ type: 'delta', text: '# Ideas\n\nNice idea! I imagine **s' })).toContain('<h3>Ideas</h3>');
+      // While it streams, the block in progress is its source; its end renders it, the marker gone.
+      expect(render({ type: 'delta', text: 'lo' })).toBe('<hx-partial hx-target="#reply-1-live" hx-swap="beforeend">lo</hx-partial>');
+      expect(render(end)).toContain('<hx-partial hx-target="#reply-1-live" hx-swap="outerHTML"><p>Nice idea! I imagine slo</p></hx-partial>');
+    }
+  });
+
   it('shows a status in the text\'s place, and whatever comes next removes it first', () => {
     expect(String(renderEventHtml({ type: 'status', message: 'Loading mistral:7b…' }, view))).toBe(
       '<hx-partial hx-target="#reply-1-text" hx-swap="beforeend"><span class="status" id="reply-1-status">Loading mistral:7b…</span></hx-partial>',
@@ -183,6 +194,19 @@ describe('the library on the page', () => {
     expect(unsaved).not.toContain('regenerate-button');
     expect(unsaved).not.toContain('edit-message');
   });
+
+  it('gives Edit back to the message a Regenerate asked again (a stream that drew no message), as a reload does', () => {
+    const done: DoneEvent = { type: 'done', attempts: 1, repairs: [], level: 'clean', evalCount: 1, tokensPerSecond: 1, firstTokenMs: 1 };
+    const regenerated = String(renderEventHtml(done, { conversationId: 'c1', bubbleId: 'reply-2', started: true }));
+    // Its bubble was drawn by a reload or by an earlier stream: the last message not replaced, whatever its id.
+    expect(regenerated).toContain(
+      '<hx-partial hx-target="#log &gt; .msg.user:not(.replaced):not(:has(~ .msg.user:not(.replaced))) .msg-actions" hx-swap="beforeend"><button type="button" class="edit-message last-only">Edit</button>',
+    );
+    // A failed or stopped Regenerate leaves the message editable too; one that never started offers nothing.
+    const failed = String(renderEventHtml({ ...done, level: 'error' }, { conversationId: 'c1', bubbleId: 'reply-2', started: true }));
+    expect(failed).toContain('class="edit-message last-only"');
+    expect(String(renderEventHtml(done, { conversationId: 'c1', bubbleId: 'reply-2' }))).not.toContain('edit-message');
+  });
 });
 
 describe('renderMessage', () => {
@@ -242,7 +266,9 @@ describe('each event of a turn, as the page receives it', () => {
   it('the turn\'s end: Copy always, Regenerate only on a stored reply that did not fail or reset, "Stopped." for a Stop', () => {
     const end = (level: DoneEvent['level'], started: boolean) => String(renderEventHtml(done(level), { conversationId: 'c1', bubbleId: 'reply-1', started, replyEnded: true }));
     expect(end('clean', true)).toBe(
-      '<hx-partial hx-target="#reply-1-cursor" hx-swap="delete"></hx-partial><hx-partial hx-target="#reply-1-actions" hx-swap="beforeend"><button type="button" class="copy-message">Copy</button><button type="button" class="regenerate-button last-only">Regenerate</button></hx-partial>',
+      '<hx-partial hx-target="#reply-1-cursor" hx-swap="delete"></hx-partial><hx-partial hx-target="#reply-1-actions" hx-swap="beforeend"><button type="button" class="copy-message" aria-label="Copy this reply">Copy</button><button type="button" class="regenerate-button last-only">Regenerate</button></hx-partial>' +
+        // A stream with no message of its own (Regenerate): Edit goes back on the last message.
+        '<hx-partial hx-target="#log &gt; .msg.user:not(.replaced):not(:has(~ .msg.user:not(.replaced))) .msg-actions" hx-swap="beforeend"><button type="button" class="edit-message last-only">Edit</button></hx-partial>',
     );
     for (const level of ['error', 'reset'] as const) expect(end(level, true)).not.toContain('regenerate-button');
     expect(end('stopped', true)).toContain('<hx-partial hx-target="#reply-1-notes" hx-swap="beforeend"><p class="notice">Stopped.</p></hx-partial>');

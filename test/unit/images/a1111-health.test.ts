@@ -86,6 +86,7 @@ describe('A1111 checkHealth', () => {
     const silent = await serveRoutes({ '/sdapi/v1/options': 'hang', '/sdcpp/v1/capabilities': 'hang' });
     expect(await createA1111Backend({ url: silent.url, healthTimeoutMs: 150 }).checkHealth()).toEqual({
       reachable: false,
+      slow: true,
       detail: `The image backend at ${silent.url} did not answer within 150 ms; it may be busy loading a model.`,
     });
 

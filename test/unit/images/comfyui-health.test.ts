@@ -60,6 +60,7 @@ describe('ComfyUI checkHealth', () => {
     const server = await serveComfy({ routes: { '/system_stats': 'hang' } });
     expect(await createComfyUiBackend({ url: server.url, workflow, healthTimeoutMs: 50 }).checkHealth()).toEqual({
       reachable: false,
+      slow: true,
       detail: `ComfyUI at ${server.url} did not answer within 50 ms; it may be busy starting up.`,
     });
 

@@ -208,12 +208,13 @@ describe('checkWithin', () => {
     expect(await check).toEqual({ reachable: false, detail: 'The health check was cancelled.' });
   });
 
-  it('no answer within the limit: who was slow, and why it may be, when the adapter knows', async () => {
+  it('no answer within the limit: who was slow, and why it may be, when the adapter knows; marked slow, not refused', async () => {
     expect(await checkWithin({ healthTimeoutMs: 30, ...words, slowHint: 'it may be busy loading a model' }, hanging)).toEqual({
       reachable: false,
+      slow: true,
       detail: `The image backend at ${URL} did not answer within 30 ms; it may be busy loading a model.`,
     });
-    expect(await checkWithin({ healthTimeoutMs: 30, ...words, slowProduct: 'LocalAI' }, hanging)).toEqual({ reachable: false, detail: `LocalAI at ${URL} did not answer within 30 ms.` });
+    expect(await checkWithin({ healthTimeoutMs: 30, ...words, slowProduct: 'LocalAI' }, hanging)).toEqual({ reachable: false, slow: true, detail: `LocalAI at ${URL} did not answer within 30 ms.` });
   });
 
   it('a redirect is something answering there; a failed connection is nothing answering, in the connection words', async () => {

@@ -74,6 +74,7 @@ describe('OpenAI-compatible checkHealth', () => {
     const hanging = await serveRoutes({ '/readyz': 'hang', '/v1/models': { json: { object: 'list', data: [{ id: 'sd' }] } } });
     expect(await createOpenAiImagesBackend({ url: hanging.url, dialect: 'localai', healthTimeoutMs: 150 }).checkHealth()).toEqual({
       reachable: false,
+      slow: true,
       detail: `LocalAI at ${hanging.url} did not answer within 150 ms.`,
     });
   });
@@ -82,6 +83,7 @@ describe('OpenAI-compatible checkHealth', () => {
     const silent = await serveRoutes({ '/v1/models': 'hang', '/sdcpp/v1/capabilities': 'hang' });
     expect(await createOpenAiImagesBackend({ url: silent.url, healthTimeoutMs: 150 }).checkHealth()).toEqual({
       reachable: false,
+      slow: true,
       detail: `The image server at ${silent.url} did not answer within 150 ms.`,
     });
 
