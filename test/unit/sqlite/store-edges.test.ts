@@ -105,6 +105,18 @@ describe('the working context cache', () => {
     expect(store.readContext('c0')).toEqual([user('c0'), user('later')]);
   });
 
+  it('an edit dropping entries at the front and the back leaves in memory what it leaves in the rows', () => {
+    const path = tempPath();
+    const store = openStore(path);
+    const five = [user('a'), reply('b'), user('c'), reply('d'), user('e')];
+    store.importConversation({ id: 'c1', title: null, createdAt: at, updatedAt: at, prompt: '', settings: DEFAULT_SETTINGS, turns: [], context: five, images: [] });
+    expect(store.readContext('c1')).toEqual(five);
+    store.beginTurn('c1', { user: { text: 'f' }, replaces: [], context: { kind: 'edit', dropFront: 2, dropBack: 1, append: [user('f')] } }, at);
+    expect(store.readContext('c1')).toEqual([user('c'), reply('d'), user('f')]);
+    store.close();
+    expect(openStore(path).readContext('c1')).toEqual([user('c'), reply('d'), user('f')]);
+  });
+
   it('skips a context row that cannot be read, with a log line naming the conversation and the row', () => {
     const path = tempPath();
     const first = openStore(path);
