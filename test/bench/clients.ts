@@ -167,3 +167,55 @@ export function createArrivalTracker(count: number, tokenText: (i: number) => st
     },
   };
 }
+
+/** One event of an event stream: its name ('message' when none), its data lines joined, and its own id. */
+export interface SseFrame {
+  event: string;
+  data: string;
+  id: string | undefined;
+}
+
+/**
+ * Reads an event stream as it arrives, in whatever pieces the network brings it (a line or a frame split
+ * across reads included): each complete frame goes to `onFrame`, each comment line (`: keep-alive`) to
+ * `onComment`. Returns the function to hand each piece of text to.
+ */
+export function createSseReader(onFrame: (frame: SseFrame) => void, onComment?: (text: string) => void): (text: string) => void {
+  let pending = '';
+  let event = '';
+  let data: string[] = [];
+  let id: string | undefined;
+  return (text) => {
+    pending += text;
+    let start = 0;
+    for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n', start)) {
+      const line = pending.slice(start, pending[end - 1] === '\r' ? end - 1 : end);
+      start = end + 1;
+      if (line === '') {
+        if (data.length > 0) onFrame({ event: event || 'message', data: data.join('\n'), id });
+        event = '';
+        data = [];
+        id = undefined;
+      } else if (line.startsWith(':')) {
+        onComment?.(line.slice(1).trim());
+      } else {
+        const colon = line.indexOf(':');
+        const field = colon === -1 ? line : line.slice(0, colon);
+        const value = colon === -1 ? '' : line.slice(line[colon + 1] === ' ' ? colon + 2 : colon + 1);
+        if (field === 'event') event = value;
+        else if (field === 'data') data.push(value);
+        else if (field === 'id') id = value;
+      }
+    }
+    pending = pending.slice(start);
+  };
+}
+
+/** The text of every `delta` event of a JSON API stream's body, in order. */
+export function readDeltaTexts(body: string): string[] {
+  const texts: string[] = [];
+  createSseReader((frame) => {
+    if (frame.event === 'delta') texts.push((JSON.parse(frame.data) as { text: string }).text);
+  })(body);
+  return texts;
+}

@@ -1,46 +1,69 @@
-// The processes of the bench: the fake Ollama's, the real `npm start`, and what /proc says about them.
+// The processes of the bench: the fake Ollama's, the followers', the real `npm start`, and what /proc says about them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import type { FakeAnswer, FakeCommand } from './fake-process.ts';
+import type { FollowersAnswer, FollowersCommand } from './followers-process.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
-type CommandBody = FakeCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
+/** A command as the bench asks it: the id is added on the way. */
+type BodyOf<C> = C extends { id: number } ? Omit<C, 'id'> : never;
 
-export interface FakeProcess {
-  url: string;
+interface IpcChild<C, A> {
   pid: number;
-  ask(command: CommandBody): Promise<Extract<FakeAnswer, { ok: true }>>;
+  ask(command: BodyOf<C>): Promise<Extract<A, { ok: true }>>;
   close(): Promise<void>;
 }
 
-export async function startFakeProcess(): Promise<FakeProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/fake-process.ts'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (m) => resolve((m as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`the fake Ollama's process exited (${code}) before it listened`)));
+/**
+ * A helper of the bench in a Node process of its own (`test/bench/<script>`, run with tsx), driven over IPC:
+ * each command gets an id and its answer comes back with it. Resolves with the child's first message.
+ */
+async function startIpcChild<C, A extends { id: number; ok: boolean; error?: string }>(script: string, name: string): Promise<{ first: unknown; child: IpcChild<C, A> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', `test/bench/${script}`], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const first = await new Promise<unknown>((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`the ${name} process exited (${code}) before it was ready`)));
   });
   let nextId = 1;
-  const waiting = new Map<number, (answer: FakeAnswer) => void>();
+  const waiting = new Map<number, (answer: A) => void>();
   child.on('message', (m) => {
-    const answer = m as FakeAnswer;
+    const answer = m as A;
     waiting.get(answer.id)?.(answer);
     waiting.delete(answer.id);
   });
   return {
-    url,
-    pid: child.pid as number,
-    ask(command) {
-      const id = nextId++;
-      return new Promise((resolve, reject) => {
-        waiting.set(id, (answer) => (answer.ok ? resolve(answer) : reject(new Error(`fake Ollama: ${answer.error}`))));
-        child.send({ ...command, id });
-      });
+    first,
+    child: {
+      pid: child.pid as number,
+      ask(command) {
+        const id = nextId++;
+        return new Promise((resolve, reject) => {
+          waiting.set(id, (answer) => (answer.ok ? resolve(answer as Extract<A, { ok: true }>) : reject(new Error(`${name}: ${answer.error}`))));
+          child.send({ ...command, id });
+        });
+      },
+      close: () => stopChild(child, 'SIGTERM', () => child.disconnect()),
     },
-    close: () => stopChild(child, 'SIGTERM', () => child.disconnect()),
   };
+}
+
+export interface FakeProcess extends IpcChild<FakeCommand, FakeAnswer> {
+  url: string;
+}
+
+export async function startFakeProcess(): Promise<FakeProcess> {
+  const { first, child } = await startIpcChild<FakeCommand, FakeAnswer>('fake-process.ts', 'fake Ollama');
+  return { ...child, url: (first as { url: string }).url };
+}
+
+/** Clients following Easel's live streams, in a process of their own (test/bench/followers-process.ts). */
+export type FollowersProcess = IpcChild<FollowersCommand, FollowersAnswer>;
+
+export async function startFollowersProcess(): Promise<FollowersProcess> {
+  return (await startIpcChild<FollowersCommand, FollowersAnswer>('followers-process.ts', 'followers')).child;
 }
 
 export interface NpmServer {

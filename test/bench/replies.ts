@@ -34,6 +34,11 @@ export function pacedToken(i: number): string {
   return ` w${i}q`;
 }
 
+/** What a client is shown of pacedChunks(count), and what is stored. */
+export function pacedText(count: number): string {
+  return Array.from({ length: count }, (_, i) => pacedToken(i)).join('').trim();
+}
+
 export function pacedChunks(count: number): string[] {
   return [...Array.from({ length: count }, (_, i) => pacedToken(i)), ...METADATA_TAIL];
 }

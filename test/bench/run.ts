@@ -1,7 +1,7 @@
 // Speed and memory targets (docs/BENCHMARKS.md). `npm run bench` prints one table and exits 1 when a
 // target is missed; `-- --quick` runs fewer rounds; `-- --profile` (or `--profile-page`) profiles the server
 // during floods instead; `-- --only flood,latency` runs some sections; `-- --markdown` also prints the table
-// as Markdown; `-- --verbose` prints every turn's time and the worst token latencies. Never part of
+// as Markdown; `-- --verbose` prints every turn's time and the worst token latencies (and the followers' checks). Never part of
 // `npm test`: timings depend on the machine.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { MAX_REPLY_CHARS } from '../../server/protocol/index.ts';
 import {
   createArrivalTracker,
   createConversation,
+  readDeltaTexts,
   readDirect,
   readTurns,
   sendApiMessage,
@@ -23,12 +24,12 @@ import {
 import { formatSelfTimes, summariseProfile, type CpuProfile } from './cpu-profile.ts';
 import { openInspector } from './inspector.ts';
 import { measureProtocol } from './micro.ts';
-import { describeLoad, readCpuNs, readRssMb, sleep, startFakeProcess, startNpmServer, type FakeProcess, type NpmServer } from './processes.ts';
-import { floodChunks, floodText, pacedToken } from './replies.ts';
-import { formatMarkdown, formatTable, judge, median, quantile, type Figure } from './stats.ts';
+import { describeLoad, readCpuNs, readRssMb, sleep, startFakeProcess, startFollowersProcess, startNpmServer, type FakeProcess, type FollowersProcess, type NpmServer } from './processes.ts';
+import { floodChunks, floodText, pacedText, pacedToken } from './replies.ts';
+import { formatMarkdown, formatTable, judge, median, quantile, quietestSum, type Figure } from './stats.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak', 'hostile'] as const;
+const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak', 'hostile', 'followers'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: flags } = parseArgs({
@@ -54,6 +55,21 @@ const PACED_TOKENS = quick ? 300 : 500;
 const PACE_MS = 10;
 const TURNS = 200;
 const REPLY_CHARS = 4_000;
+/** Clients following the conversation a reply is written in, reading their streams. */
+const FOLLOWERS = 20;
+/**
+ * Each round of the followed replies: pairs of paced replies of FOLLOWED_TOKENS, one with FOLLOWERS followers,
+ * one with none, the order alternating; short replies interleaved, so a burst of the machine's other work lands
+ * on both alike.
+ */
+const FOLLOWED_TOKENS = 200;
+const FOLLOWED_PAIRS = quick ? 3 : 6;
+/** Clients connected and following while nothing happens: half a conversation each, half the library. */
+const IDLE_FOLLOWERS = 100;
+/** An idle stretch whose CPU is read (see measureIdleFollowers). */
+const IDLE_WINDOW_MS = 5_000;
+/** Time given to what a burst of work leaves running (V8's compiler and collector threads) before a reading. */
+const SETTLE_MS = 3_000;
 const ROUNDS = {
   protocol: quick ? 3 : 5,
   startup: quick ? 3 : 5,
@@ -61,6 +77,8 @@ const ROUNDS = {
   latency: quick ? 1 : 3,
   growth: quick ? 1 : 2,
   leakTurns: quick ? 200 : 500,
+  followers: quick ? 1 : 3,
+  idle: quick ? 1 : 3,
 };
 
 if (floodText(FLOOD_TOKENS).length + 200 > MAX_REPLY_CHARS) throw new Error('the flood would pass Easel\'s reply cap; use shorter tokens');
@@ -109,6 +127,7 @@ async function measureAll(fake: FakeProcess): Promise<number> {
   }
   if (runs('leak')) await measureLeak(fake);
   if (runs('hostile')) await measureHostileImports(fake);
+  if (runs('followers')) await measureFollowers(fake);
 
   const judged = figures.map(judge);
   console.log(`\n${formatTable(judged)}`);
@@ -250,18 +269,22 @@ async function measureFloods(fake: FakeProcess, server: NpmServer): Promise<void
 
 // --- added latency per token at 100 tok/s -------------------------------------------------------------
 /** Per token: arrival at the client minus the moment the fake handed its line to the socket, in ms. */
-async function pacedRun(fake: FakeProcess, read: (onData: (text: string, atNs: number) => void) => Promise<void>): Promise<{ latencies: number[]; gaps: number[] }> {
-  await fake.ask({ type: 'paced', tokens: PACED_TOKENS, delayMs: PACE_MS });
-  const tracker = createArrivalTracker(PACED_TOKENS, pacedToken);
+async function pacedRun(
+  fake: FakeProcess,
+  read: (onData: (text: string, atNs: number) => void) => Promise<void>,
+  tokens = PACED_TOKENS,
+): Promise<{ latencies: number[]; gaps: number[]; sentNs: number[] }> {
+  await fake.ask({ type: 'paced', tokens, delayMs: PACE_MS });
+  const tracker = createArrivalTracker(tokens, pacedToken);
   await read((text, atNs) => tracker.onData(text, atNs));
   const { sentNs = [] } = await fake.ask({ type: 'sent' });
-  if (tracker.found !== PACED_TOKENS || sentNs.length !== PACED_TOKENS) {
-    throw new Error(`latency run: found ${tracker.found} of ${PACED_TOKENS} tokens at the client, ${sentNs.length} sent`);
+  if (tracker.found !== tokens || sentNs.length !== tokens) {
+    throw new Error(`latency run: found ${tracker.found} of ${tokens} tokens at the client, ${sentNs.length} sent`);
   }
   const latencies = tracker.arrivals.map((at, i) => (at - (sentNs[i] as number)) / 1e6);
   if (flags.verbose) log(`  worst: ${latencies.map((l, i) => [i, l] as const).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([i, l]) => `#${i} ${l.toFixed(1)}`).join(', ')}`);
   const gaps = sentNs.slice(1).map((at, i) => (at - (sentNs[i] as number)) / 1e6 - PACE_MS);
-  return { latencies, gaps };
+  return { latencies, gaps, sentNs };
 }
 
 async function measureLatency(fake: FakeProcess, server: NpmServer): Promise<void> {
@@ -270,7 +293,7 @@ async function measureLatency(fake: FakeProcess, server: NpmServer): Promise<voi
   const throughServer = (send: Send) => async (onData: (text: string, atNs: number) => void) => {
     const id = await createConversation(server.url);
     const result = await send(server.url, id, 'Talk slowly.', { onData, keepBody: true });
-    await checkReply(server, id, result, Array.from({ length: PACED_TOKENS }, (_, i) => pacedToken(i)).join('').trim());
+    await checkReply(server, id, result, pacedText(PACED_TOKENS));
   };
   for (let round = 0; round < ROUNDS.latency; round++) {
     const direct = await pacedDirect(fake);
@@ -475,4 +498,205 @@ async function measureHostileImports(fake: FakeProcess): Promise<void> {
   } finally {
     await server.stop();
   }
+}
+
+// --- followers: clients following a conversation (GET /api/conversations/:id/events) or the library -------
+async function measureFollowers(fake: FakeProcess): Promise<void> {
+  const followers = await startFollowersProcess();
+  try {
+    await measureFollowedReplies(fake, followers);
+    await measureIdleFollowers(fake, followers);
+  } finally {
+    await followers.close();
+  }
+}
+
+/**
+ * What followers cost the client writing: paced replies sent with nobody following their conversation and
+ * with FOLLOWERS clients reading them live, in alternating pairs. The added latency compares the two sets'
+ * latency quantiles, round by round; every follower must have read exactly the sender's deltas.
+ */
+async function measureFollowedReplies(fake: FakeProcess, followers: FollowersProcess): Promise<void> {
+  log(`followers: ${ROUNDS.followers} round(s) of ${FOLLOWED_PAIRS} pairs of ${FOLLOWED_TOKENS}-token replies at ${1000 / PACE_MS} tok/s through the API, one with ${FOLLOWERS} followers of the conversation, one with none…`);
+  const server = await startNpmServer({ ollamaUrl: fake.url, dataDir: newDataDir() });
+  const follow = (id: string) => followers.ask({ type: 'follow', url: server.url, paths: Array.from({ length: FOLLOWERS }, () => `/api/conversations/${id}/events`) });
+  const rows = { addedP50: [] as number[], addedP99: [] as number[], aloneP50: [] as number[], aloneP99: [] as number[], followerP50: [] as number[], followerP99: [] as number[], cpuAlone: [] as number[], cpuFollowed: [] as number[] };
+  let followersChecked = 0;
+  let followersExact = 0;
+  let followersSameEvents = 0;
+  const reply = async (followed: boolean) => {
+    const id = await createConversation(server.url);
+    if (followed) {
+      await follow(id);
+      await followers.ask({ type: 'track', tokens: FOLLOWED_TOKENS });
+    }
+    let result: StreamResult | undefined;
+    const cpuBefore = readCpuNs(server.pid);
+    const paced = await pacedRun(
+      fake,
+      async (onData) => {
+        result = await sendApiMessage(server.url, id, 'Talk slowly.', { onData, keepBody: true });
+      },
+      FOLLOWED_TOKENS,
+    );
+    const cpuNs = readCpuNs(server.pid) - cpuBefore;
+    if (result === undefined) throw new Error('the paced reply was never sent');
+    await checkReply(server, id, result, pacedText(FOLLOWED_TOKENS));
+    const followerLatencies: number[] = [];
+    if (followed) {
+      // After the sender's stream ended: each follower's copy is read once it holds its `done` (or 10 s passed).
+      const sent = readDeltaTexts(result.body);
+      const { followers: records = [] } = await followers.ask({ type: 'collect', timeoutMs: 10_000 });
+      await followers.ask({ type: 'close' });
+      if (records.length !== FOLLOWERS) throw new Error(`${records.length} of ${FOLLOWERS} followers answered`);
+      for (const [index, record] of records.entries()) {
+        followersChecked++;
+        const text = record.deltas.join('');
+        if (record.done && text === sent.join('')) followersExact++;
+        else log(`  follower ${index + 1}: ${record.done ? 'done' : 'NO done'}, ${record.deltas.length} deltas, ${text.length} characters; the sender read ${sent.length} deltas, ${sent.join('').length} characters`);
+        if (record.deltas.length === sent.length && record.deltas.every((delta, i) => delta === sent[i])) followersSameEvents++;
+        for (const [i, at] of record.arrivals.entries()) if (Number.isFinite(at)) followerLatencies.push((at - (paced.sentNs[i] as number)) / 1e6);
+      }
+    }
+    return { latencies: paced.latencies, cpuNs, followerLatencies };
+  };
+  try {
+    // Warm-up: a fresh server's first turns also compile its code, the follow path's included.
+    for (const followed of [true, false]) {
+      const id = await createConversation(server.url);
+      if (followed) await follow(id);
+      await fake.ask({ type: 'prose', turns: 1, chars: 2_000, flood: false });
+      const result = await sendApiMessage(server.url, id, 'Warm up.');
+      if (result.status !== 200) throw new Error(`warm-up reply: ${result.status}`);
+      if (followed) {
+        await followers.ask({ type: 'collect', timeoutMs: 10_000 });
+        await followers.ask({ type: 'close' });
+      }
+    }
+    for (let round = 0; round < ROUNDS.followers; round++) {
+      const alone = { latencies: [] as number[], cpuNs: 0 };
+      const followed = { latencies: [] as number[], cpuNs: 0, followerLatencies: [] as number[] };
+      for (let pair = 0; pair < FOLLOWED_PAIRS; pair++) {
+        for (const withFollowers of pair % 2 === 0 ? [false, true] : [true, false]) {
+          const run = await reply(withFollowers);
+          const into = withFollowers ? followed : alone;
+          into.latencies.push(...run.latencies);
+          into.cpuNs += run.cpuNs;
+          followed.followerLatencies.push(...run.followerLatencies);
+        }
+      }
+      rows.addedP50.push(quantile(followed.latencies, 0.5) - quantile(alone.latencies, 0.5));
+      rows.addedP99.push(quantile(followed.latencies, 0.99) - quantile(alone.latencies, 0.99));
+      rows.aloneP50.push(quantile(alone.latencies, 0.5));
+      rows.aloneP99.push(quantile(alone.latencies, 0.99));
+      rows.followerP50.push(quantile(followed.followerLatencies, 0.5));
+      rows.followerP99.push(quantile(followed.followerLatencies, 0.99));
+      const tokens = FOLLOWED_PAIRS * FOLLOWED_TOKENS;
+      rows.cpuAlone.push(alone.cpuNs / tokens / 1000);
+      rows.cpuFollowed.push(followed.cpuNs / tokens / 1000);
+      const ms = (values: number[]) => `${quantile(values, 0.5).toFixed(2)}/${quantile(values, 0.99).toFixed(2)}`;
+      log(`  round ${round + 1}: fake → sender p50/p99 ${ms(alone.latencies)} ms alone, ${ms(followed.latencies)} ms with ${FOLLOWERS} followers; fake → followers ${ms(followed.followerLatencies)} ms; server CPU ${(alone.cpuNs / 1e6).toFixed(0)} / ${(followed.cpuNs / 1e6).toFixed(0)} ms (${describeLoad()})`);
+    }
+  } catch (error) {
+    log(`server stderr:\n${server.stderrTail()}`);
+    throw error;
+  } finally {
+    await followers.ask({ type: 'close' });
+    await server.stop();
+  }
+  if (followersSameEvents !== followersChecked) log(`  ${followersChecked - followersSameEvents} of ${followersChecked} followers read the sender's text in other deltas`);
+  const pairs = `${ROUNDS.followers} × ${FOLLOWED_PAIRS} replies`;
+  figures.push(
+    { name: `sender's added latency per token with ${FOLLOWERS} followers (vs none), ${1000 / PACE_MS} tok/s, API, p50`, rounds: rows.addedP50, unit: 'ms', target: { kind: 'max', limit: 1 } },
+    { name: `sender's added latency per token with ${FOLLOWERS} followers (vs none), ${1000 / PACE_MS} tok/s, API, p99`, rounds: rows.addedP99, unit: 'ms', target: { kind: 'max', limit: 5 } },
+    { name: `followers given exactly the sender's deltas (text and done), ${FOLLOWERS} × ${pairs}`, rounds: [(100 * followersExact) / followersChecked], unit: '%', target: { kind: 'min', limit: 100 } },
+    { name: 'latency fake → sender, no followers, p50', rounds: rows.aloneP50, unit: 'ms' },
+    { name: 'latency fake → sender, no followers, p99', rounds: rows.aloneP99, unit: 'ms' },
+    { name: `latency fake → each of ${FOLLOWERS} followers, p50`, rounds: rows.followerP50, unit: 'ms' },
+    { name: `latency fake → each of ${FOLLOWERS} followers, p99`, rounds: rows.followerP99, unit: 'ms' },
+    { name: `server CPU per token at ${1000 / PACE_MS} tok/s, no followers`, rounds: rows.cpuAlone, unit: 'µs' },
+    { name: `server CPU per token at ${1000 / PACE_MS} tok/s, ${FOLLOWERS} followers`, rounds: rows.cpuFollowed, unit: 'µs' },
+  );
+}
+
+/**
+ * What idle followers cost the server: each round a fresh `npm start`, ten conversations of one turn, then
+ * IDLE_FOLLOWERS clients connected (half following those conversations, half the library) and nothing else.
+ * Each follower's keep-alive comes 15 s after its snapshot, then every 15 s. The server's CPU is read over
+ * three stretches after the last snapshot: 3–8 s (what connecting leaves), 12–18 s (a keep-alive for each), and
+ * 18–29 s, second by second (idle between keep-alives). V8's memory reducer runs a few collections once, some
+ * seconds after a burst of work or ~16 s after start-up, wherever that falls: the target is the quietest 5 s of
+ * 18–29 s (a cost paid every second shows in all of them); the whole stretch is shown beside it.
+ */
+async function measureIdleFollowers(fake: FakeProcess, followers: FollowersProcess): Promise<void> {
+  const conversations = 10;
+  log(`followers: ${ROUNDS.idle} round(s) of ${IDLE_FOLLOWERS} idle followers (${IDLE_FOLLOWERS / 2} of ${conversations} conversations, ${IDLE_FOLLOWERS / 2} of the library) on a fresh server: RSS, and CPU over 29 s…`);
+  const keepAlives = async () => (await followers.ask({ type: 'count' })).keepAlives ?? 0;
+  const rows = { rss: [] as number[], quietest: [] as number[], between: [] as number[], connecting: [] as number[], keepAlive: [] as number[] };
+  for (let round = 0; round < ROUNDS.idle; round++) {
+    const server = await startNpmServer({ ollamaUrl: fake.url, dataDir: newDataDir() });
+    try {
+      await fake.ask({ type: 'prose', turns: conversations, chars: 400, flood: true });
+      const ids: string[] = [];
+      for (let i = 0; i < conversations; i++) {
+        const id = await createConversation(server.url);
+        const result = await sendApiMessage(server.url, id, `Conversation ${i}: a cat in a hat.`);
+        if (result.status !== 200) throw new Error(`conversation ${i}: ${result.status}`);
+        ids.push(id);
+      }
+      const paths = Array.from({ length: IDLE_FOLLOWERS }, (_, i) => (i % 2 === 0 ? `/api/conversations/${ids[(i / 2) % conversations]}/events` : '/api/events'));
+      // Ten followers that come and go first: what the first follow compiles and loads is not the hundred's.
+      await followers.ask({ type: 'follow', url: server.url, paths: paths.slice(0, 10) });
+      await followers.ask({ type: 'close' });
+      await sleep(SETTLE_MS);
+      const rssBefore = readRssMb(server.pid);
+      const { open } = await followers.ask({ type: 'follow', url: server.url, paths });
+      const connected = performance.now();
+      if (open !== IDLE_FOLLOWERS) throw new Error(`${open} of ${IDLE_FOLLOWERS} followers connected`);
+      let rssPeak = readRssMb(server.pid);
+      /** The server's CPU (ms) in steps of `stepMs`, and the keep-alives the followers read, from `fromMs` to `toMs` after the last snapshot. */
+      const stretch = async (fromMs: number, toMs: number, stepMs = toMs - fromMs) => {
+        await sleep(connected + fromMs - performance.now());
+        const keepAlivesBefore = await keepAlives();
+        const steps: number[] = [];
+        let cpuNs = readCpuNs(server.pid);
+        for (let at = fromMs + stepMs; at <= toMs; at += stepMs) {
+          await sleep(connected + at - performance.now());
+          const now = readCpuNs(server.pid);
+          steps.push((now - cpuNs) / 1e6);
+          cpuNs = now;
+        }
+        rssPeak = Math.max(rssPeak, readRssMb(server.pid));
+        return { cpuMs: steps.reduce((sum, step) => sum + step, 0), steps, keepAlives: (await keepAlives()) - keepAlivesBefore };
+      };
+      const connecting = await stretch(SETTLE_MS, SETTLE_MS + IDLE_WINDOW_MS);
+      const keepAlive = await stretch(12_000, 18_000);
+      const between = await stretch(18_000, 29_000, 1_000);
+      await followers.ask({ type: 'close' });
+      if (connecting.keepAlives !== 0 || keepAlive.keepAlives !== IDLE_FOLLOWERS || between.keepAlives !== 0) {
+        log(`  keep-alives read: ${connecting.keepAlives} in 3–8 s, ${keepAlive.keepAlives} in 12–18 s, ${between.keepAlives} in 18–29 s (expected 0, ${IDLE_FOLLOWERS}, 0)`);
+      }
+      const quietest = quietestSum(between.steps, IDLE_WINDOW_MS / 1000);
+      rows.rss.push(rssPeak - rssBefore);
+      rows.connecting.push(connecting.cpuMs);
+      rows.keepAlive.push(keepAlive.cpuMs);
+      rows.between.push(between.cpuMs);
+      rows.quietest.push(quietest);
+      const ms = (value: number) => value.toFixed(2);
+      log(`  round ${round + 1}: RSS ${rssBefore.toFixed(1)} → ${rssPeak.toFixed(1)} MB; CPU ms: ${ms(connecting.cpuMs)} in 3–8 s, ${ms(keepAlive.cpuMs)} in 12–18 s (${keepAlive.keepAlives} keep-alives), per second of 18–29 s: ${between.steps.map(ms).join(' ')} (${describeLoad()})`);
+    } catch (error) {
+      log(`server stderr:\n${server.stderrTail()}`);
+      throw error;
+    } finally {
+      await followers.ask({ type: 'close' });
+      await server.stop();
+    }
+  }
+  figures.push(
+    { name: `server RSS growth with ${IDLE_FOLLOWERS} idle followers (${IDLE_FOLLOWERS / 2} of conversations, ${IDLE_FOLLOWERS / 2} of the library)`, rounds: rows.rss, unit: 'MB', target: { kind: 'max', limit: 10 } },
+    { name: `server CPU idle between keep-alives, ${IDLE_FOLLOWERS} followers: quietest ${IDLE_WINDOW_MS / 1000} s of 18–29 s after`, rounds: rows.quietest, unit: 'ms', target: { kind: 'max', limit: 5 } },
+    { name: `server CPU idle between keep-alives, ${IDLE_FOLLOWERS} followers: all 11 s of 18–29 s after`, rounds: rows.between, unit: 'ms' },
+    { name: `server CPU over the ${IDLE_WINDOW_MS / 1000} s just after ${IDLE_FOLLOWERS} followers connected (3–8 s after)`, rounds: rows.connecting, unit: 'ms' },
+    { name: `server CPU over the 6 s holding a keep-alive for each of ${IDLE_FOLLOWERS} followers (12–18 s after)`, rounds: rows.keepAlive, unit: 'ms' },
+  );
 }

@@ -83,3 +83,14 @@ export function formatMarkdown(figures: readonly JudgedFigure[]): string {
   });
   return ['| figure | median | rounds min–max | target | status |', '|---|---:|---:|---|---|', ...rows].join('\n');
 }
+
+/** The least sum of `width` consecutive values (a quiet stretch among per-second readings); NaN when there are fewer. */
+export function quietestSum(values: readonly number[], width: number): number {
+  let least = Number.NaN;
+  for (let start = 0; start + width <= values.length; start++) {
+    let sum = 0;
+    for (let i = start; i < start + width; i++) sum += values[i] as number;
+    if (!(sum >= least)) least = sum;
+  }
+  return least;
+}

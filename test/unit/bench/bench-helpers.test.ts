@@ -1,10 +1,10 @@
 // The bench's own arithmetic: if these lie, every figure of `npm run bench` does.
 import { describe, expect, it } from 'vitest';
-import { createArrivalTracker } from '../../bench/clients.ts';
+import { createArrivalTracker, createSseReader, readDeltaTexts, type SseFrame } from '../../bench/clients.ts';
 import { describeModule, summariseProfile, type CpuProfile } from '../../bench/cpu-profile.ts';
 import { readCpuNs, readRssMb } from '../../bench/processes.ts';
 import { floodChunks, floodText, METADATA_TAIL, pacedToken } from '../../bench/replies.ts';
-import { judge, median, quantile } from '../../bench/stats.ts';
+import { judge, median, quantile, quietestSum } from '../../bench/stats.ts';
 import { MAX_REPLY_CHARS } from '../../../server/protocol/index.ts';
 
 describe('stats', () => {
@@ -13,6 +13,12 @@ describe('stats', () => {
     expect(quantile([1, 2, 3, 4, 5], 0.25)).toBe(2);
     expect(quantile([7], 0.99)).toBe(7);
     expect(median([])).toBeNaN();
+  });
+
+  it('finds the quietest stretch of consecutive readings', () => {
+    expect(quietestSum([0.3, 80, 40, 0.2, 0.1, 0.4, 0.3, 0.2, 26], 5)).toBeCloseTo(1.2);
+    expect(quietestSum([1, 2, 3], 3)).toBe(6);
+    expect(quietestSum([1, 2], 3)).toBeNaN();
   });
 
   it('judges the median against the target, and a figure without one as information', () => {
@@ -50,6 +56,36 @@ describe('arrival tracker', () => {
     const tracker = createArrivalTracker(2, pacedToken);
     tracker.onData(' w11q w10q', 5);
     expect(tracker.found).toBe(0);
+  });
+});
+
+describe('event stream reader', () => {
+  it('reads frames and comments in whatever pieces they arrive, a line split across reads included', () => {
+    const frames: SseFrame[] = [];
+    const comments: string[] = [];
+    const read = createSseReader((frame) => frames.push(frame), (comment) => comments.push(comment));
+    const stream = 'id: e1.1\nevent: snapshot\ndata: {"a":1}\n\n: keep-alive\n\nevent: delta\ndata: {"text":" w0q"}\n\ndata: one\ndata:two\n\n';
+    for (let i = 0; i < stream.length; i += 7) read(stream.slice(i, i + 7));
+    expect(frames).toEqual([
+      { id: 'e1.1', event: 'snapshot', data: '{"a":1}' },
+      { id: undefined, event: 'delta', data: '{"text":" w0q"}' },
+      { id: undefined, event: 'message', data: 'one\ntwo' },
+    ]);
+    expect(comments).toEqual(['keep-alive']);
+  });
+
+  it('sends nothing of a frame before its blank line', () => {
+    const frames: SseFrame[] = [];
+    const read = createSseReader((frame) => frames.push(frame));
+    read('event: done\r\ndata: {}\r\n');
+    expect(frames).toEqual([]);
+    read('\r\n');
+    expect(frames).toEqual([{ id: undefined, event: 'done', data: '{}' }]);
+  });
+
+  it("takes a JSON API stream's delta texts in order, and nothing else", () => {
+    const body = 'event: started\ndata: {"turnId":3}\n\nevent: delta\ndata: {"text":"a\\nb"}\n\nevent: status\ndata: {"text":"x"}\n\nevent: delta\ndata: {"text":" c"}\n\n';
+    expect(readDeltaTexts(body)).toEqual(['a\nb', ' c']);
   });
 });
 
