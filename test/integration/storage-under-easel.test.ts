@@ -2,7 +2,7 @@
 // writing into a deleted file (everything is lost at the next start) and reports damage as SQLITE_CORRUPT;
 // Easel refuses writes with storage_failed saying what happened and what to do, on every route, and keeps a copy.
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -13,6 +13,7 @@ import { startTestEasel, type TestEasel } from '../helpers/easel.ts';
 import { find, read } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
 import { readSse, readSseFrames } from '../helpers/sse.ts';
+import { damageFromPage2 } from '../helpers/damage-database.ts';
 
 const READY = { prompt: 'a red fox', generate_image: false, steps: 20, cfg: 7, seed: -1 };
 
@@ -220,18 +221,3 @@ describe('the database file damaged under a running Easel', () => {
   });
 });
 
-/** Overwrites every page after the first with garbage, then has another connection write page 1 so Easel's cache is dropped. */
-function damageFromPage2(path: string): void {
-  const checkpoint = new Database(path);
-  checkpoint.pragma('wal_checkpoint(TRUNCATE)');
-  const pageSize = checkpoint.pragma('page_size', { simple: true }) as number;
-  const pages = checkpoint.pragma('page_count', { simple: true }) as number;
-  checkpoint.close();
-  const garbage = Buffer.alloc((pages - 1) * pageSize, 0xab);
-  const fd = openSync(path, 'r+');
-  writeSync(fd, garbage, 0, garbage.length, pageSize);
-  closeSync(fd);
-  const other = new Database(path);
-  other.pragma('application_id = 7');
-  other.close();
-}

@@ -1,7 +1,7 @@
 // The database file changed under a running store: deleted, replaced by another file, its folder replaced,
 // damaged. What each write then throws (word for word), the copy of what the store had (saved once, named by
 // the time), and each log line with its fields. A write that fails for another reason is not called damage.
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_SETTINGS, type ConversationStore } from '../../../server/core/index.ts';
 import type { Logger } from '../../../server/core/logger.ts';
 import { createSqliteStore } from '../../../server/sqlite/index.ts';
+import { damageFromPage2 } from '../../helpers/damage-database.ts';
 
 const at = '2026-11-23T10:00:00.000Z';
 /** The clock when the first write meets the missing file, and the copy's name it gives. */
@@ -143,21 +144,6 @@ describe('the database file replaced under a running store', () => {
 });
 
 describe('the database file damaged under a running store', () => {
-  /** Overwrites every page after the first with garbage, then has another connection write page 1 so the store's cache is dropped. */
-  function damageFromPage2(path: string): void {
-    const checkpoint = new Database(path);
-    checkpoint.pragma('wal_checkpoint(TRUNCATE)');
-    const pageSize = checkpoint.pragma('page_size', { simple: true }) as number;
-    const pages = checkpoint.pragma('page_count', { simple: true }) as number;
-    checkpoint.close();
-    const garbage = Buffer.alloc((pages - 1) * pageSize, 0xab);
-    const fd = openSync(path, 'r+');
-    writeSync(fd, garbage, 0, garbage.length, pageSize);
-    closeSync(fd);
-    const other = new Database(path);
-    other.pragma('application_id = 7');
-    other.close();
-  }
 
   it('reads and writes fail as corrupt; logged once, with the path and SQLite\'s error', () => {
     const path = join(tempDir(), 'easel.db');
