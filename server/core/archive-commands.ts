@@ -2,7 +2,9 @@
 // before the one transaction that stores it, and removed again when anything after fails.
 import { randomBytes } from 'node:crypto';
 import { buildArchiveFiles, IMPORT_LIMITS, MAX_IMPORT_BYTES, nameArchive, readArchiveFiles } from './archive.ts';
+import { describeConversation } from './library.ts';
 import { notFound, refuse, type Result } from './results.ts';
+import { MAX_TITLE_CHARS } from './text.ts';
 import type { ServiceState } from './service-state.ts';
 
 export interface ArchiveCommands {
@@ -77,6 +79,11 @@ export function createArchiveCommands(state: ServiceState): ArchiveCommands {
         await removeWritten();
         return stored;
       }
+      // A copy of a conversation the library has (an export imported back) is told apart from its original.
+      const record = findRecord(id);
+      const title = record ? state.summarize(record).title : undefined;
+      const others = new Set(deps.store.listConversations().filter((listing) => listing.id !== id).map((listing) => describeConversation(listing).title));
+      if (title !== undefined && others.has(title)) tryWrite('import', () => deps.store.renameConversation(id, nameCopy(title, others)));
       state.announce(id, 'created');
       return { ok: true, value: { id } };
     },
@@ -85,4 +92,13 @@ export function createArchiveCommands(state: ServiceState): ArchiveCommands {
 
 function describeImportTooLarge(bytes: number): string {
   return `The file is ${Math.round(bytes / 1024 / 1024)} MB; Easel imports conversations of at most ${MAX_IMPORT_BYTES / 1024 / 1024} MB.`;
+}
+
+/** `A fox (copy)`, then `A fox (copy 2)`…: the first that no other conversation has, within the title's length. */
+export function nameCopy(title: string, taken: ReadonlySet<string>): string {
+  for (let number = 1; ; number++) {
+    const suffix = number === 1 ? ' (copy)' : ` (copy ${number})`;
+    const name = `${title.slice(0, MAX_TITLE_CHARS - suffix.length).trimEnd()}${suffix}`;
+    if (!taken.has(name)) return name;
+  }
 }

@@ -136,6 +136,30 @@ describeInBrowser('the prompt pane follows one rule', () => {
     expect(await storedPrompt()).toBe('a cat');
   });
 
+  it('Ctrl+Z in the prompt box right after the assistant rewrote it goes back to the version before; once typed in, it undoes the typing', async () => {
+    await openConversation();
+    stage.fake.enqueue(scriptReply('A cat.', meta('a cat')), scriptReply('Baroque, then.', meta('a cat, oil painting, baroque')));
+    await send('a cat');
+    await waitForReply();
+    await editPrompt('a cat, oil');
+    await send('baroque');
+    await waitForReply();
+    await poll(() => promptBox().inputValue()).toBe('a cat, oil painting, baroque');
+    await poll(() => page.locator('.htmx-request').count()).toBe(0);
+    // The box's own history never held the rewrite: the versions answer, not a mix of old typing.
+    await promptBox().focus();
+    await page.keyboard.press('Control+Z');
+    await poll(() => promptBox().inputValue()).toBe('a cat, oil');
+    await poll(storedPrompt).toBe('a cat, oil');
+    // Typing makes Ctrl+Z the box's own again.
+    await poll(() => page.locator('.htmx-request').count()).toBe(0);
+    await page.keyboard.press('End');
+    await page.keyboard.type(' x');
+    await page.keyboard.press('Control+Z');
+    await poll(() => promptBox().inputValue()).not.toContain(' x');
+    expect(await promptBox().inputValue()).toContain('a cat, oil');
+  });
+
   it('Ctrl+Z inside the message box or a settings field undoes that field\'s typing, never a prompt version', async () => {
     await openConversation();
     stage.fake.enqueue(scriptReply('A cat.', meta('a cat')));

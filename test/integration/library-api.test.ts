@@ -237,7 +237,6 @@ describe('export and import', () => {
       const versionAt = (versionId: number | null) => (versionId === null ? null : c.promptVersions.findIndex((v) => v.id === versionId));
       const turnAt = (turnId: number | null) => (turnId === null ? null : c.turns.findIndex((t) => t.id === turnId));
       return {
-        title: c.title,
         createdAt: c.createdAt,
         prompt: c.prompt,
         settings: c.settings,
@@ -251,6 +250,8 @@ describe('export and import', () => {
     expect(comparable(before).pane).toMatchObject({ promptVersion: 1, canUndo: true, canRedo: true });
     expect(comparable(before).images[0]?.promptVersion).toBe(0);
     expect(comparable(after)).toEqual(comparable(before));
+    // Beside its original in the library, the copy says it is one.
+    expect([before.title, after.title]).toEqual(['Fox études', 'Fox études (copy)']);
     // New image names, the same bytes.
     expect(after.images[0]?.url).not.toBe(before.images[0]?.url);
     const bytes = async (url: string) => new Uint8Array(await (await easel.get(url)).arrayBuffer());
@@ -263,6 +264,18 @@ describe('export and import', () => {
     const again = unzipSync(new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer()));
     const strip = (bytes: Uint8Array) => ({ ...(JSON.parse(new TextDecoder().decode(bytes)) as object), exportedAt: undefined });
     expect(strip(again['conversation.json']!)).toEqual(strip(files['conversation.json']!));
+  });
+
+  it('an import titled like a conversation in the library is named as a copy, numbered; with the original gone it keeps its title', async () => {
+    const id = await chat('a lighthouse in a storm', 'Day or night?');
+    const zip = new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer());
+    const titleOf = async (response: Response) => (await conversation(((await response.json()) as { id: string }).id)).title;
+    expect(await titleOf(await importZip(zip))).toBe('a lighthouse in a storm (copy)');
+    expect(await titleOf(await importZip(zip))).toBe('a lighthouse in a storm (copy 2)');
+    const alone = await chat('a heron in the mist', 'Which season?');
+    const heron = new Uint8Array(await (await easel.get(`/api/conversations/${alone}/export`)).arrayBuffer());
+    expect((await fetch(`${easel.url}/api/conversations/${alone}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await titleOf(await importZip(heron))).toBe('a heron in the mist');
   });
 
   it('an image whose backend claimed no seed, steps or CFG (null) exports and imports back as it was', async () => {

@@ -3,6 +3,7 @@
 import { find, isTouch, need } from './dom.js';
 import { cancelEdit, isEditing } from './edit.js';
 import { closeLibrary } from './library.js';
+import { isPromptSetByEasel } from './prompt.js';
 import { closeRename } from './rename.js';
 
 /**
@@ -34,7 +35,8 @@ export function onKeyDown(event) {
     else closeLibrary();
     return;
   }
-  if (isUndoKey(event) && !isTextField(target)) {
+  // Outside a text field, or in the prompt box whose text Easel just set (its own undo would not hold that).
+  if (isUndoKey(event) && (!isTextField(target) || (target?.id === 'prompt' && isPromptSetByEasel()))) {
     const button = find(event.shiftKey || event.key.toLowerCase() === 'y' ? 'prompt-redo' : 'prompt-undo', HTMLButtonElement);
     if (button) {
       event.preventDefault();

@@ -6,14 +6,25 @@ import { isPromptTooLong, updatePromptCount } from './prompt-count.js';
 import { cuePromptChange } from './prompt-cue.js';
 
 /**
- * Typing the server has not stored yet; and the text of the save in flight.
- * @type {{ unsaved: boolean, sending: string | null }}
+ * Typing the server has not stored yet; the text of the save in flight; and whether the text was last set by
+ * Easel (a reply's rewrite, another tab, undo), not typed: the box's own undo history does not hold that change.
+ * @type {{ unsaved: boolean, sending: string | null, scripted: boolean }}
  */
-const state = { unsaved: false, sending: null };
+const state = { unsaved: false, sending: null, scripted: false };
 
 export function resetPrompt() {
   state.unsaved = false;
   state.sending = null;
+  state.scripted = false;
+}
+
+/**
+ * Ctrl+Z in the prompt box right after Easel changed its text: the browser's own undo would mix the change
+ * with older typing, so the prompt's versions answer it instead (web/js/keys.js).
+ * @returns {boolean}
+ */
+export function isPromptSetByEasel() {
+  return state.scripted;
 }
 
 const promptField = () => need('prompt', HTMLTextAreaElement);
@@ -92,6 +103,7 @@ export function onPromptAfterRequest(ctx) {
 export function onPromptInput(event) {
   if (!(event.target instanceof Element) || event.target.id !== 'prompt') return;
   state.unsaved = true;
+  state.scripted = false;
   need('prompt-saved', HTMLElement).textContent = '';
 }
 
@@ -123,6 +135,7 @@ export function showStoredPrompt(value, version, force) {
   if (value !== undefined && (force || !state.unsaved)) {
     if (prompt.value !== value) {
       prompt.value = value;
+      state.scripted = true;
       // Not the user's own doing (a reply, another tab): cued near the composer when the prompt is out of view.
       if (!force) cuePromptChange();
     }
