@@ -44,6 +44,15 @@ describe('createImageServerFetch', () => {
     expect((await expectBackendError(fetchImage(broken.url), 'bad_response')).message).toBe(redirected('ComfyUI', broken.url, 'GET /api/system_stats', 301, 'to "http://[nope", which is no address'));
   });
 
+  it('an empty Location is no Location; a long one that is no address is quoted to its first 200 characters', async () => {
+    const empty = await serveRoutes({}, { notFound: { status: 302, headers: { location: '' } } });
+    const long = 'http://[' + 'x'.repeat(300);
+    const broken = await serveRoutes({}, { notFound: { status: 301, headers: { location: long } } });
+    const fetchImage = (url: string) => createImageServerFetch(fetch, { label: () => 'ComfyUI', url })(`${url}/api/system_stats`);
+    expect((await expectBackendError(fetchImage(empty.url), 'bad_response')).message).toBe(redirected('ComfyUI', empty.url, 'GET /api/system_stats', 302, 'no Location'));
+    expect((await expectBackendError(fetchImage(broken.url), 'bad_response')).message).toBe(redirected('ComfyUI', broken.url, 'GET /api/system_stats', 301, `to "${long.slice(0, 200)}", which is no address`));
+  });
+
   it('hands every other answer back as it came, and follows no redirect even when the caller asks it to', async () => {
     const other = await serveRoutes({});
     const server = await serveRoutes({ '/ok': { json: { fine: true } }, '/moved': { status: 302, headers: { location: `${other.url}/x` } } }, { notFound: { status: 404, text: 'nope' } });
