@@ -26,6 +26,8 @@ export default {
     'server/comfyui/**/*.ts',
     'server/openai-images/**/*.ts',
     'server/image-probe/**/*.ts',
+    'server/image-backend/**/*.ts',
+    'server/util/**/*.ts',
     // index.ts files only re-export.
     '!server/**/index.ts',
   ],

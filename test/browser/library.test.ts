@@ -348,7 +348,7 @@ describeInBrowser('the conversation library', () => {
 
     await page.locator('#import-file').setInputFiles(zip);
     await poll(() => conversationIdOf(page)).not.toBe(id);
-    await poll(() => page.locator('#conversation-title').textContent()).toBe('Cranes');
+    await poll(() => page.locator('#conversation-title').textContent()).toBe('Cranes (copy)');
     // A new page load: its buttons work once htmx has processed it (it then fetches the status line).
     await page.locator('#status .state').first().waitFor();
     expect(await styleProblems()).toEqual([]);
