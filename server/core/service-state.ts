@@ -155,6 +155,15 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
   const told = new Map<string, { paneRevision: number; title: string; updatedAt: string; preview: string }>();
 
   function announce(id: string, change: LibraryChange = 'updated'): void {
+    // Telling the followers never fails what was done: a store that cannot be read now is said where it is written.
+    try {
+      tell(id, change);
+    } catch (error) {
+      if (!isStorageError(error)) deps.logger.warn('the followers could not be told of a change', { conversationId: id, error });
+    }
+  }
+
+  function tell(id: string, change: LibraryChange): void {
     const record = findRecord(id);
     if (!record) return;
     const summary = summarize(record);

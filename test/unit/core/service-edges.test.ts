@@ -469,6 +469,27 @@ describe('a turn as the service runs it', () => {
   });
 });
 
+describe('telling the followers', () => {
+  it('a store that cannot be read while followers are told fails nothing that was done: the change stands and is answered', async () => {
+    let failing = false;
+    const { service } = await setUp({
+      store: (real) => ({
+        ...real,
+        getListing: (id: string) => {
+          if (failing) throw new StorageError('gone', 'the database file was deleted', { location: '/data/easel.db' });
+          return real.getListing(id);
+        },
+      }),
+    });
+    const id = newConversationId(service);
+    failing = true;
+    const saved = service.setPrompt(id, 'a fox');
+    expect(saved).toMatchObject({ ok: true, value: { prompt: 'a fox' } });
+    failing = false;
+    expect(service.getPane(id)?.prompt).toBe('a fox');
+  });
+});
+
 describe('the library and settings, word for word', () => {
   async function withConversation() {
     const harness = await setUp();
