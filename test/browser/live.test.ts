@@ -148,4 +148,18 @@ describeInBrowser('two pages on one conversation', () => {
     await other.getByRole('button', { name: 'Generate' }).click();
     await poll(() => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length).toBe(before + 1);
   });
+
+  it('a prompt being typed when another tab changes it stays, and the page says that saving it replaces the other', async () => {
+    const id = await openNewConversation(stage, open);
+    await page.locator('#prompt').fill('a crane at dawn');
+    // Another tab stores its prompt before this page's typing is saved (700 ms after the last key).
+    expect((await stage.easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a heron in the mist' })).status).toBe(200);
+    await poll(() => page.locator('#prompt-saved').textContent()).toContain('Changed in another tab');
+    expect(await page.locator('#prompt').inputValue()).toBe('a crane at dawn');
+    // Saving it is the user's choice, made knowingly; the other prompt stays a version Undo brings back.
+    await poll(async () => ((await (await stage.easel.get(`/api/conversations/${id}`)).json()) as { prompt: string }).prompt).toBe('a crane at dawn');
+    await poll(() => page.locator('#prompt-saved').textContent()).toContain('It replaced a prompt changed in another tab');
+    await page.getByRole('button', { name: 'Undo', exact: true }).click();
+    await poll(() => page.locator('#prompt').inputValue()).toBe('a heron in the mist');
+  });
 });

@@ -2,7 +2,7 @@
 // values go into the fields that hold no unsaved typing. A suggestion beside the prompt is announced.
 import { byId, need } from './dom.js';
 import { takeRevision } from './live.js';
-import { announcePrompt, showStoredPrompt } from './prompt.js';
+import { announcePrompt, showStoredPrompt, tellPromptChangedElsewhere } from './prompt.js';
 import { showStoredSettings } from './settings.js';
 
 /** The suggestion last announced: a suggestion offered beside the user's own prompt is said once. */
@@ -16,6 +16,7 @@ export function watchPaneInbox() {
     inbox.replaceChildren();
     const values = carrier.dataset;
     if (!takeRevision(values.revision)) return;
+    if (values.live === 'yes') tellPromptChangedElsewhere(values.prompt);
     showStoredPrompt(values.prompt, values.version, values.force === 'yes');
     showStoredSettings(values);
     announceSuggestion();

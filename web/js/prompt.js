@@ -8,14 +8,15 @@ import { cuePromptChange } from './prompt-cue.js';
 /**
  * Typing the server has not stored yet; the text of the save in flight; and whether the text was last set by
  * Easel (a reply's rewrite, another tab, undo), not typed: the box's own undo history does not hold that change.
- * @type {{ unsaved: boolean, sending: string | null, scripted: boolean }}
+ * @type {{ unsaved: boolean, sending: string | null, scripted: boolean, replacing: boolean }}
  */
-const state = { unsaved: false, sending: null, scripted: false };
+const state = { unsaved: false, sending: null, scripted: false, replacing: false };
 
 export function resetPrompt() {
   state.unsaved = false;
   state.sending = null;
   state.scripted = false;
+  state.replacing = false;
 }
 
 /**
@@ -25,6 +26,17 @@ export function resetPrompt() {
  */
 export function isPromptSetByEasel() {
   return state.scripted;
+}
+
+/**
+ * The prompt another tab (or a reply this page did not ask for) just stored, while this page holds typing of its
+ * own that differs: the typing stays, and the user is told that saving it replaces the other.
+ * @param {string | undefined} value
+ */
+export function tellPromptChangedElsewhere(value) {
+  if (value === undefined || !state.unsaved || promptField().value === value) return;
+  state.replacing = true;
+  need('prompt-saved', HTMLElement).textContent = 'Changed in another tab: yours is kept here, and saving it replaces that one (Undo brings it back).';
 }
 
 const promptField = () => need('prompt', HTMLTextAreaElement);
@@ -97,6 +109,15 @@ export function onPromptAfterRequest(ctx) {
   const prompt = byId('prompt');
   if (!(prompt instanceof HTMLTextAreaElement) || ctx.sourceElement !== prompt || ctx.response?.status !== 200) return;
   if (prompt.value === state.sending) state.unsaved = false;
+  // Said in place of the answer's "Saved." (swapped in after this event, hence the task after it): this save
+  // replaced a prompt another tab had stored meanwhile.
+  if (state.replacing) {
+    setTimeout(() => {
+      const saved = byId('prompt-saved');
+      if (saved) saved.textContent = 'Saved. It replaced a prompt changed in another tab: Undo brings that one back.';
+    });
+  }
+  state.replacing = false;
 }
 
 /** @param {Event} event */

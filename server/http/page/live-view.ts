@@ -81,7 +81,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
   if (deps.running) {
     // The page drew the running reply's text so far; its stream goes on from exactly there.
     const bubbleId = `turn-${deps.running.turnId}`;
-    turns.set(deps.running.turnId, { conversationId, bubbleId, started: true, markdown: renderStreamingText(describeBubble(bubbleId), deps.running.text).stream });
+    turns.set(deps.running.turnId, { conversationId, live: true, bubbleId, started: true, markdown: renderStreamingText(describeBubble(bubbleId), deps.running.text).stream });
   }
 
   function startTurn(event: Extract<TurnEvent, { type: 'started' }>): Html {
@@ -89,6 +89,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
     const userText = conversation?.turns.find((turn) => turn.id === event.userTurnId)?.text;
     const view: StreamView & { bubbleId: string; at: string } = {
       conversationId,
+      live: true,
       bubbleId: `turn-${event.turnId}`,
       started: true,
       at: new Date().toISOString(),
@@ -133,7 +134,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       return startTurn(event);
     }
     if (own.turns.has(event.turnId)) return EMPTY;
-    const view = turns.get(event.turnId) ?? { conversationId, bubbleId: `turn-${event.turnId}`, started: true };
+    const view = turns.get(event.turnId) ?? { conversationId, live: true, bubbleId: `turn-${event.turnId}`, started: true };
     turns.set(event.turnId, view);
     const fragment = renderEventHtml(event as TurnEvent, view);
     // The same bookkeeping the sender's stream does (routes.ts streamHtml).
@@ -154,7 +155,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       if (event.type === 'pane') {
         // Another tab's change, or a reply's: shown unless this page is typing in that field (web/js/pane.js).
         if (typeof event.turnId === 'number' && own.turns.has(event.turnId)) return EMPTY;
-        return renderPaneUpdate(conversationId, event);
+        return renderPaneUpdate(conversationId, event, { live: true });
       }
       if ('turnId' in event && typeof event.turnId === 'number') return renderReply(event as LiveEvent & { turnId: number });
       // A message that could not be stored: its sender's own answer says so.

@@ -56,21 +56,22 @@ export function renderFieldMeta(conversationId: string, field: PinnableField, pa
 
 /**
  * The values of the pane, for web/easel.js to copy into the fields that hold no unsaved typing. `force`: the
- * user asked for this change (undo, redo, use suggestion), so it replaces unsaved typing too.
+ * user asked for this change (undo, redo, use suggestion), so it replaces unsaved typing too. `live`: another
+ * tab or a reply this page did not ask for made it, so a prompt being typed that differs is told so.
  */
-function renderPaneValues(pane: PaneView, force: boolean): Html {
+function renderPaneValues(pane: PaneView, force: boolean, live: boolean): Html {
   const negative = pane.settings.negativePrompt;
-  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${pane.settings.steps}" data-cfg="${pane.settings.cfg}" data-seed="${pane.settings.seed}" data-negative-prompt="${negative}"${force ? html` data-force="yes"` : EMPTY}></div>`;
+  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${pane.settings.steps}" data-cfg="${pane.settings.cfg}" data-seed="${pane.settings.seed}" data-negative-prompt="${negative}"${force ? html` data-force="yes"` : EMPTY}${live ? html` data-live="yes"` : EMPTY}></div>`;
 }
 
 /** Every part of the pane the server decides, as htmx partials: after a reply, an edit, undo, redo. */
-export function renderPaneUpdate(conversationId: string, pane: PaneView, options: { force?: boolean } = {}): Html {
+export function renderPaneUpdate(conversationId: string, pane: PaneView, options: { force?: boolean; live?: boolean } = {}): Html {
   // The values go last: when web/easel.js copies them into the fields, Undo/Redo and the suggestion are
   // already those of the same pane (a fast second Ctrl+Z must not meet the previous, disabled Undo).
   return joinHtml([
     renderPartial('#prompt-history', 'outerHTML', renderPromptHistory(conversationId, pane)),
     renderPartial('#suggestion', 'outerHTML', renderSuggestion(conversationId, pane)),
     ...PINNABLE_FIELDS.map((field) => renderPartial(`#meta-${field}`, 'outerHTML', renderFieldMeta(conversationId, field, pane))),
-    renderPartial('#pane-inbox', 'innerHTML', renderPaneValues(pane, options.force === true)),
+    renderPartial('#pane-inbox', 'innerHTML', renderPaneValues(pane, options.force === true, options.live === true)),
   ]);
 }

@@ -53,6 +53,8 @@ export interface StreamView {
   replyEnded?: boolean;
   /** Set by the caller once the reply's `done` passed: an image after it is followed on its own stream. */
   replied?: boolean;
+  /** Drawn by a page's live view: another tab or client made it (web/js/pane.js tells a prompt being typed). */
+  live?: boolean;
 }
 
 /** The user's bubble of a streamed turn, next to its reply's. */
@@ -108,7 +110,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       ]);
     case 'pane':
       // The server decided what the pane holds after this reply; the page shows exactly that.
-      return renderPaneUpdate(view.conversationId, event);
+      return renderPaneUpdate(view.conversationId, event, view.live ? { live: true } : {});
     case 'image_not_made':
       return ids ? renderPartial(`#${ids.notes}`, 'beforeend', renderImageNote(event, true)) : EMPTY;
     case 'reset': {
