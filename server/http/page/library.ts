@@ -80,7 +80,7 @@ export function renderChatHead(head: ChatHead): Html {
 </div>
 <form id="rename-form" class="rename-form" hx-patch="${conversationPath(head.id)}" hx-swap="none" hidden novalidate>
 <label for="rename-title" class="visually-hidden">New title</label>
-<input id="rename-title" name="title" value="${head.title}" maxlength="120" autocomplete="off" aria-describedby="rename-error">
+${renderRenameInput(head.title)}
 <button type="submit" class="primary">Save</button><button type="button" id="rename-cancel" class="quiet">Cancel</button>
 <p id="rename-error" class="field-error" aria-live="polite"></p>
 </form>
@@ -94,4 +94,9 @@ export function renderCreated(head: ChatHead): Html {
     renderPartial('#chat-head', 'outerHTML', renderChatHead(head)),
     renderPartial('#current-conversation', 'outerHTML', renderCurrentMarker(head.id)),
   ]);
+}
+
+/** The rename form's field, holding the title: drawn with the head, and again when another tab renames. */
+export function renderRenameInput(title: string): Html {
+  return html`<input id="rename-title" name="title" value="${title}" maxlength="120" autocomplete="off" aria-describedby="rename-error">`;
 }

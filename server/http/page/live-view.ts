@@ -4,6 +4,7 @@
 // pane, the title) is drawn here with the same renderer as the sender's stream.
 import type { EaselService, LiveEvent, TurnEvent } from '../../core/index.ts';
 import { describeBubble, renderStreamingText } from './bubbles.ts';
+import { renderRenameInput } from './library.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 import { renderPaneUpdate } from './pane.ts';
 import { renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
@@ -162,8 +163,4 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       return EMPTY;
     },
   };
-}
-
-function renderRenameInput(title: string): Html {
-  return html`<input id="rename-title" name="title" value="${title}" maxlength="120" autocomplete="off" aria-describedby="rename-error">`;
 }
