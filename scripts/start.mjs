@@ -2,8 +2,10 @@
 // the server itself). tsx's loader would add ~40 MB and ~0.5 s to every start (docs/BENCHMARKS.md).
 // The bundle, dist/easel.mjs, is built by esbuild (≈ 0.2 s) when it is missing or older than a source
 // file, so a `git pull` needs no extra step. Tests and the dev loop keep running the sources with tsx.
+// `node scripts/start.mjs --build-only` (`npm run build`, run by `npm pack` as prepack) builds and exits: the
+// packed bundle that the installed `easel` command (bin/easel.mjs) runs.
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -11,11 +13,18 @@ const DIST = join(ROOT, 'dist');
 const BUNDLE = join(DIST, 'easel.mjs');
 const STAMP = join(DIST, 'easel.json');
 
-if (!isFresh()) await build();
-const { main } = await import(pathToFileURL(BUNDLE).href);
-await main();
+if (process.argv[2] === '--build-only') {
+  await build();
+} else {
+  if (!isFresh()) await build();
+  const { main } = await import(pathToFileURL(BUNDLE).href);
+  await main();
+}
 
-/** The bundle exists, was built from this checkout, and no source is newer than its build. */
+/**
+ * The bundle exists, was built from this checkout, and no source is newer than its build. (A checkout copied
+ * or moved elsewhere rebuilds once: its files' times say nothing about the bundle's.)
+ */
 function isFresh() {
   let stamp;
   try {
@@ -91,7 +100,9 @@ function withoutHttp2() {
 
 /**
  * Each server file keeps its own `import.meta.url`: the web assets, the migrations, the default ComfyUI
- * workflow and package.json are found next to the sources, as under tsx.
+ * workflow and package.json are found next to the sources, as under tsx. The URL is made from the bundle's own
+ * (`new URL('../server/main.ts', import.meta.url)`), not written in whole, so a bundle packed on one machine
+ * works wherever the package is installed.
  */
 function keepModuleUrls() {
   return {
@@ -99,8 +110,9 @@ function keepModuleUrls() {
     setup(build) {
       build.onLoad({ filter: /[\\/]server[\\/].*\.ts$/ }, (args) => {
         const source = readFileSync(args.path, 'utf8');
+        const fromBundle = relative(DIST, args.path).split(sep).join('/');
         return {
-          contents: source.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
+          contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(fromBundle)}, import.meta.url).href`),
           loader: 'ts',
           resolveDir: dirname(args.path),
         };

@@ -1,10 +1,10 @@
 // The only module that reads process.env / argv and wires adapters together.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { networkInterfaces } from 'node:os';
+import { homedir, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
-import { AUTO_IMAGE_URLS, formatHelp, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
+import { AUTO_IMAGE_URLS, CHECKOUT_INVOCATION, formatHelp, installedInvocation, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
 import {
@@ -73,7 +73,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     imagesDir,
     writer: `Easel ${VERSION}`,
     maxImagePixels: config.maxImagePixels,
-    ...(config.unloadLlm ? { unloadLlm: () => llm.unload() } : {}),
+    ...(config.unloadLlm ? { unloadLlm: (model: string | undefined) => llm.unload(undefined, model) } : {}),
   });
   const replyTimeouts = {
     firstTokenMs: config.firstTokenTimeout * 1000,
@@ -226,15 +226,24 @@ class StartupError extends Error {
   override readonly name = 'StartupError';
 }
 
-export async function main(): Promise<void> {
-  const parsed = parseConfig(process.argv.slice(2), process.env);
+export interface MainOptions {
+  /**
+   * Run as the installed `easel` command (bin/easel.mjs): `--help` says `easel [flags]` and data goes to
+   * $XDG_DATA_HOME/easel (~/.local/share/easel). Otherwise, from a checkout: `npm start -- [flags]` and ./data.
+   */
+  installed?: boolean;
+}
+
+export async function main(options: MainOptions = {}): Promise<void> {
+  const invocation = options.installed ? installedInvocation(process.env, homedir()) : CHECKOUT_INVOCATION;
+  const parsed = parseConfig(process.argv.slice(2), process.env, invocation);
   if (!parsed.ok) {
     process.stderr.write(`easel: ${parsed.error.message}\n`);
     process.exit(2);
   }
   if (parsed.value === null) {
     // Wrapped at the terminal's width (undefined when the output is not a terminal: 80 columns).
-    process.stdout.write(parsed.exit === 'help' ? `${formatHelp(process.stdout.columns)}\n` : `easel ${VERSION}\n`);
+    process.stdout.write(parsed.exit === 'help' ? `${formatHelp(process.stdout.columns, invocation)}\n` : `easel ${VERSION}\n`);
     return;
   }
   const config = parsed.value;

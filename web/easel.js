@@ -13,6 +13,7 @@ import { onBeforeInput, onKeyDown } from './keys.js';
 import { onImportChange, onImportFinished, onLibraryClick, watchLibraryTimes } from './library.js';
 import { onLiveConfigRequest } from './live.js';
 import { onMessageClick } from './messages.js';
+import { onModelsChange, onModelsClick, onPullBeforeRequest, onPullFinished } from './models.js';
 import { onPromptAfterRequest, onPromptClick, onPromptConfigRequest, onPromptInput } from './prompt.js';
 import { onPromptCueClick } from './prompt-cue.js';
 import { onRenameClick } from './rename.js';
@@ -36,7 +37,10 @@ function start() {
     onSendConfigRequest(event);
     onLiveConfigRequest(event);
   });
-  document.addEventListener('htmx:before:request', (event) => onSendBeforeRequest(event.detail.ctx));
+  document.addEventListener('htmx:before:request', (event) => {
+    onSendBeforeRequest(event.detail.ctx);
+    onPullBeforeRequest(event.detail.ctx);
+  });
   document.addEventListener('htmx:after:request', (event) => {
     onSettingsAfterRequest(event.detail.ctx);
     onPromptAfterRequest(event.detail.ctx);
@@ -45,6 +49,7 @@ function start() {
     onGenerateFinished(event.detail.ctx);
     onSendFinished(event.detail.ctx);
     onImportFinished(event.detail.ctx);
+    onPullFinished(event.detail.ctx);
   });
   document.addEventListener('htmx:after:swap', () => {
     // A switch from the library replaced the conversation: mount what is shown now.
@@ -65,6 +70,7 @@ function start() {
     onPromptCueClick(target);
     onSettingsClick(target);
     onImageClick(target, event);
+    onModelsClick(target, event);
   });
   document.addEventListener('input', (event) => {
     onPromptInput(event);
@@ -75,6 +81,8 @@ function start() {
   document.addEventListener(
     'change',
     (event) => {
+      // First: the pull's name field is among the settings, but its change is not theirs to save.
+      onModelsChange(event);
       markChangedSetting(event);
       applySizePreset(event);
       onImportChange(event);

@@ -1,11 +1,20 @@
 // AUTOMATIC1111 / Forge / SD.Next / stable-diffusion.cpp's sd-server, through the /sdapi/v1 API.
 // Line numbers cite A1111 v1.10.1 (82a973c0) and stable-diffusion.cpp master-827 (97d29908).
+//
+// Checkpoint, sampler and scheduler: listModels reads /sdapi/v1/sd-models, /samplers, /schedulers and /options; a
+// request's choices travel in that request alone (override_settings, sampler_name, scheduler), never as a global
+// POST /options. Neither server refuses a name it does not know: A1111 v1.10 drops an unknown checkpoint from the
+// overrides and paints with its current one (processing.py:828-830), turns an unknown sampler into samplers[0],
+// "DPM++ 2M", and an unknown scheduler into "Automatic" (get_sampler_and_scheduler, sd_samplers.py:100-122); sd-server
+// keeps its defaults (routes_sdapi.cpp:154-162) and has only the model it was started with. So what the image was
+// made with is read from the answer (info, infotext), never taken from the request. A1111 before v1.9 did refuse an
+// unknown sampler (validate_sampler_name on the name as sent: HTTP 404 "Sampler not found").
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
-import { checkWithin, createImageServerFetch, DEFAULT_HEALTH_TIMEOUT_MS, DEFAULT_IMAGE_TIMEOUT_MS, describeImageTooLarge, runImageJob, type ConnectionWords } from '../image-backend/index.ts';
-import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
-import { describeImageBytes, readPngChunks } from '../png/index.ts';
+import { checkWithin, createImageServerFetch, DEFAULT_HEALTH_TIMEOUT_MS, DEFAULT_IMAGE_TIMEOUT_MS, describeImageTooLarge, listWithin, runImageJob, type ConnectionWords } from '../image-backend/index.ts';
+import type { ImageBackend, ImageBackendHealth, ImageModelOptions, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import { describeImageBytes, parseA1111Parameters, readPngChunks } from '../png/index.ts';
 import { isRecord, parseJson, readCappedText, readTextPrefix, truncate } from '../util/index.ts';
 
 export interface A1111BackendOptions {
@@ -39,7 +48,10 @@ export function describeA1111Error(bodyText: string): string {
     });
     return truncate(problems.join('; '));
   }
-  const parts = [body['error'], body['errors'], detail, body['body'], body['message']]
+  // An HTTPException's `errors` is str(e), "404: Sampler not found" (Starlette), which only repeats its detail.
+  const errors = body['errors'];
+  const repeatsDetail = typeof errors === 'string' && typeof detail === 'string' && /^\d{3}: /.test(errors) && errors.slice(5) === detail;
+  const parts = [body['error'], repeatsDetail ? undefined : errors, detail, body['body'], body['message']]
     .filter((part): part is string => typeof part === 'string' && part.trim() !== '');
   return parts.length > 0 ? truncate([...new Set(parts)].join(': ')) : truncate(bodyText);
 }
@@ -86,25 +98,119 @@ function readNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
+/** A name the server gave: a non-empty string other than sd.cpp's "NONE" (its word for "the default, chosen later"). */
+function readName(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' && value !== 'NONE' ? value : undefined;
+}
+
+/** The first image's infotext (Processed.js() `infotexts`, processing.py:571-607; sd-server's, routes_sdapi.cpp:386). */
+function readInfotext(info: Record<string, unknown>): ReturnType<typeof parseA1111Parameters> | undefined {
+  const infotexts = info['infotexts'];
+  const first: unknown = Array.isArray(infotexts) ? infotexts[0] : undefined;
+  return typeof first === 'string' ? parseA1111Parameters(first) : undefined;
+}
+
 /**
  * What the server really used, from `info` (A1111's Processed.js(), processing.py:571-607; sd-server's
  * prepare_info_field, routes_sdapi.cpp:266-306, built after its clamps: steps 1–100, seed resolved).
  * sd-server names the sampler "NONE" when it picks its default itself: that is no name.
+ * - The checkpoint: sd_model_name, p.sd_model_name, the checkpoint loaded when the image was made
+ *   (processing.py:890), so an override A1111 dropped names the one that really painted; infotext's "Model" (780) is
+ *   the same value, read when info lacks it. A1111 names it by its file (name_for_extra, sd_models.py:88), which is
+ *   the model_name listModels gives for a file at the top of models/Stable-diffusion; sd-server by its file name with
+ *   extension (routes_sdapi.cpp:291-295).
+ * - The scheduler: Processed.js() has no field for it; A1111 says it as infotext's "Schedule type" (p.scheduler,
+ *   processing.py:773, the label fix_p_invalid_sampler_and_scheduler settled on, sd_samplers.py:125-129), sd-server in
+ *   extra_generation_params["Schedule type"] when one was chosen (routes_sdapi.cpp:283-286).
  */
 function readUsedSettings(info: Record<string, unknown>): Omit<ImageResult, 'png'> {
   const allSeeds = info['all_seeds'];
   const used: Omit<ImageResult, 'png'> = {};
+  const infotext = readInfotext(info);
+  const extra = isRecord(info['extra_generation_params']) ? info['extra_generation_params'] : {};
   const seed = readNumber(info['seed']) ?? readNumber(Array.isArray(allSeeds) ? allSeeds[0] : undefined);
   const steps = readNumber(info['steps']);
   const cfg = readNumber(info['cfg_scale']);
-  const sampler = info['sampler_name'];
-  const model = info['sd_model_name'];
+  const sampler = readName(info['sampler_name']);
+  const scheduler = readName(extra['Schedule type']) ?? readName(infotext?.scheduler);
+  const model = readName(info['sd_model_name']) ?? readName(infotext?.model);
   if (seed !== undefined) used.seed = seed;
   if (steps !== undefined) used.steps = steps;
   if (cfg !== undefined) used.cfg = cfg;
-  if (typeof sampler === 'string' && sampler !== '' && sampler !== 'NONE') used.sampler = sampler;
-  if (typeof model === 'string' && model !== '') used.model = model;
+  if (sampler !== undefined) used.sampler = sampler;
+  if (scheduler !== undefined) used.scheduler = scheduler;
+  if (model !== undefined) used.model = model;
   return used;
+}
+
+/**
+ * The choices of one request, added to its txt2img body only when asked, so that a request without them is sent
+ * as before. The checkpoint goes in override_settings, which process_images sets for this image alone and puts
+ * back afterwards (processing.py:823-858) when override_settings_restore_afterwards is true, its default
+ * (processing.py:175): sent all the same, so that a server with another default does not keep the switch. A
+ * global POST /sdapi/v1/options would change the checkpoint of every client of the server. sampler_name and
+ * scheduler are read as sent (api.py:441; sd-server's routes_sdapi.cpp:108-109).
+ */
+function describeChoices(request: ImageRequest): Record<string, unknown> {
+  return {
+    ...(request.checkpoint === undefined ? {} : { override_settings: { sd_model_checkpoint: request.checkpoint }, override_settings_restore_afterwards: true }),
+    ...(request.sampler === undefined ? {} : { sampler_name: request.sampler }),
+    ...(request.scheduler === undefined ? {} : { scheduler: request.scheduler }),
+  };
+}
+
+/** One entry of /sdapi/v1/sd-models (SDModelItem: title, model_name, hash, sha256, filename, config; api.py:726-728). */
+interface ListedCheckpoint {
+  title: string;
+  name: string;
+}
+
+/**
+ * The name a request takes for a checkpoint: its model_name, which A1111's checkpoint_aliases holds (sd_models.py:98)
+ * and override_settings therefore accepts, by exact match only (processing.py:828, checkpoint_aliases.get; no
+ * get_closet_checkpoint_match there). The title would do too, but it changes: "name" while A1111 has no hash of the
+ * file, "name [shorthash]" once it loaded it (sd_models.py:95, 107-128). model_name stays, and is what the image
+ * reports back (info's sd_model_name, infotext's "Model": name_for_extra, the same for a file at the top of
+ * models/Stable-diffusion; a file in a subfolder is reported without the folder its model_name starts with).
+ * sd-server lists its one model with title and model_name both its file's stem (routes_sdapi.cpp:514-526).
+ */
+function readCheckpoints(body: unknown): ListedCheckpoint[] | undefined {
+  if (!Array.isArray(body)) return undefined;
+  return body.flatMap((entry: unknown) => {
+    if (!isRecord(entry)) return [];
+    const title = typeof entry['title'] === 'string' ? entry['title'] : '';
+    const name = readName(entry['model_name']) ?? title;
+    return name === '' ? [] : [{ title, name }];
+  });
+}
+
+/** A1111's title without its " [shorthash]": the checkpoint's path below models/Stable-diffusion. */
+function stripHash(title: string): string {
+  return title.replace(/\s*\[[0-9a-f]+\]\s*$/i, '');
+}
+
+/**
+ * The checkpoint /sdapi/v1/options names (A1111: the loaded one's title, written at load; sd-server: its model's
+ * stem, routes_sdapi.cpp:528-534), as listModels names it; null when none listed matches.
+ */
+function findCurrent(checkpoints: ListedCheckpoint[], options: unknown): string | null {
+  const value = isRecord(options) ? options['sd_model_checkpoint'] : undefined;
+  if (typeof value !== 'string' || value === '') return null;
+  const match =
+    checkpoints.find((checkpoint) => checkpoint.title === value || checkpoint.name === value) ??
+    checkpoints.find((checkpoint) => checkpoint.title !== '' && stripHash(checkpoint.title) === stripHash(value));
+  return match?.name ?? null;
+}
+
+/** Names from /samplers (`name`: api.py:692-693) or /schedulers (`label`, see listModels); [] for a 404 or no list. */
+function readNames(body: unknown, key: 'name' | 'label'): string[] {
+  if (!Array.isArray(body)) return [];
+  const names = body.flatMap((entry: unknown) => {
+    if (!isRecord(entry)) return [];
+    const name = readName(entry[key]) ?? readName(entry['name']);
+    return name === undefined ? [] : [name];
+  });
+  return [...new Set(names)];
 }
 
 export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
@@ -224,6 +330,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
             height: request.height,
             batch_size: 1,
             n_iter: 1,
+            ...describeChoices(request),
           }),
           signal: jobSignal,
         });
@@ -236,7 +343,10 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
           throw describeImageTooLarge(body.error, { product: label(), url, hint });
         }
         const text = body.value;
-        if (response.status === 404) {
+        // FastAPI's {"detail":"Not Found"} is a missing route; A1111's own {error, detail, …} with 404 is a refusal
+        // (validate_sampler_name before v1.10: "Sampler not found"), said below in its words.
+        const parsed = parseJson(text);
+        if (response.status === 404 && !(isRecord(parsed) && typeof parsed['error'] === 'string')) {
           throw new ImageBackendError(
             'backend_error',
             `The server at ${url} has no /sdapi/v1/txt2img (HTTP 404: ${describeA1111Error(text)}). Start AUTOMATIC1111 with --api, or point --image-url at it.`,
@@ -307,5 +417,47 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     });
   }
 
-  return { name: 'a1111', url, generate, checkHealth };
+
+  /** GET an /sdapi/v1 route's JSON; undefined when the server has no such route (HTTP 404). */
+  async function readSdapi(path: string, signal: AbortSignal): Promise<unknown> {
+    const response = await fetchImpl(`${url}/sdapi/v1${path}`, { signal });
+    const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
+    if (response.status === 404) return undefined;
+    if (!response.ok) {
+      throw new ImageBackendError('backend_error', `${label()} at ${url} could not list its models (GET /sdapi/v1${path}, HTTP ${response.status}): ${describeA1111Error(text)}.`);
+    }
+    const body = parseJson(text);
+    if (body === undefined) throw new ImageBackendError('bad_response', `${label()} at ${url} answered GET /sdapi/v1${path} with no JSON (${truncate(text.slice(0, 120)) || 'empty answer'}).`);
+    return body;
+  }
+
+  /**
+   * The same four routes on both servers. A1111: every checkpoint file (api.py:726-728), the loaded one's title in
+   * /options (get_config, api.py:667-676), every sampler (692-693) and scheduler (695-704); /schedulers came with
+   * the scheduler split of v1.9.0, so an older A1111 answers it 404: no scheduler to choose. sd-server: its one
+   * model as the only checkpoint and the current one (routes_sdapi.cpp:514-534), its sample methods and schedulers
+   * each after a "default" entry (478-512). A scheduler is listed by its label: A1111 takes a label as well as a name
+   * (schedulers_map, sd_schedulers.py:145) and reports the label back ("Karras"), so a choice and what the image
+   * says it used read alike; sd-server's label is its name.
+   */
+  async function listModels(signal?: AbortSignal): Promise<ImageModelOptions> {
+    return listWithin({ healthTimeoutMs, signal, connection, slowProduct: label(), slowHint: 'it may be busy loading a model' }, async (combined) => {
+      const [models, options, samplers, schedulers] = await Promise.all(['/sd-models', '/options', '/samplers', '/schedulers'].map((path) => readSdapi(path, combined)));
+      const checkpoints = readCheckpoints(models);
+      if (checkpoints === undefined) {
+        throw new ImageBackendError(
+          'bad_response',
+          `The server at ${url} has no checkpoint list at /sdapi/v1/sd-models (${models === undefined ? 'HTTP 404' : 'not a list'}). Start AUTOMATIC1111 with --api, or point --image-url at it.`,
+        );
+      }
+      return {
+        checkpoints: [...new Set(checkpoints.map((checkpoint) => checkpoint.name))],
+        current: findCurrent(checkpoints, options),
+        samplers: readNames(samplers, 'name'),
+        schedulers: readNames(schedulers, 'label'),
+      };
+    });
+  }
+
+  return { name: 'a1111', url, generate, checkHealth, listModels };
 }

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type WebSocket from 'ws';
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES } from '../core/image-limits.ts';
-import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import type { ImageBackend, ImageBackendHealth, ImageModelOptions, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import {
   checkWithin,
   createImageServerFetch,
@@ -15,11 +15,13 @@ import {
   describeConnectionFailure,
   describeImageTooLarge,
   isRedirectStatus,
+  listWithin,
   runImageJob,
   type ConnectionWords,
 } from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
-import { fillWorkflow, findCheckpointName, findSamplerSettings } from './workflow.ts';
+import { readComboOptions } from './object-info.ts';
+import { applyModelChoices, fillWorkflow, findCheckpointName, findChoiceTarget, findOwnChoice, findSamplerSettings, MODEL_CHOICE_INPUTS, type ModelChoice } from './workflow.ts';
 import { describeTooLarge, isRecord, parseJson, readCappedBytes, readCappedText, readTextPrefix, truncate } from '../util/index.ts';
 
 export interface ComfyUiBackendOptions {
@@ -31,7 +33,7 @@ export interface ComfyUiBackendOptions {
   clientId?: string;
   /** After this long the job is interrupted and generate rejects with 'timeout'. Default 10 minutes. */
   timeoutMs?: number;
-  /** Limit for checkHealth and for the interrupt call. Default 3 s. */
+  /** Limit for checkHealth, for the interrupt call and for listModels. Default 3 s. */
   healthTimeoutMs?: number;
   fetch?: typeof fetch;
   WebSocket?: typeof WebSocket;
@@ -417,7 +419,13 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     try {
       return await runImageJob({ signal, timeoutMs, interrupt, stopWords, connection }, async (jobSignal) => {
         const clientId = options.clientId ?? randomUUID();
-        const workflow = fillWorkflow(options.workflow, request);
+        // The request's checkpoint, sampler and scheduler go into the graph as sent; ComfyUI checks each against its
+        // combo list and refuses a name it lacks with HTTP 400, node_errors of type value_not_in_list
+        // (execution.py:896-920, server.py:710-712), which queuePrompt quotes. A choice the workflow has no node for
+        // fails here, before anything is sent.
+        const chosen = applyModelChoices(fillWorkflow(options.workflow, request), request);
+        if (!chosen.ok) throw new ImageBackendError('backend_error', chosen.error.message);
+        const workflow = chosen.value;
         // The socket opens first so that no progress message can come before we listen.
         socket = await openSocket(clientId, jobSignal);
         const watcher = watchSocket(socket);
@@ -480,5 +488,63 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     });
   }
 
-  return { name: 'comfyui', url, generate, checkHealth };
+  /** GET /object_info/{classType} (server.py:639-645): that class's inputs, or `{}` for a class the server lacks. */
+  async function readNodeInfo(classType: string, signal: AbortSignal): Promise<unknown> {
+    const path = `/object_info/${encodeURIComponent(classType)}`;
+    const response = await fetchImpl(`${url}${path}`, { signal });
+    const text = await readAnswer(response, path);
+    if (!response.ok) {
+      throw new ImageBackendError('bad_response', `ComfyUI at ${url} answered GET ${path} with HTTP ${response.status} (${truncate(text) || 'no details'}). Check that --image-url points to ComfyUI.`);
+    }
+    const body = parseJson(text);
+    if (!isRecord(body)) throw new ImageBackendError('bad_response', `ComfyUI at ${url} sent an unreadable answer to GET ${path} (${truncate(text.slice(0, 120))}).`);
+    return body;
+  }
+
+  /**
+   * The names a choice takes: the combo list of its input in every class of the workflow that takes it (one class
+   * in nearly every workflow; with several, the names they all take). [] when the workflow has nowhere to put it
+   * (findChoiceTarget): a request naming one would be refused.
+   */
+  async function listChoice(choice: ModelChoice, nodeInfo: (classType: string) => Promise<unknown>): Promise<string[]> {
+    const target = findChoiceTarget(options.workflow, choice);
+    if (!target.ok) return [];
+    const classes = [...new Set(target.value.map((node) => node.classType))];
+    const lists = await Promise.all(
+      classes.map(async (classType) => {
+        const names = readComboOptions(await nodeInfo(classType), classType, MODEL_CHOICE_INPUTS[choice]);
+        if (names !== undefined) return names;
+        const ids = target.value.filter((node) => node.classType === classType).map((node) => node.id);
+        throw new ImageBackendError(
+          'backend_error',
+          `ComfyUI at ${url} has no ${classType} node, which the workflow uses (node ${ids.join(', ')}). Install the custom node that provides it, or set --comfy-workflow to a workflow ComfyUI can run.`,
+        );
+      }),
+    );
+    const [first = [], ...others] = lists;
+    return first.filter((name) => others.every((list) => list.includes(name)));
+  }
+
+  async function listModels(signal?: AbortSignal): Promise<ImageModelOptions> {
+    return listWithin({ healthTimeoutMs, signal, connection, slowHint: 'it may be busy' }, async (combined) => {
+      // One request per class, shared by the choices: KSampler gives both the samplers and the schedulers.
+      const asked = new Map<string, Promise<unknown>>();
+      const nodeInfo = (classType: string): Promise<unknown> => {
+        let answer = asked.get(classType);
+        if (answer === undefined) {
+          answer = readNodeInfo(classType, combined);
+          // Stryker disable next-line ArrowFunction: listChoice awaits each answer; this only keeps a shared one's rejection from counting as unhandled
+          answer.catch(() => {});
+          asked.set(classType, answer);
+        }
+        return answer;
+      };
+      const [checkpoints, samplers, schedulers] = await Promise.all([listChoice('checkpoint', nodeInfo), listChoice('sampler', nodeInfo), listChoice('scheduler', nodeInfo)]);
+      // The workflow's own checkpoint, when the server has it: what it paints with when a request names none.
+      const own = findOwnChoice(options.workflow, 'checkpoint');
+      return { checkpoints, current: own !== undefined && checkpoints.includes(own) ? own : null, samplers, schedulers };
+    });
+  }
+
+  return { name: 'comfyui', url, generate, checkHealth, listModels };
 }

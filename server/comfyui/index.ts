@@ -1,4 +1,17 @@
 export { createComfyUiBackend, describeComfyUiError } from './comfyui-backend.ts';
 export type { ComfyUiBackendOptions } from './comfyui-backend.ts';
-export { DEFAULT_WORKFLOW_PATH, fillWorkflow, findCheckpointName, findSamplerSettings, loadDefaultWorkflow, loadWorkflow } from './workflow.ts';
-export type { WorkflowErrorCode, WorkflowResult } from './workflow.ts';
+export {
+  applyModelChoices,
+  DEFAULT_WORKFLOW_PATH,
+  fillWorkflow,
+  findCheckpointName,
+  findChoiceNodes,
+  findChoiceTarget,
+  findOwnChoice,
+  findSamplerSettings,
+  loadDefaultWorkflow,
+  loadWorkflow,
+  MODEL_CHOICE_INPUTS,
+} from './workflow.ts';
+export type { ChoiceNode, ModelChoice, ModelChoiceResult, WorkflowErrorCode, WorkflowResult } from './workflow.ts';
+export { readComboOptions } from './object-info.ts';

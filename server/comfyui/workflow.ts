@@ -86,32 +86,122 @@ const SAMPLER_NODES: Record<string, { seed: string }> = {
 };
 
 /**
- * The seed, steps, CFG and sampler the workflow's sampler node really had: a custom workflow may fix them
- * instead of taking %placeholders%. With several sampler nodes (a refiner, a hires pass) only the values they
- * all share are given; a value that comes from another node's output (a link) is not known, so not given.
+ * The seed, steps, CFG, sampler and scheduler the workflow's sampler nodes really had: a custom workflow may fix
+ * them instead of taking %placeholders%. Seed, steps and CFG come from its KSampler / KSamplerAdvanced nodes; the
+ * sampler and scheduler from every node that takes them (findChoiceNodes: a SamplerCustom graph names them in
+ * KSamplerSelect and BasicScheduler). With several such nodes (a refiner, a hires pass) only the values they all
+ * share are given; a value that comes from another node's output (a link) is not known, so not given.
  */
-export function findSamplerSettings(workflow: unknown): { seed?: number; steps?: number; cfg?: number; sampler?: string } {
+export function findSamplerSettings(workflow: unknown): { seed?: number; steps?: number; cfg?: number; sampler?: string; scheduler?: string } {
   if (!isRecord(workflow)) return {};
   const samplers = Object.values(workflow).filter(
     (node): node is { class_type: string; inputs: Record<string, unknown> } => isRecord(node) && typeof node['class_type'] === 'string' && Object.hasOwn(SAMPLER_NODES, node['class_type']) && isRecord(node['inputs']),
   );
-  // Stryker disable next-line ConditionalExpression: with no sampler every() is true of an empty list and values[0] is undefined: {} all the same
-  if (samplers.length === 0) return {};
-  const shared = (read: (node: { class_type: string; inputs: Record<string, unknown> }) => unknown): unknown => {
-    const values = samplers.map(read);
-    return values.every((value) => value === values[0]) ? values[0] : undefined;
-  };
-  const settings: { seed?: number; steps?: number; cfg?: number; sampler?: string } = {};
+  const shared = (values: unknown[]): unknown => (values.every((value) => value === values[0]) ? values[0] : undefined);
+  const sharedInput = (read: (node: { class_type: string; inputs: Record<string, unknown> }) => unknown): unknown => shared(samplers.map(read));
+  const settings: { seed?: number; steps?: number; cfg?: number; sampler?: string; scheduler?: string } = {};
   // Stryker disable next-line StringLiteral: every node that passes Object.hasOwn(SAMPLER_NODES, …) names its own seed input
-  const seed = shared((node) => node.inputs[SAMPLER_NODES[node.class_type]?.seed ?? 'seed']);
-  const steps = shared((node) => node.inputs['steps']);
-  const cfg = shared((node) => node.inputs['cfg']);
-  const sampler = shared((node) => node.inputs['sampler_name']);
+  const seed = sharedInput((node) => node.inputs[SAMPLER_NODES[node.class_type]?.seed ?? 'seed']);
+  const steps = sharedInput((node) => node.inputs['steps']);
+  const cfg = sharedInput((node) => node.inputs['cfg']);
+  // With no node at all every() is true of an empty list and values[0] is undefined: nothing is given.
+  const sampler = shared(findChoiceNodes(workflow, 'sampler').map((node) => node.value));
+  const scheduler = shared(findChoiceNodes(workflow, 'scheduler').map((node) => node.value));
   if (typeof seed === 'number') settings.seed = seed;
   if (typeof steps === 'number') settings.steps = steps;
   if (typeof cfg === 'number') settings.cfg = cfg;
   if (typeof sampler === 'string' && sampler !== '') settings.sampler = sampler;
+  if (typeof scheduler === 'string' && scheduler !== '') settings.scheduler = scheduler;
   return settings;
+}
+
+/**
+ * What a request may choose in the graph, and the node input each choice sets: CheckpointLoaderSimple's
+ * `ckpt_name` (ComfyUI nodes.py:559-566), KSampler's `sampler_name` and `scheduler` (nodes.py:1499-1512; the same
+ * in KSamplerAdvanced, nodes.py:1527-1543). Each is a combo input: ComfyUI refuses a value not in its list.
+ */
+export const MODEL_CHOICE_INPUTS = { checkpoint: 'ckpt_name', sampler: 'sampler_name', scheduler: 'scheduler' } as const;
+
+export type ModelChoice = keyof typeof MODEL_CHOICE_INPUTS;
+
+/** A node that takes a choice: its id, its class, and the input's value in the workflow (a name, or a link). */
+export interface ChoiceNode {
+  id: string;
+  classType: string;
+  value: unknown;
+}
+
+/**
+ * Every node with the choice's input (MODEL_CHOICE_INPUTS), in the workflow's order, whether the value is
+ * written in or linked from another node. Found by the input's name, not by class: a user workflow's own
+ * loader (CheckpointLoader, unCLIPCheckpointLoader, a custom node with a `ckpt_name`) or sampler (KSamplerAdvanced,
+ * KSamplerSelect with BasicScheduler) counts too. UNETLoader's `unet_name` is a diffusion model, not a
+ * checkpoint: a workflow that loads only that has no checkpoint to choose.
+ */
+export function findChoiceNodes(workflow: unknown, choice: ModelChoice): ChoiceNode[] {
+  if (!isRecord(workflow)) return [];
+  const input = MODEL_CHOICE_INPUTS[choice];
+  const nodes: ChoiceNode[] = [];
+  for (const [id, node] of Object.entries(workflow)) {
+    if (!isRecord(node) || typeof node['class_type'] !== 'string' || !isRecord(node['inputs']) || !Object.hasOwn(node['inputs'], input)) continue;
+    nodes.push({ id, classType: node['class_type'], value: node['inputs'][input] });
+  }
+  return nodes;
+}
+
+const CHOICE_NODES: Record<ModelChoice, string> = {
+  checkpoint: 'checkpoint loader (no node with a ckpt_name input, such as CheckpointLoaderSimple)',
+  sampler: 'sampler node (no node with a sampler_name input, such as KSampler)',
+  scheduler: 'scheduler (no node with a scheduler input, such as KSampler)',
+};
+
+/**
+ * Where a choice goes: the nodes it sets, or why the workflow has none (the end of a sentence, remedy included).
+ * Every sampler and scheduler node takes the request's sampler and scheduler (a refiner or hires pass samples like
+ * the first pass, as A1111's does). Several checkpoint loaders are one choice only when they all load the same
+ * checkpoint; loaders of different ones (SDXL's base and refiner) leave no way to tell which one a request means.
+ */
+export function findChoiceTarget(workflow: unknown, choice: ModelChoice): { ok: true; value: ChoiceNode[] } | { ok: false; error: string } {
+  const nodes = findChoiceNodes(workflow, choice);
+  if (nodes.length === 0) return { ok: false, error: `the ComfyUI workflow has no ${CHOICE_NODES[choice]}. Leave the ${choice} unset, or set --comfy-workflow to a workflow that has one.` };
+  const first = JSON.stringify(nodes[0]?.value);
+  if (choice === 'checkpoint' && nodes.some((loader) => JSON.stringify(loader.value) !== first)) {
+    const ids = nodes.map((loader) => loader.id).join(', ');
+    return { ok: false, error: `the ComfyUI workflow loads different checkpoints (nodes ${ids}), so Easel cannot tell which one to replace. Leave the checkpoint unset, or use a workflow with one checkpoint loader.` };
+  }
+  return { ok: true, value: nodes };
+}
+
+/** The workflow's own value of a choice: the name its nodes share, written in; undefined when none or a link. */
+export function findOwnChoice(workflow: unknown, choice: ModelChoice): string | undefined {
+  const target = findChoiceTarget(workflow, choice);
+  if (!target.ok) return undefined;
+  const value = target.value[0]?.value;
+  return typeof value === 'string' && target.value.every((node) => node.value === value) ? value : undefined;
+}
+
+export type ModelChoiceResult = { ok: true; value: unknown } | { ok: false; error: { choice: ModelChoice; message: string } };
+
+/**
+ * A copy of `workflow` whose choice inputs hold the request's checkpoint, sampler and scheduler, each exactly as
+ * listModels names it (ComfyUI's own names: a checkpoint with its folder and extension). A choice the request
+ * leaves out keeps the workflow's own value. A choice the workflow has no node for (findChoiceTarget) cannot be
+ * honoured: an error saying so, rather than an image made otherwise than asked.
+ */
+export function applyModelChoices(workflow: unknown, request: Pick<ImageRequest, ModelChoice>): ModelChoiceResult {
+  const copy: unknown = structuredClone(workflow);
+  for (const choice of Object.keys(MODEL_CHOICE_INPUTS) as ModelChoice[]) {
+    const name = request[choice];
+    if (name === undefined) continue;
+    const target = findChoiceTarget(copy, choice);
+    if (!target.ok) return { ok: false, error: { choice, message: `Easel cannot paint with the ${choice} "${name}": ${target.error}` } };
+    for (const node of target.value) {
+      const inputs = (copy as Record<string, Record<string, unknown>>)[node.id]?.['inputs'];
+      // Stryker disable next-line ConditionalExpression: findChoiceNodes gives only nodes whose inputs are a record
+      if (isRecord(inputs)) inputs[MODEL_CHOICE_INPUTS[choice]] = name;
+    }
+  }
+  return { ok: true, value: copy };
 }
 
 /** Reads an API-format workflow file and checks that Easel can drive it. */

@@ -89,14 +89,52 @@ export function isLoopbackHost(host: string): boolean {
   return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
 }
 
+/**
+ * How Easel was started, which decides the usage line of `--help` and where data goes without --data-dir:
+ * from a checkout (`npm start`, ./data) or as the installed `easel` command ($XDG_DATA_HOME/easel).
+ */
+export interface Invocation {
+  /** The command line shown by `--help`, e.g. `easel [flags]`. */
+  usage: string;
+  /** The data folder when neither --data-dir nor $EASEL_DATA_DIR is given; a relative one is under the working folder. */
+  defaultDataDir: string;
+}
+
+export const CHECKOUT_INVOCATION: Invocation = { usage: 'npm start -- [flags]', defaultDataDir: 'data' };
+
+/**
+ * The installed command's data folder, by the XDG Base Directory rules: `$XDG_DATA_HOME/easel`, or
+ * `<home>/.local/share/easel` when XDG_DATA_HOME is unset, empty or relative (the spec says to ignore a relative one).
+ */
+export function installedDataDir(env: Record<string, string | undefined>, home: string): string {
+  const xdgDataHome = env.XDG_DATA_HOME;
+  const base = xdgDataHome?.startsWith('/') ? xdgDataHome : `${home.replace(/\/+$/, '')}/.local/share`;
+  return `${base.replace(/\/+$/, '')}/easel`;
+}
+
+/** The installed `easel` command (bin/easel.mjs): its usage line and its data under the XDG data folder. */
+export function installedInvocation(env: Record<string, string | undefined>, home: string): Invocation {
+  return { usage: 'easel [flags]', defaultDataDir: installedDataDir(env, home) };
+}
+
 interface FlagSpec {
   key: keyof z.infer<typeof configSchema>;
   env: string;
-  help: string;
+  /** A function when the text depends on how Easel was started (the data folder's default). */
+  help: string | ((invocation: Invocation) => string);
   /** The value's name in --help (`--port PORT`); a boolean flag takes none. */
   value?: string;
   boolean?: boolean;
-  fallback?: (env: Record<string, string | undefined>) => string | undefined;
+  fallback?: (env: Record<string, string | undefined>, invocation: Invocation) => string | undefined;
+}
+
+function helpOf(spec: FlagSpec, invocation: Invocation): string {
+  return typeof spec.help === 'string' ? spec.help : spec.help(invocation);
+}
+
+/** A relative data folder shown the way a shell would take it: `./data`. */
+function shownPath(path: string): string {
+  return path.startsWith('/') || path.startsWith('./') ? path : `./${path}`;
 }
 
 const FLAGS: Record<string, FlagSpec> = {
@@ -140,7 +178,13 @@ const FLAGS: Record<string, FlagSpec> = {
     fallback: () => '120',
   },
   'log-level': { key: 'logLevel', env: 'EASEL_LOG_LEVEL', value: 'LEVEL', help: 'debug | info | warn | error (default info)', fallback: () => 'info' },
-  'data-dir': { key: 'dataDir', env: 'EASEL_DATA_DIR', value: 'DIR', help: 'where conversations and images are kept (default ./data)', fallback: () => 'data' },
+  'data-dir': {
+    key: 'dataDir',
+    env: 'EASEL_DATA_DIR',
+    value: 'DIR',
+    help: (invocation) => `where conversations and images are kept (default ${shownPath(invocation.defaultDataDir)})`,
+    fallback: (_env, invocation) => invocation.defaultDataDir,
+  },
   'image-backend': {
     key: 'imageBackend',
     env: 'EASEL_IMAGE_BACKEND',
@@ -191,14 +235,15 @@ const HELP_GAP = '  ';
 /**
  * `--help`: each flag with its value's name, then its description in a column of its own, wrapped at `columns`
  * (the terminal's width, 60 to 100; 80 when it is not a terminal) and ending with its environment variable.
+ * The usage line and the data folder's default are those of `invocation`.
  */
-export function formatHelp(columns?: number): string {
+export function formatHelp(columns?: number, invocation: Invocation = CHECKOUT_INVOCATION): string {
   // A terminal that reports no size (0) is taken as 80 columns, like no terminal.
   const width = columns ? Math.min(Math.max(columns, 60), 100) : 80;
   const rows: Array<[string, string]> = [
     ...Object.entries(FLAGS).map(([name, spec]): [string, string] => [
       spec.value === undefined ? `--${name}` : `--${name} ${spec.value}`,
-      `${spec.help} [$${spec.env}]`,
+      `${helpOf(spec, invocation)} [$${spec.env}]`,
     ]),
     ['--help', 'show this help'],
     ['--version', 'print the version'],
@@ -209,7 +254,7 @@ export function formatHelp(columns?: number): string {
     const [first, ...rest] = wrapWords(text, width - column);
     return [`${`${HELP_INDENT}${flag}`.padEnd(column)}${first}`, ...rest.map((line) => `${' '.repeat(column)}${line}`)];
   });
-  return ['Usage: npm start -- [flags]', '', 'Flags (each also read from the environment variable shown):', ...lines].join('\n');
+  return [`Usage: ${invocation.usage}`, '', 'Flags (each also read from the environment variable shown):', ...lines].join('\n');
 }
 
 /** Lines of at most `width` characters, broken at spaces; a longer word (a URL) gets a line of its own. */
@@ -227,8 +272,8 @@ function wrapWords(text: string, width: number): string[] {
   return [...lines, line];
 }
 
-/** Flags win over environment variables, which win over defaults. */
-export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): ParseConfigResult {
+/** Flags win over environment variables, which win over defaults (the data folder's is `invocation`'s). */
+export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>, invocation: Invocation = CHECKOUT_INVOCATION): ParseConfigResult {
   const raw: Record<string, unknown> = {};
   const fail = (message: string): ParseConfigResult => ({ ok: false, error: { code: 'invalid_flag', message } });
 
@@ -248,7 +293,7 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
       continue;
     }
     const value = match[2] ?? argv[++i];
-    if (value === undefined) return fail(`--${match[1]} needs a value: ${spec.help}.`);
+    if (value === undefined) return fail(`--${match[1]} needs a value: ${helpOf(spec, invocation)}.`);
     raw[spec.key] = value;
   }
   // An image server's address without a backend: find out which server it is.
@@ -256,7 +301,7 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
   for (const spec of Object.values(FLAGS)) {
     if (raw[spec.key] === undefined && spec.fallback) {
       try {
-        raw[spec.key] = spec.fallback(env);
+        raw[spec.key] = spec.fallback(env, invocation);
       } catch {
         return fail(`$OLLAMA_HOST (${env.OLLAMA_HOST}) is not a usable address; set --ollama-url, e.g. http://127.0.0.1:11434.`);
       }

@@ -12,7 +12,7 @@ import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
 import { toContextEntry } from './context-change.ts';
 import { MAX_IMAGE_BYTES } from './image-limits.ts';
 import { promptSchema, titleSchema, typedText } from './text.ts';
-import { settingsSchema, type Settings } from './settings.ts';
+import { DEFAULT_MODEL_CHOICE, modelChoiceSchema, settingsSchema, type Settings } from './settings.ts';
 
 export const ARCHIVE_FORMAT = 'easel-conversation';
 /** 2 added the prompt's versions, pinned settings and the model's waiting suggestions; 1 is still read. */
@@ -246,7 +246,8 @@ const manifestV1Schema = z
     createdAt: isoDate,
     updatedAt: isoDate,
     prompt: promptSchema,
-    settings: settingsSchema,
+    // An export from before the model choices has none: the defaults (each server's own) then.
+    settings: settingsSchema.extend(modelChoiceSchema.partial().shape).transform((settings): Settings => ({ ...DEFAULT_MODEL_CHOICE, ...settings })),
     transcript: z.array(turnSchema.superRefine(checkUserText)).max(MAX_TURNS),
     context: z.array(contextEntrySchema).max(MAX_CONTEXT_ENTRIES),
     images: z.array(imageSchema).max(MAX_IMAGES),

@@ -8,7 +8,7 @@ import type { ImageEvent, TurnEvent } from './events.ts';
 import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';
 import { describeStorageFailure } from './library.ts';
 import type { Logger } from './logger.ts';
-import type { ImageBackend, ImageProgress, ImageRequest, ImageResult, SeedRange } from './ports.ts';
+import type { ImageBackend, ImageModelOptions, ImageProgress, ImageRequest, ImageResult, SeedRange } from './ports.ts';
 import type { Settings } from './settings.ts';
 
 export interface ImageBackendStatus {
@@ -39,6 +39,11 @@ export interface ImageGenerator {
   /** Yields `generation`, then `progress`…, then `image` or `error`. Never throws. */
   generate(input: GenerateInput): AsyncGenerator<TurnEvent>;
   checkHealth(signal?: AbortSignal): Promise<ImageBackendStatus>;
+  /**
+   * What the image server can paint with, asked now; null without a backend. The adapter's name comes with it
+   * (with --image-backend auto, the one it found). Throws ImageBackendError when the server cannot be asked.
+   */
+  listModels(signal: AbortSignal): Promise<{ backend: ImageBackend['name']; options: ImageModelOptions } | null>;
   /** Resolves once every generation started so far has settled on the backend (a cancelled one's interrupt sent). */
   settled(): Promise<void>;
 }
@@ -57,8 +62,8 @@ export interface ImageGeneratorDeps {
   removeFile?(name: string): Promise<void>;
   /** Where images are saved, named in the message when a write fails. */
   imagesDir?: string;
-  /** Frees the GPU before an image (--unload-llm). */
-  unloadLlm?: () => Promise<void>;
+  /** Frees the GPU before an image (--unload-llm): the conversation's chat model, or the default one. */
+  unloadLlm?: (model: string | undefined) => Promise<void>;
   /** A random seed from `min` to `max`, both included. */
   randomSeed?: (range: SeedRange) => number;
   /** Written as the PNG text's Version field ("Easel 0.1.0") when Easel writes that text. */
@@ -167,7 +172,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       yield { type: 'generation', id, ...(queued ? { queued: true } : {}) };
       await waitOrAbort(previous, signal);
       if (deps.unloadLlm) {
-        await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
+        await deps.unloadLlm(input.settings.chatModel ?? undefined).catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
       }
       if (backend.prepare !== undefined) await waitOrAbort(backend.prepare(signal), signal);
       const { settings } = input;
@@ -186,6 +191,10 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         seed,
         width: settings.width,
         height: settings.height,
+        // Only what the user chose: null leaves the server's own, so a request stays as it always was.
+        ...(settings.checkpoint === null ? {} : { checkpoint: settings.checkpoint }),
+        ...(settings.sampler === null ? {} : { sampler: settings.sampler }),
+        ...(settings.scheduler === null ? {} : { scheduler: settings.scheduler }),
       };
       const progress = createChannel<ImageProgress>();
       job = backend.generate(request, { signal, onProgress: (p) => progress.push(p) });
@@ -288,6 +297,14 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         ...(health.found === undefined ? {} : { found: health.found }),
         ...(backend.auto === true ? { auto: true as const } : {}),
       };
+    },
+    async listModels(signal) {
+      const backend = deps.backend;
+      if (!backend) return null;
+      if (backend.prepare !== undefined) await waitOrAbort(backend.prepare(signal), signal);
+      // A server without choices to offer (an adapter that cannot list) paints with its own.
+      const options = (await backend.listModels?.(signal)) ?? { checkpoints: [], current: null, samplers: [], schedulers: [] };
+      return { backend: backend.name, options };
     },
   };
 }

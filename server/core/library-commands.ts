@@ -1,4 +1,5 @@
 // The library: conversations listed, searched, made, renamed and deleted (with their image files).
+import { describeFamily } from './pane.ts';
 import { describeConversation, UNTITLED, type ConversationSummary } from './library.ts';
 import { invalid, notFound, type Result } from './results.ts';
 import { DEFAULT_SETTINGS } from './settings.ts';
@@ -37,7 +38,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
 
     draftConversation() {
       const now = state.isoNow();
-      const pane = { paneRevision: 0, prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false };
+      const pane = { paneRevision: 0, prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false, family: describeFamily(DEFAULT_SETTINGS, state.catalog.serverCheckpoint()) };
       return { id: state.newId(), title: UNTITLED, createdAt: now, updatedAt: now, preview: '', prompt: '', settings: DEFAULT_SETTINGS, turns: [], images: [], pane, generating: [] };
     },
 

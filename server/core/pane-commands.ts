@@ -109,6 +109,9 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
       const values = isRecord(patch) ? Object.fromEntries(Object.entries(patch).filter(([key]) => key !== 'unpin' && (only === undefined || only.has(key)))) : patch;
       const parsed = settingsPatchSchema.safeParse(values);
       if (!parsed.success) return invalid(parsed.error);
+      // A model, checkpoint or sampler the server did not list is refused before anything is stored.
+      const choice = state.catalog.checkChoiceNow(parsed.data);
+      if (!choice.ok) return choice;
       const saved = tryWrite('change', () => state.saveUserSettings(record, parsed.data, unpin.value));
       return saved.ok ? { ok: true, value: saved.value.settings } : saved;
     },

@@ -1,7 +1,7 @@
 // The one rule for the prompt pane and the settings: what the user typed is theirs, the model suggests.
 // Pure decisions; the service reads the stored state, asks these, and stores the answer in one transaction.
 import { z } from 'zod';
-import type { Metadata } from '../protocol/index.ts';
+import { FAMILY_STYLES, fitSizeToFamily, resolveFamily, type FamilyStyle, type ImageFamily, type ImageSize, type Metadata } from '../protocol/index.ts';
 import type { Settings, SettingsPatch } from './settings.ts';
 
 /** The settings the model proposes in its metadata: these can be pinned by hand. */
@@ -55,10 +55,34 @@ export interface PaneState {
   settingSuggestions: SettingSuggestions;
 }
 
+/** The family of the checkpoint that paints, as decided for the page and the API: what the prompt is written for. */
+export interface FamilyView {
+  id: ImageFamily;
+  label: string;
+  /** `setting`: chosen by the user; `checkpoint`: read from the checkpoint's name; `fallback`: nothing said, SD 1.5 assumed. */
+  source: 'setting' | 'checkpoint' | 'fallback';
+  promptStyle: FamilyStyle['promptStyle'];
+  encoder: FamilyStyle['encoder'];
+  /** What the prompt counter counts against. */
+  tokenBudget: number;
+  negativePrompt: boolean;
+  cfgMatters: boolean;
+  /** The aspect presets. */
+  buckets: readonly ImageSize[];
+}
+
 /** The pane with what undo and redo would do: what the page and the API show. */
 export interface PaneView extends PaneState {
   canUndo: boolean;
   canRedo: boolean;
+  family: FamilyView;
+}
+
+/** The checkpoint that will paint: the one chosen, else the server's current one. */
+export function describeFamily(settings: Pick<Settings, 'family' | 'checkpoint'>, serverCheckpoint: string | null): FamilyView {
+  const { style, source } = resolveFamily(settings.family, settings.checkpoint ?? serverCheckpoint);
+  const { id, label, promptStyle, encoder, tokenBudget, negativePrompt, cfgMatters, buckets } = style;
+  return { id, label, source, promptStyle, encoder, tokenBudget, negativePrompt, cfgMatters, buckets };
 }
 
 /** How a reply changes the pane. */
@@ -162,8 +186,14 @@ export interface SettingsChange {
  * Values set by hand are pinned and their suggestions dropped (the user decided). Unpinning a field lets it
  * follow the model again: it takes the model's waiting value at once.
  */
-export function applyUserSettings(state: Pick<PaneState, 'settings' | 'pinned' | 'settingSuggestions'>, patch: SettingsPatch, unpin: readonly PinnableField[] = []): SettingsChange {
+export function applyUserSettings(
+  state: Pick<PaneState, 'settings' | 'pinned' | 'settingSuggestions'>,
+  patch: SettingsPatch,
+  unpin: readonly PinnableField[] = [],
+  serverCheckpoint: string | null = null,
+): SettingsChange {
   const settings: Settings = { ...state.settings, ...patch };
+  applyFamilyDefaults(state, settings, patch, serverCheckpoint);
   const pinned = new Set(state.pinned);
   const settingSuggestions: SettingSuggestions = { ...state.settingSuggestions };
   for (const field of PINNABLE_FIELDS) {
@@ -178,6 +208,22 @@ export function applyUserSettings(state: Pick<PaneState, 'settings' | 'pinned' |
     delete settingSuggestions[field];
   }
   return { settings, pinned: PINNABLE_FIELDS.filter((field) => pinned.has(field)), settingSuggestions };
+}
+
+/**
+ * A new family (another checkpoint, or the user's family choice) brings the settings it was trained for: its
+ * steps and CFG where the user has not pinned them, and the size of its bucket nearest the current aspect
+ * ratio, unless this very change sets them.
+ */
+function applyFamilyDefaults(state: Pick<PaneState, 'settings' | 'pinned'>, settings: Settings, patch: SettingsPatch, serverCheckpoint: string | null): void {
+  const before = describeFamily(state.settings, serverCheckpoint).id;
+  const after = describeFamily(settings, serverCheckpoint).id;
+  if (before === after) return;
+  const style = FAMILY_STYLES[after];
+  for (const field of ['steps', 'cfg'] as const) {
+    if (!(field in patch) && !state.pinned.includes(field)) settings[field] = style[field];
+  }
+  if (!('width' in patch) && !('height' in patch)) Object.assign(settings, fitSizeToFamily(settings, style));
 }
 
 /** On the empty page every value the user changed from the defaults was set by hand. */

@@ -7,6 +7,8 @@ export type { ChatMessage, ChatOptions, ChatRole } from '../protocol/index.ts';
 
 export interface ChatRequest {
   messages: ChatMessage[];
+  /** The conversation's chat model; absent: the adapter's default (--model). */
+  model?: string;
   /** JSON Schema handed to Ollama's `format` (grammar-constrained output). */
   format?: Record<string, unknown>;
   options?: ChatOptions;
@@ -35,20 +37,58 @@ export interface ModelHealth {
   remedy?: string;
   /** One sentence saying what is wrong. Absent when healthy. */
   problem?: string;
+  /** When the model is not pulled: the models Ollama has, to choose instead. */
+  installed?: string[];
+}
+
+/** One model Ollama has, as GET /api/models lists it (from Ollama's /api/tags and /api/show). */
+export interface InstalledChatModel {
+  /** As Ollama names it, e.g. `mistral:7b`. */
+  name: string;
+  sizeBytes: number;
+  /** Ollama's details.parameter_size, e.g. "7.2B"; null when it says none. */
+  parameterSize: string | null;
+  /** Ollama's details.quantization_level, e.g. "Q4_0". */
+  quantization: string | null;
+  /** Ollama's details.family, e.g. "llama". */
+  family: string | null;
+  /** /api/show's capabilities as Ollama reports them ("completion", "vision", "tools", "thinking", "embedding" …); [] when unknown. */
+  capabilities: string[];
+  /** /api/show's model_info `<architecture>.context_length`; null when unknown. */
+  contextLength: number | null;
+}
+
+/** One line of Ollama's /api/pull stream (api.ProgressResponse). */
+export interface PullProgress {
+  status: string;
+  digest?: string;
+  completed?: number;
+  total?: number;
 }
 
 export interface ChatModel {
+  /** The default chat model (--model). */
   readonly model: string;
   /** Streams one reply. Throws ChatModelError. Aborting `signal` aborts the HTTP request to Ollama. */
   chat(request: ChatRequest): AsyncIterable<ChatChunk>;
-  checkHealth(signal?: AbortSignal): Promise<ModelHealth>;
+  /** About `model` (default: the default model). */
+  checkHealth(signal?: AbortSignal, model?: string): Promise<ModelHealth>;
   /**
    * Whether the model is in memory now (Ollama's /api/ps); undefined when that could not be told.
    * Never throws; gives up after a few seconds.
    */
-  isLoaded(signal?: AbortSignal): Promise<boolean | undefined>;
+  isLoaded(signal?: AbortSignal, model?: string): Promise<boolean | undefined>;
   /** Asks Ollama to unload the model now (keep_alive: 0) to free GPU memory. */
-  unload(signal?: AbortSignal): Promise<void>;
+  unload(signal?: AbortSignal, model?: string): Promise<void>;
+  /** Every model Ollama has, with /api/show's details. Throws ChatModelError when Ollama cannot be asked. */
+  listModels(signal?: AbortSignal): Promise<InstalledChatModel[]>;
+  /**
+   * Pulls a model, one progress line at a time as Ollama streams them. Aborting `signal` hangs up, which
+   * cancels the pull. Throws ChatModelError with Ollama's own words when it refuses or fails.
+   */
+  pull(name: string, signal: AbortSignal): AsyncIterable<PullProgress>;
+  /** Whether two names are one model to the server (`mistral` is `mistral:latest` to Ollama); absent: equal strings. */
+  isSameModel?(a: string, b: string): boolean;
 }
 
 export interface ImageRequest {
@@ -60,6 +100,24 @@ export interface ImageRequest {
   seed: number;
   width: number;
   height: number;
+  /** The checkpoint to paint with, as `listModels` names it; absent: the server's current one. */
+  checkpoint?: string;
+  /** The sampler as `listModels` names it; absent: the server's default. */
+  sampler?: string;
+  /** The scheduler as `listModels` names it, on servers that have one; absent: the default. */
+  scheduler?: string;
+}
+
+/** What an image server can paint with (GET /api/models `image`). */
+export interface ImageModelOptions {
+  /** Checkpoints by the name a request takes. */
+  checkpoints: string[];
+  /** The checkpoint the server paints with when none is asked; null when it cannot tell. */
+  current: string | null;
+  /** Sampler names a request takes; [] when the server has no choice. */
+  samplers: string[];
+  /** Scheduler names; [] when the server has none to choose. */
+  schedulers: string[];
 }
 
 export interface ImageProgress {
@@ -85,6 +143,8 @@ export interface ImageResult {
   cfg?: number;
   /** The sampler's name as the backend names it (A1111 "Euler", ComfyUI "euler", sd.cpp "euler_a"). */
   sampler?: string;
+  /** The scheduler the backend used, when it said (A1111 "Schedule type", ComfyUI's KSampler input). */
+  scheduler?: string;
   /** Checkpoint / model name when the backend says which. */
   model?: string;
   /** The prompt as the backend received it, when the adapter had to change it (LocalAI splits at "|"). */
@@ -138,4 +198,9 @@ export interface ImageBackend {
     options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
   ): Promise<ImageResult>;
   checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth>;
+  /**
+   * The checkpoints, samplers and schedulers the server offers, read from it now. Throws ImageBackendError
+   * (connection, bad_response…) when it cannot be asked.
+   */
+  listModels?(signal?: AbortSignal): Promise<ImageModelOptions>;
 }

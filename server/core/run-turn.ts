@@ -9,6 +9,9 @@ import {
   createWithholder,
   MAX_REPLY_CHARS,
   metadataJsonSchema,
+  buildSystemPrompt,
+  fitMetadataToFamily,
+  type FamilyStyle,
   METADATA_OPTIONS,
   NEUTRAL_FALLBACK_TEXT,
   parseMetadataReply,
@@ -42,6 +45,8 @@ export interface TurnInput {
   prompt: string;
   settings: Settings;
   signal: AbortSignal;
+  /** The family of the checkpoint that will paint: the system prompt asks for its style, and its metadata is fitted to it. */
+  family?: FamilyStyle;
 }
 
 export interface TurnOutcome {
@@ -82,7 +87,10 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   const startedAt = deps.now();
   const stats = { attempts: 0, evalCount: 0, evalDurationNs: 0, firstTokenAt: null as number | null };
   const turnContext = input.context;
-  const baseMessages = renderContext(turnContext, { numCtx: deps.numCtx });
+  const systemPrompt = buildSystemPrompt(input.family);
+  const baseMessages = renderContext(turnContext, { numCtx: deps.numCtx, systemPrompt });
+  // The conversation's own chat model, or --model.
+  const model = input.settings.chatModel ?? deps.llm.model;
   const history: Array<{ messages: ChatMessage[]; reply: string }> = [];
   let level: DoneEvent['level'] = 'clean';
   let truncated = false;
@@ -94,7 +102,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
   // newer versions, blocks until the load ends (sched.go loadedModels takes each runner's refMu, held
   // for the whole load). Only the answer from before the load tells "loading" from "thinking".
   let loaded: boolean | undefined;
-  const loadedCheck = deps.llm.isLoaded(input.signal).then(
+  const loadedCheck = deps.llm.isLoaded(input.signal, model).then(
     (value) => (loaded = value),
     () => undefined,
   );
@@ -135,8 +143,8 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
     watchdog.signal.addEventListener('abort', onTimeout, { once: true });
     try {
       // A later attempt follows a reply, so the model is in memory by then.
-      const describe = async () => describeSlowStart(deps.llm.model, stats.attempts > 1 ? true : await loadedCheck);
-      const chunks = markSlowStart(deps.llm.chat({ ...request, signal: call.signal }), { afterMs: deps.timeouts.statusAfterMs, describe });
+      const describe = async () => describeSlowStart(model, stats.attempts > 1 ? true : await loadedCheck);
+      const chunks = markSlowStart(deps.llm.chat({ ...request, model, signal: call.signal }), { afterMs: deps.timeouts.statusAfterMs, describe });
       for await (const chunk of chunks) {
         if (chunk.type === 'slow') {
           yield { type: 'status', message: chunk.message };
@@ -242,7 +250,8 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           text = previousShown || NEUTRAL_FALLBACK_TEXT;
           yield { type: 'delta', text };
         }
-        const { metadata, repairs } = parsed.value;
+        const { repairs } = parsed.value;
+        const metadata = input.family === undefined ? parsed.value.metadata : fitMetadataToFamily(parsed.value.metadata, input.family);
         const notices = attempt.capped
           ? [...parsed.value.notices, REPLY_CAP_NOTICE]
           : isCutByContext(attempt, request)
@@ -322,6 +331,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
                 prompt: input.prompt,
                 settings: input.settings,
                 latestUserText: latestUserText(turnContext),
+                systemPrompt,
               }),
               format: metadataJsonSchema,
               options: { ...COMPACTION_OPTIONS },
@@ -336,7 +346,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
       return { turn: { role: 'assistant', text: shownSoFar, status: 'stopped' }, context, done: done('stopped') };
     }
     const failure = isReplyTimeoutError(error)
-      ? describeReplyTimeout(error, { model: deps.llm.model, loaded: stats.attempts > 1 ? true : loaded })
+      ? describeReplyTimeout(error, { model, loaded: stats.attempts > 1 ? true : loaded })
       : describeFailure(error);
     if (failure.code === 'internal_error') {
       deps.logger.error('turn failed unexpectedly', { conversationId: deps.conversationId, error });

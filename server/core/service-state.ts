@@ -7,11 +7,12 @@ import type { ImageRecord } from './image-record.ts';
 import { isLoggedByStore, isStorageError, type StorageError } from './errors.ts';
 import type { LibraryEvent, LiveEvent } from './events.ts';
 import { createLiveFeed, type LiveFeed } from './live-feed.ts';
+import { createModelCatalog, type ModelCatalog } from './model-catalog.ts';
 import type { ImageGenerator } from './generation.ts';
 import { createImageActivities, type ImageActivities, type ImageInProgress } from './image-activities.ts';
 import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
 import type { Logger } from './logger.ts';
-import { applyUserSettings, findRedoVersion, findUndoVersion, type PaneState, type PaneView, type PinnableField, type SettingsChange } from './pane.ts';
+import { applyUserSettings, describeFamily, findRedoVersion, findUndoVersion, type PaneState, type PaneView, type PinnableField, type SettingsChange } from './pane.ts';
 import type { ChatModel } from './ports.ts';
 import type { ReplyTimeouts } from './reply-watchdog.ts';
 import { notFound, readBaseRevision, stale, type Result } from './results.ts';
@@ -78,6 +79,8 @@ export type TurnState = (typeof TURN_STATES)[number];
 
 export interface ServiceState {
   deps: ServiceDeps;
+  /** What the servers offer to chat and paint with, as last asked. */
+  catalog: ModelCatalog;
   /**
    * The latest turn task per conversation, removed (only by itself) once it settled. Awaiting each entry's
    * `settled` awaits every turn: a newer task settles only after the one before it.
@@ -135,6 +138,7 @@ export interface ServiceState {
 
 export function createServiceState(deps: ServiceDeps): ServiceState {
   const running = new Map<string, TurnTask>();
+  const catalog = createModelCatalog({ llm: deps.llm, images: deps.images, logger: deps.logger });
   const activities = createImageActivities({
     images: deps.images,
     logger: deps.logger,
@@ -200,6 +204,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
       ...paneStateOf(record),
       canUndo: findUndoVersion(current) !== null,
       canRedo: findRedoVersion(children) !== null,
+      family: describeFamily(record.settings, catalog.serverCheckpoint()),
     };
   }
 
@@ -245,6 +250,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
 
   return {
     deps,
+    catalog,
     running,
     activities,
     deleting,
@@ -293,7 +299,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
       return saved.ok ? { ok: true, value: undefined } : saved;
     },
     saveUserSettings(record, patch, unpin) {
-      const change = applyUserSettings(record, patch, unpin);
+      const change = applyUserSettings(record, patch, unpin, catalog.serverCheckpoint());
       deps.store.setSettings(record.id, change, { tellModel: !sameSettings(change.settings, record.settings) });
       return change;
     },

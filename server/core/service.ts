@@ -16,13 +16,15 @@ import { pinChangedFrom } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, refuse, type Result } from './results.ts';
 import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
-import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
+import { DEFAULT_SETTINGS, MODEL_CHOICE_FIELDS, modelChoiceSchema, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
 import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
 
 export type { Result, ServiceError, ServiceErrorCode } from './results.ts';
 export type { ConversationView, ServiceDeps } from './service-state.ts';
 export type { OnScreen, SettingsOptions } from './pane-commands.ts';
+import type { SettingsOptions } from './pane-commands.ts';
+import { OLLAMA_NAME, type ModelsView, type PullEvent } from './model-catalog.ts';
 
 export interface Health {
   ollama: ModelHealth;
@@ -104,6 +106,15 @@ export interface EaselService extends LibraryCommands, PaneCommands, ArchiveComm
   cancelImages(id: string): boolean;
   /** True while a reply is being written (until its outcome is stored), a stopped one included; not for its image. */
   isBusy(id: string): boolean;
+  /** What Ollama and the image server offer now (GET /api/models); a server that cannot be asked says why. Never throws. */
+  listModels(signal?: AbortSignal): Promise<ModelsView>;
+  /**
+   * setSettings, after asking the servers again about a model, checkpoint, sampler or scheduler the last listing
+   * did not know (one pulled or copied in since): only a name the server really lacks is refused.
+   */
+  changeSettings(id: string, patch: unknown, options?: SettingsOptions, signal?: AbortSignal): Promise<Result<Settings>>;
+  /** Pulls a chat model through Ollama: progress, then `done` or `error`. Aborting `signal` cancels the pull. */
+  pullModel(name: unknown, signal: AbortSignal): Result<AsyncIterable<PullEvent>>;
   /**
    * For process shutdown: aborts every running reply and image (so image backends are interrupted: they
    * keep working after a disconnect) and waits, at most SHUTDOWN_WAIT_MS (or the shutdownWaitMs given), until their work has settled.
@@ -254,6 +265,17 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   }
 
   const pane = createPaneCommands(state);
+  async function changeSettings(id: string, patch: unknown, options: SettingsOptions = {}, signal?: AbortSignal): Promise<Result<Settings>> {
+    const named = typeof patch === 'object' && patch !== null ? Object.fromEntries(Object.entries(patch).filter(([key]) => (MODEL_CHOICE_FIELDS as string[]).includes(key))) : {};
+    const parsed = modelChoiceSchema.partial().safeParse(named);
+    // The servers are asked only about names in the change: setSettings then says every other refusal.
+    if (parsed.success) {
+      const choice = await state.catalog.checkChoice(parsed.data, signal);
+      if (!choice.ok && findRecord(id)) return choice;
+    }
+    return service.setSettings(id, patch, options);
+  }
+
   const service: EaselService = {
     ...createLibraryCommands(state, { stop }),
     ...pane,
@@ -358,6 +380,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (!prompt.success) return invalid(prompt.error, 'prompt');
       const patch = overrides.settings === undefined ? { success: true as const, data: {} } : settingsPatchSchema.safeParse(overrides.settings);
       if (!patch.success) return invalid(patch.error);
+      const choice = state.catalog.checkChoiceNow(patch.data);
+      if (!choice.ok) return choice;
       if (prompt.data.trim() === '') {
         return refuse('invalid', 'The prompt is empty: write one or chat until the assistant suggests one.', { prompt: 'The prompt is empty.' });
       }
@@ -411,6 +435,16 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
     stop,
     stopReply,
+    changeSettings,
+    listModels: (signal) => state.catalog.list(signal),
+
+    pullModel(name, signal) {
+      if (typeof name !== 'string' || !OLLAMA_NAME.test(name)) {
+        const message = 'name must be an Ollama model name such as mistral:7b or gemma3:4b.';
+        return refuse('invalid', message, { name: message });
+      }
+      return { ok: true, value: { [Symbol.asyncIterator]: () => state.catalog.pull(name, signal) } };
+    },
 
     cancelImages(id) {
       // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel

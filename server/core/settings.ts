@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../protocol/limits.ts';
+import { imageFamilySchema } from '../protocol/families.ts';
 import { typedText } from './text.ts';
 
 /** The ranges the settings accept (the same ones the model's metadata is clamped to). */
@@ -11,7 +12,38 @@ const wholeNumber = (name: string, min: number, max: number) =>
 const size = (name: string) =>
   wholeNumber(name, LIMITS.size.min, LIMITS.size.max).multipleOf(LIMITS.size.multipleOf, `${name} must be a multiple of ${LIMITS.size.multipleOf}.`);
 
+/** A name a server gave (a model, a checkpoint, a sampler): one line of printable text. null: the default. */
+const choiceName = (name: string) =>
+  z
+    .string({ error: `${name} must be a name or null (the default).` })
+    .min(1, `${name} must not be empty; send null for the default.`)
+    .max(MAX_CHOICE_CHARS, `${name} can be at most ${MAX_CHOICE_CHARS} characters.`)
+    .regex(/^[^\u0000-\u001f\u007f]+$/u, `${name} must be one line of text.`)
+    .nullable();
+
+/** Longer than any checkpoint path a server lists (A1111 titles hold a folder, a file name and a hash). */
+const MAX_CHOICE_CHARS = 500;
+
+/** What paints and what chats: each null until the user picks, meaning "the server's own" (or --model). */
+export const modelChoiceSchema = z.object({
+  /** The Ollama model this conversation talks to; null: the --model default. */
+  chatModel: choiceName('chatModel').refine((name) => name === null || /^[\w.\-/:]+$/.test(name), 'chatModel must be an Ollama model name such as mistral:7b.'),
+  /** The checkpoint as the image server names it; null: the server's current one. */
+  checkpoint: choiceName('checkpoint'),
+  sampler: choiceName('sampler'),
+  scheduler: choiceName('scheduler'),
+  /** The checkpoint's family as the user says it; null: read from the checkpoint's name. */
+  family: imageFamilySchema.nullable(),
+});
+
+export type ModelChoice = z.infer<typeof modelChoiceSchema>;
+
+export const DEFAULT_MODEL_CHOICE: ModelChoice = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null };
+
+export const MODEL_CHOICE_FIELDS = Object.keys(DEFAULT_MODEL_CHOICE) as (keyof ModelChoice)[];
+
 export const settingsSchema = z.object({
+  ...modelChoiceSchema.shape,
   steps: wholeNumber('Steps', LIMITS.steps.min, LIMITS.steps.max),
   cfg: z
     .number({ error: `CFG must be a number from ${LIMITS.cfg.min} to ${LIMITS.cfg.max}.` })
@@ -39,4 +71,5 @@ export const DEFAULT_SETTINGS: Settings = {
   height: 512,
   negativePrompt: '',
   autoGenerate: true,
+  ...DEFAULT_MODEL_CHOICE,
 };

@@ -1,14 +1,14 @@
 // A turn from the message to its image: begin (the message and its context stored in one transaction, before
 // Ollama is asked) → run (the reply and the recovery ladder) → finish (the reply, the pane and the context
 // stored) → the pane's change → the automatic image. The working context is computed once, here.
-import { formatUserNote, type ContextEntry } from '../protocol/index.ts';
+import { FAMILY_STYLES, formatUserNote, type ContextEntry, type FamilyStyle } from '../protocol/index.ts';
 import { appendUserEntry, describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
 import type { StartedTurn } from './conversation.ts';
 import { isLoggedByStore, isStorageError } from './errors.ts';
 import { applyShownText, isShownTextEvent, type DoneEvent, type TurnEvent } from './events.ts';
 import type { ImageActivity } from './image-activities.ts';
 import { describeStorageFailure } from './library.ts';
-import { applyReplyPane, decideReplyImage, decideReplyPane, type PinnableField } from './pane.ts';
+import { applyReplyPane, decideReplyImage, decideReplyPane, describeFamily, type PinnableField } from './pane.ts';
 import { createReplySaver } from './reply-saver.ts';
 import type { ReplyTimeouts } from './reply-watchdog.ts';
 import { runTurn, type TurnOutcome } from './run-turn.ts';
@@ -41,6 +41,15 @@ export function createTurnPipeline(
   state: ServiceState,
   replyTimeouts: ReplyTimeouts,
 ): (id: string, plan: TurnPlan, controller: AbortController) => AsyncGenerator<TurnEvent, ImageActivity | undefined> {
+  /**
+   * The family the reply writes for: chosen, or read from the checkpoint's name. When nothing says it, the
+   * system prompt stays the one for any image model rather than guessing a style.
+   */
+  function familyOf(settings: Settings): { family?: FamilyStyle } {
+    const family = describeFamily(settings, state.catalog.serverCheckpoint());
+    return family.source === 'fallback' ? {} : { family: FAMILY_STYLES[family.id] };
+  }
+
   const { deps, findRecord, logStorageFailure, isoNow, describePane, activities } = state;
   return async function* runPipeline(id: string, plan: TurnPlan, controller: AbortController): AsyncGenerator<TurnEvent, ImageActivity | undefined> {
     const record = findRecord(id);
@@ -105,7 +114,7 @@ export function createTurnPipeline(
     });
     const turn = runTurn(
       { llm: deps.llm, logger: deps.logger, now: deps.clock.now, numCtx: deps.numCtx, conversationId: id, timeouts: replyTimeouts },
-      { context: turnContext, prompt: base.prompt, settings: base.settings, signal: controller.signal },
+      { context: turnContext, prompt: base.prompt, settings: base.settings, signal: controller.signal, ...familyOf(base.settings) },
     );
     let shown = '';
     let outcome: TurnOutcome;

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { toPaneJson } from './pane-json.ts';
-import { pickMadeWith, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type Result, type TurnEvent } from '../core/index.ts';
+import { pickMadeWith, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, readMediaType, respondError, type JsonBody } from './errors.ts';
 import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal } from './stream-events.ts';
 
@@ -24,6 +24,12 @@ function renderEntryJson(entry: FeedEntry<LiveEvent | LibraryEvent>): { id: stri
   return { id: entry.id, event: type, data: JSON.stringify(fields) };
 }
 
+/** A pull's event: `progress`, `done` or `error`, the rest as JSON. */
+function renderPullJson(event: PullEvent): { event: string; data: string } {
+  const { type, ...data } = event;
+  return { event: type, data: JSON.stringify(data) };
+}
+
 export function createApiRoutes(deps: ApiDeps): Hono {
   const api = new Hono();
   // Stryker disable next-line ConditionalExpression: { keepAliveMs: undefined }: keepAliveMs ?? SSE_KEEP_ALIVE_MS gives the same 15 s
@@ -31,6 +37,21 @@ export function createApiRoutes(deps: ApiDeps): Hono {
 
   api.get('/health', async (c) => {
     return c.json(await withRequestSignal(c, (signal) => deps.service.checkHealth(signal)));
+  });
+
+  // What Ollama has to chat with and what the image server paints with, asked now.
+  api.get('/models', async (c) => {
+    return c.json(await withRequestSignal(c, (signal) => deps.service.listModels(signal)));
+  });
+
+  // A pull through Ollama, its progress as Ollama streams it; hanging up cancels it.
+  api.post('/models/pull', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    const hangup = new AbortController();
+    const result = deps.service.pullModel(isPlainObject(body.value) ? body.value.name : undefined, hangup.signal);
+    if (!result.ok) return respondError(c, result.error);
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderPullJson, endAfter: (event) => event.type !== 'progress', ...keepAlive });
   });
 
   api.get('/conversations', (c) => {
@@ -160,7 +181,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     if (!body.ok) return body.response;
     // baseRevision goes beside the settings, not into them.
     const { baseRevision, ...patch } = isPlainObject(body.value) ? body.value : { baseRevision: undefined };
-    const result = deps.service.setSettings(c.req.param('id'), isPlainObject(body.value) ? patch : body.value, { baseRevision });
+    const result = await withRequestSignal(c, (signal) => deps.service.changeSettings(c.req.param('id'), isPlainObject(body.value) ? patch : body.value, { baseRevision }, signal));
     return result.ok ? c.json(result.value) : respondError(c, result.error);
   });
 

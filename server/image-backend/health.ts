@@ -1,7 +1,7 @@
 // An adapter's checkHealth within its limit: the adapter reads the answers, this says what a check that got
 // none means, the same way for every image server.
 import type { ImageBackendHealth } from '../core/ports.ts';
-import { isImageBackendError } from '../core/errors.ts';
+import { ImageBackendError, isImageBackendError } from '../core/errors.ts';
 import { formatDuration } from '../util/index.ts';
 import { describeConnectionFailure, type ConnectionWords } from './errors.ts';
 
@@ -43,5 +43,27 @@ export async function checkWithin(options: HealthCheckOptions, work: (signal: Ab
     // The only ImageBackendError of a check is the refused redirect (createImageServerFetch).
     if (isImageBackendError(error)) return { reachable: true, detail: error.message };
     return { reachable: false, detail: describeConnectionFailure(error, connection).message };
+  }
+}
+
+/**
+ * Runs a listing of the server's models (listModels) within the same limit as a health check, and says what a
+ * listing that got no answer means: cancelled, too slow, nothing answering. A refusal the adapter read
+ * (an ImageBackendError) goes through as it is.
+ */
+export async function listWithin<T>(options: HealthCheckOptions, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const { signal, connection } = options;
+  const timeout = AbortSignal.timeout(options.healthTimeoutMs);
+  try {
+    return await work(signal === undefined ? timeout : AbortSignal.any([signal, timeout]));
+  } catch (error) {
+    if (isImageBackendError(error)) throw error;
+    const product = options.slowProduct ?? connection.product;
+    if (signal?.aborted === true) throw new ImageBackendError('cancelled', `Listing the models of ${connection.url} was cancelled.`, { cause: error });
+    if (timeout.aborted) {
+      const hint = options.slowHint === undefined ? '' : `; ${options.slowHint}`;
+      throw new ImageBackendError('timeout', `${product} at ${connection.url} did not list its models within ${formatDuration(options.healthTimeoutMs)}${hint}. Try again.`, { cause: error });
+    }
+    throw describeConnectionFailure(error, connection);
   }
 }

@@ -5,5 +5,5 @@ export { describeConnectionFailure, describeImageTooLarge, describeStopped } fro
 export type { ConnectionWords, ImageStopReason, StoppedWords, TooLargeWords } from './errors.ts';
 export { DEFAULT_IMAGE_TIMEOUT_MS, runImageJob } from './run-job.ts';
 export type { ImageJobOptions } from './run-job.ts';
-export { checkWithin, DEFAULT_HEALTH_TIMEOUT_MS } from './health.ts';
+export { checkWithin, DEFAULT_HEALTH_TIMEOUT_MS, listWithin } from './health.ts';
 export type { HealthCheckOptions } from './health.ts';

@@ -1,7 +1,7 @@
 // The ImageBackend behind --image-backend auto: finds the server first (probe.ts), then is the adapter it chose.
 import { ImageBackendError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import type { ImageBackend, ImageBackendHealth, ImageModelOptions, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
 import type { FoundImageServer, ProbeResult } from './probe.ts';
 
 export interface AutoImageBackendOptions {
@@ -63,6 +63,16 @@ export function createAutoImageBackend(options: AutoImageBackendOptions): ImageB
     return chosen.backend.generate(request, options);
   }
 
+  /** The found adapter's list, found first like an image; nothing found fails as generate would. */
+  async function listModels(signal?: AbortSignal): Promise<ImageModelOptions> {
+    await find();
+    if (chosen === undefined) throw new ImageBackendError('unreachable', lastDetail);
+    const { backend } = chosen;
+    // Only when the server was found during this call, and its adapter cannot list (the getter below says so after).
+    if (backend.listModels === undefined) throw new ImageBackendError('backend_error', `The ${backend.name} backend cannot list the models of ${backend.url}.`);
+    return backend.listModels(signal);
+  }
+
   async function checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth> {
     await find();
     if (chosen === undefined) return { reachable: lastReachable, detail: lastDetail };
@@ -87,6 +97,10 @@ export function createAutoImageBackend(options: AutoImageBackendOptions): ImageB
     },
     get seedRange() {
       return chosen?.backend.seedRange;
+    },
+    /** Until found, present: asking finds the server. Once found, the adapter's: absent when it cannot list. */
+    get listModels() {
+      return chosen === undefined || chosen.backend.listModels !== undefined ? listModels : undefined;
     },
     prepare: find,
     generate,

@@ -2,7 +2,7 @@ import { Ollama } from 'ollama';
 import type { Agent } from 'undici';
 import type { Options } from 'ollama';
 import { ChatModelError } from '../core/errors.ts';
-import type { ChatChunk, ChatModel, ChatOptions, ChatRequest, ModelHealth } from '../core/ports.ts';
+import type { ChatChunk, ChatModel, ChatOptions, ChatRequest, InstalledChatModel, ModelHealth, PullProgress } from '../core/ports.ts';
 import {
   describeModelMissing,
   describeUnreachable,
@@ -14,6 +14,8 @@ import {
   unreadableLineError,
 } from './errors.ts';
 import { isSameModel } from './model-name.ts';
+import { listInstalledModels, pullModel } from './models.ts';
+import type { ModelsContext } from './models.ts';
 
 export interface OllamaChatModelOptions {
   /** Ollama's base URL, e.g. `http://127.0.0.1:11434`. */
@@ -41,6 +43,7 @@ export const MAX_OLLAMA_LINE_CHARS = 64 * 1024;
 export function createOllamaChatModel(options: OllamaChatModelOptions): ChatModel {
   const host = options.host.replace(/\/+$/, '');
   const model = options.model;
+  const defaultModel = model;
   const baseFetch = options.fetch ?? globalThis.fetch;
   const healthTimeoutMs = options.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
   assertValidHost(host);
@@ -73,7 +76,9 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   }
 
   async function* chat(request: ChatRequest): AsyncGenerator<ChatChunk> {
-    const errorContext = { host, model, action: 'chat', signal: request.signal };
+    // The conversation's model, else the default (--model); errors name the one asked for.
+    const chatModel = request.model ?? model;
+    const errorContext = { host, model: chatModel, action: 'chat', signal: request.signal };
     if (request.signal?.aborted) {
       throw toChatModelError(request.signal.reason, { ...errorContext, phase: 'request' });
     }
@@ -94,7 +99,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
         }),
       });
       await client.chat({
-        model,
+        model: chatModel,
         messages: request.messages.map(({ role, content }) => ({ role, content })),
         stream: true,
         ...(request.format !== undefined && { format: request.format }),
@@ -115,7 +120,8 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
-  async function checkHealth(signal?: AbortSignal): Promise<ModelHealth> {
+  async function checkHealth(signal?: AbortSignal, requested?: string): Promise<ModelHealth> {
+    const model = requested ?? defaultModel;
     const timeout = AbortSignal.timeout(healthTimeoutMs);
     const client = createClient(signal ? AbortSignal.any([signal, timeout]) : timeout);
     const unhealthy = (fields: Omit<ModelHealth, 'model'>): ModelHealth => ({ model, ...fields });
@@ -140,12 +146,15 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
         (entry) => isSameModel(entry.name ?? '', model) || isSameModel(entry.model ?? '', model),
       );
       if (available) return { reachable: true, version, model, modelAvailable: true };
+      // The models it does have: another can be chosen rather than pulling this one.
+      const installed = (Array.isArray(models) ? models : []).map((entry) => entry.name ?? entry.model ?? '').filter((name) => name !== '');
       return unhealthy({
         reachable: true,
         version,
         modelAvailable: false,
         remedy: `ollama pull ${model}`,
-        problem: describeModelMissing(model),
+        problem: describeModelMissing(model, installed),
+        installed,
       });
     } catch (error) {
       return unhealthy({
@@ -158,7 +167,8 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
-  async function isLoaded(signal?: AbortSignal): Promise<boolean | undefined> {
+  async function isLoaded(signal?: AbortSignal, requested?: string): Promise<boolean | undefined> {
+    const model = requested ?? defaultModel;
     const timeout = AbortSignal.timeout(healthTimeoutMs);
     const client = createClient(signal ? AbortSignal.any([signal, timeout]) : timeout);
     try {
@@ -171,7 +181,8 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
-  async function unload(signal?: AbortSignal): Promise<void> {
+  async function unload(signal?: AbortSignal, requested?: string): Promise<void> {
+    const model = requested ?? defaultModel;
     const errorContext = { host, model, action: 'unload', signal, phase: 'request' as const };
     if (signal?.aborted) throw toChatModelError(signal.reason, errorContext);
     const client = createClient(signal ?? new AbortController().signal);
@@ -182,7 +193,11 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
-  return { model, chat, checkHealth, isLoaded, unload };
+  const modelsContext: ModelsContext = { host, fetch: baseFetch, healthTimeoutMs, createClient, loadDispatcher: loadChatDispatcher };
+  const listModels = (signal?: AbortSignal): Promise<InstalledChatModel[]> => listInstalledModels(modelsContext, signal);
+  const pull = (name: string, signal: AbortSignal): AsyncIterable<PullProgress> => pullModel(modelsContext, name, signal);
+
+  return { model, chat, checkHealth, isLoaded, unload, listModels, pull, isSameModel };
 }
 
 /**

@@ -31,8 +31,11 @@ export function describeUnreachable(host: string): string {
   return `Ollama is not reachable at ${host}. Start it with \`ollama serve\` (or set --ollama-url).`;
 }
 
-export function describeModelMissing(model: string): string {
-  return `The model "${model}" is not pulled in Ollama. Run \`ollama pull ${model}\`.`;
+export function describeModelMissing(model: string, installed: readonly string[] = []): string {
+  const pull = `The model "${model}" is not pulled in Ollama. Run \`ollama pull ${model}\``;
+  if (installed.length === 0) return `${pull}.`;
+  const shown = installed.slice(0, 5).join(', ') + (installed.length > 5 ? ` and ${installed.length - 5} more` : '');
+  return `${pull}, or choose one it has (${shown}) in Settings → Models or with --model.`;
 }
 
 function describeCause(error: unknown): string {

@@ -5,14 +5,58 @@
 // - `localai`: LocalAI, which reads `step`, takes the negative prompt as "positive|negative" and keeps 32 bits
 //   of the seed (mudler/LocalAI 82c191af).
 // No progress and no interrupt endpoint exist in either.
+//
+// The model: a request's checkpoint goes out as `model` (over --image-model), and listModels reads GET /v1/models.
+// - LocalAI honours `model`: SetModelAndConfig loads that model's config, and answers 404 "model %q not found. To
+//   see available models, call GET /v1/models" for a name it has neither configured nor as a file
+//   (core/http/middleware/request.go:143-168; a name holding "/" skips that check, :157, for diffusers to download
+//   it). Its /v1/models lists every model, chat ones too (core/http/endpoints/openai/list.go:23-39; its `filter`
+//   is a name regex, core/config/model_config_filter.go:9-23); GET /v1/models/capabilities lists the same names
+//   with each one's capabilities (list_capabilities.go:23-49, routes/openai.go:279-281, since b0959d475), so the
+//   image models can be told: those with "image", the same test its image route uses to pick a default model
+//   (routes/openai.go:248, BuildUsecaseFilterFn(FLAG_IMAGE); model_capabilities.go:162). Without `model` that
+//   route takes the first image model of a Go map (model_config_loader.go:331): which one cannot be told, so
+//   `current` is only ever --image-model.
+// - sd-server's /v1/models answers one fixed id, "sd-cpp-local" (examples/server/routes_openai.cpp:250-255), and
+//   its /v1/images/generations never reads `model` (routes_openai.cpp:23-78): it paints with the one model it
+//   loaded, whatever is asked.
+// - OpenAI's own /v1/models lists every model with id, object, created and owned_by only: nothing tells an image
+//   model from a chat one, so all are listed.
+// No sampler or scheduler travels through any of these: OpenAI's API has none, LocalAI's GenerateImageRequest
+// carries neither (core/backend/image.go:29-48; the model YAML chooses them), and sd-server's sample_method and
+// scheduler inside <sd_cpp_extra_args> (examples/common/common.cpp:2015-2026) are not offered here (auto takes the
+// a1111 adapter for sd-server, whose /sdapi/v1 route lists them). listModels says [] for both, so the core refuses
+// a request naming one before it reaches generate; generate itself sends neither.
 import { ImageBackendError } from '../core/errors.ts';
 import { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from '../core/image-limits.ts';
-import type { ImageBackend, ImageBackendHealth, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
-import { checkWithin, createImageServerFetch, DEFAULT_HEALTH_TIMEOUT_MS, DEFAULT_IMAGE_TIMEOUT_MS, describeImageTooLarge, runImageJob, type ConnectionWords } from '../image-backend/index.ts';
+import type { ImageBackend, ImageBackendHealth, ImageModelOptions, ImageProgress, ImageRequest, ImageResult } from '../core/ports.ts';
+import {
+  checkWithin,
+  createImageServerFetch,
+  DEFAULT_HEALTH_TIMEOUT_MS,
+  DEFAULT_IMAGE_TIMEOUT_MS,
+  describeImageTooLarge,
+  listWithin,
+  runImageJob,
+  type ConnectionWords,
+} from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import { isRecord, parseJson, readCappedBytes, readCappedText, readTextPrefix, truncate, type BodyTooLarge } from '../util/index.ts';
 
 export type OpenAiImagesDialect = 'openai' | 'localai';
+
+/** One entry of a model list with the id a request takes, the rest as the server sent it. */
+type ListedModel = Record<string, unknown> & { id: string };
+
+/**
+ * The entries of `{object: "list", data: [{id, object: "model", …}]}` (OpenAI's; LocalAI's schema.ModelsDataResponse,
+ * core/schema/openai.go:153-156 and :260-263; sd-server's routes_openai.cpp:250-255) that have an id.
+ */
+function readListedModels(body: unknown): ListedModel[] {
+  // Stryker disable next-line ArrayDeclaration: a string is not a record, so the next filter drops it
+  const data = isRecord(body) && Array.isArray(body['data']) ? body['data'] : [];
+  return data.filter(isRecord).filter((model): model is ListedModel => typeof model['id'] === 'string' && model['id'] !== '');
+}
 
 export interface OpenAiImagesBackendOptions {
   /** Base URL, with or without a trailing /v1, e.g. http://127.0.0.1:8080 */
@@ -80,6 +124,11 @@ export function describeOpenAiError(bodyText: string): string {
   return truncate(bodyText);
 }
 
+/** The server's words as a sentence: a full stop only when they end without one ("…YOUR_KEY)." stays as it is). */
+function asSentence(words: string): string {
+  return /[.!?…]$/.test(words) ? words : `${words}.`;
+}
+
 export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): ImageBackend {
   const dialect = options.dialect ?? 'openai';
   const url = options.url.replace(/\/+$/, '');
@@ -111,8 +160,11 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
 
   /** The body each dialect sends, and what the image is then known to be made with. */
   function buildRequest(request: ImageRequest, sdServer: boolean): { body: Record<string, unknown>; claims: Omit<ImageResult, 'png'> } {
+    // The checkpoint asked for, else --image-model; neither: the server's own choice, and none is claimed.
+    const model = request.checkpoint !== undefined && request.checkpoint !== '' ? request.checkpoint : options.model;
     // Stryker disable next-line ConditionalExpression: { model: undefined }: JSON.stringify leaves an undefined field out
-    const common = { n: 1, size: `${request.width}x${request.height}`, response_format: 'b64_json', ...(options.model === undefined ? {} : { model: options.model }) };
+    const named = model === undefined ? {} : { model };
+    const common = { n: 1, size: `${request.width}x${request.height}`, response_format: 'b64_json', ...named };
     if (dialect === 'localai') {
       const prompt = escapeLocalAiPrompt(request.prompt);
       const negativePrompt = escapeLocalAiPrompt(request.negativePrompt);
@@ -120,10 +172,12 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
       // (gosd.go:160, 229): a request cfg_scale is ignored, so none is sent or claimed.
       return {
         body: { ...common, prompt: negativePrompt === '' ? prompt : `${prompt}|${negativePrompt}`, step: request.steps, seed: request.seed },
-        claims: { seed: request.seed, steps: request.steps, prompt, negativePrompt, ...(options.model === undefined ? {} : { model: options.model }) },
+        // The model is honoured or refused (request.go:153-168), so the one sent is the one used.
+        claims: { seed: request.seed, steps: request.steps, prompt, negativePrompt, ...named },
       };
     }
     if (sdServer) {
+      // `model` is sent but never read (routes_openai.cpp:23-78): sd-server paints with its one model, unnamed here.
       // The same strict clamp as every sd-server route (routes_openai.cpp:73-76; common.cpp:2334-2337).
       return {
         body: { ...common, prompt: embedSdCppExtraArgs(request) },
@@ -131,23 +185,25 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
       };
     }
     // OpenAI's API has no seed, steps, CFG or negative prompt: none is sent, none claimed.
-    return { body: { ...common, prompt: request.prompt }, claims: { negativePrompt: '', ...(options.model === undefined ? {} : { model: options.model }) } };
+    return { body: { ...common, prompt: request.prompt }, claims: { negativePrompt: '', ...named } };
   }
 
   const connection: ConnectionWords =
     dialect === 'localai' ? { product: 'LocalAI', url, startHint: 'LocalAI' } : { product: 'The OpenAI-compatible image server', url, startHint: 'the image server' };
 
+  function keyRefused(status: number, text: string): ImageBackendError {
+    return new ImageBackendError('backend_error', `${label} at ${url} refused the API key (HTTP ${status}): ${asSentence(describeOpenAiError(text))} Check the image API key Easel was given.`);
+  }
+
   function toHttpError(status: number, text: string): ImageBackendError {
     const words = describeOpenAiError(text);
-    if (status === 401 || status === 403) {
-      return new ImageBackendError('backend_error', `${label} at ${url} refused the API key (HTTP ${status}): ${words}. Check the image API key Easel was given.`);
-    }
+    if (status === 401 || status === 403) return keyRefused(status, text);
     // A 404 with an OpenAI error body is "model not found"; without one, the route is missing.
     const body = parseJson(text);
     if (status === 404 && !(isRecord(body) && isRecord(body['error']))) {
       return new ImageBackendError('backend_error', `The server at ${url} has no ${apiBase}/images/generations (HTTP 404: ${words}). Check that --image-url points to an OpenAI-compatible image server.`);
     }
-    return new ImageBackendError('backend_error', `${label} at ${url} refused the image (HTTP ${status}): ${words}. Check its console and the model it serves.`);
+    return new ImageBackendError('backend_error', `${label} at ${url} refused the image (HTTP ${status}): ${asSentence(words)} Check its console and the model it serves.`);
   }
 
   function toTooLargeError(error: BodyTooLarge): ImageBackendError {
@@ -256,16 +312,13 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
       const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       const server = dialect === 'localai' ? { server: 'LocalAI' } : sdServer ? { server: SD_SERVER } : {};
       if (response.status === 401 || response.status === 403) {
-        return { reachable: true, ...server, detail: `${label} at ${url} answers but refuses the API key (HTTP ${response.status}): ${describeOpenAiError(text)}.` };
+        return { reachable: true, ...server, detail: `${label} at ${url} answers but refuses the API key (HTTP ${response.status}): ${asSentence(describeOpenAiError(text))}` };
       }
       if (readiness === 'starting') {
         return { reachable: true, ...server, detail: `LocalAI at ${url} is starting (a startup preload runs); images can be made once it is ready.` };
       }
       if (!response.ok) return { reachable: true, ...server, detail: `The server at ${url} answers ${apiBase}/models with HTTP ${response.status}.` };
-      const body = parseJson(text);
-      // Stryker disable next-line ArrayDeclaration: a string is not a record, so the next filter drops it
-      const data = isRecord(body) && Array.isArray(body['data']) ? body['data'] : [];
-      const ids = data.filter(isRecord).map((model) => model['id']).filter((id): id is string => typeof id === 'string');
+      const ids = readListedModels(parseJson(text)).map((model) => model.id);
       const listed = ids.length === 0 ? '' : ` (models: ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''})`;
       if (dialect === 'localai') return { reachable: true, ...server, detail: `LocalAI answers at ${url}${listed}.` };
       if (sdServer) {
@@ -279,5 +332,51 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     });
   }
 
-  return { name: dialect, url, ...(dialect === 'localai' ? { seedRange: LOCALAI_SEEDS } : {}), generate, checkHealth };
+
+  /** GET a model list under /v1; undefined when the server has no such route (HTTP 404). */
+  async function readModelList(path: string, signal: AbortSignal): Promise<ListedModel[] | undefined> {
+    const response = await fetchImpl(`${apiBase}${path}`, { headers: authorization, signal });
+    const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
+    if (response.status === 404) return undefined;
+    if (response.status === 401 || response.status === 403) throw keyRefused(response.status, text);
+    if (!response.ok) {
+      throw new ImageBackendError('backend_error', `${label} at ${url} could not list its models (GET ${apiBase}${path}, HTTP ${response.status}): ${asSentence(describeOpenAiError(text))}`);
+    }
+    const body = parseJson(text);
+    if (!isRecord(body) || !Array.isArray(body['data'])) {
+      throw new ImageBackendError('bad_response', `${label} at ${url} answered GET ${apiBase}${path} without a model list (${truncate(text.slice(0, 120)) || 'empty answer'}).`);
+    }
+    return readListedModels(body);
+  }
+
+  /**
+   * LocalAI's image models: those /v1/models/capabilities says make an "image" (list_capabilities.go:35-42). A
+   * model without capabilities there has no config (a loose file): LocalAI's own image route never takes one as
+   * its default either (model_config_filter.go:29-32), so it is left out. A LocalAI before that route (404) lists
+   * every model on /v1/models, chat ones too, with nothing to tell them apart: then all are listed.
+   */
+  async function readLocalAiImageModels(signal: AbortSignal): Promise<ListedModel[] | undefined> {
+    const described = await readModelList('/models/capabilities', signal);
+    if (described === undefined) return readModelList('/models', signal);
+    return described.filter((model) => Array.isArray(model['capabilities']) && model['capabilities'].includes('image'));
+  }
+
+  async function listModels(signal?: AbortSignal): Promise<ImageModelOptions> {
+    return listWithin({ healthTimeoutMs, signal, connection, slowProduct: label }, async (combined) => {
+      const [listed, sdServer] = await Promise.all([
+        dialect === 'localai' ? readLocalAiImageModels(combined) : readModelList('/models', combined),
+        probeSdServer(combined),
+      ]);
+      if (listed === undefined) {
+        throw new ImageBackendError('backend_error', `The server at ${url} has no ${apiBase}/models (HTTP 404). Check that --image-url points to an OpenAI-compatible image server.`);
+      }
+      const checkpoints = [...new Set(listed.map((model) => model.id))];
+      // sd-server lists the one model it paints with whatever is asked (routes_openai.cpp:250-255); the others paint
+      // with --image-model when Easel names none, and with a model of their choosing otherwise.
+      const current = sdServer ? (checkpoints.length === 1 ? (checkpoints[0] ?? null) : null) : (options.model ?? null);
+      return { checkpoints, current, samplers: [], schedulers: [] };
+    });
+  }
+
+  return { name: dialect, url, ...(dialect === 'localai' ? { seedRange: LOCALAI_SEEDS } : {}), generate, checkHealth, listModels };
 }

@@ -10,6 +10,8 @@ export interface A1111Parameters {
   negativePrompt: string;
   steps?: number;
   sampler?: string;
+  /** A1111's "Schedule type" (its scheduler's label, e.g. "Karras"), right after Sampler as create_infotext puts it. */
+  scheduler?: string;
   cfg?: number;
   seed?: number;
   width: number;
@@ -24,6 +26,8 @@ export interface ParsedA1111Parameters {
   negativePrompt: string;
   steps?: number;
   sampler?: string;
+  /** The "Schedule type" field (A1111 v1.9 and later). */
+  scheduler?: string;
   cfg?: number;
   seed?: number;
   width?: number;
@@ -61,7 +65,8 @@ function formatPythonFloat(value: number): string {
 
 /**
  * A1111's infotext: the prompt, "Negative prompt: …" only when there is one, then the generation parameters
- * in create_infotext's order (Steps, Sampler, CFG scale, Seed, Size, Model; processing.py:770-800), each left
+ * in create_infotext's order (Steps, Sampler, Schedule type, CFG scale, Seed, Size, Model; processing.py:770-800,
+ * "Schedule type" at 773 since A1111 v1.9), each left
  * out when unknown (processing.py:812 drops None values), and Version last. Prompts are never quoted; values
  * are, by quote(). A reader takes a last line of fewer than three fields for prompt text, so Version also keeps
  * the line of a server that reported nothing (Size, Model) readable.
@@ -70,6 +75,7 @@ export function formatA1111Parameters(parameters: A1111Parameters): string {
   const fields: [string, string | undefined][] = [
     ['Steps', parameters.steps === undefined ? undefined : String(parameters.steps)],
     ['Sampler', parameters.sampler === '' ? undefined : parameters.sampler],
+    ['Schedule type', parameters.scheduler === '' ? undefined : parameters.scheduler],
     ['CFG scale', parameters.cfg === undefined ? undefined : formatPythonFloat(parameters.cfg)],
     ['Seed', parameters.seed === undefined ? undefined : String(parameters.seed)],
     ['Size', `${parameters.width}x${parameters.height}`],
@@ -138,6 +144,7 @@ export function parseA1111Parameters(text: string): ParsedA1111Parameters {
   const seed = toInteger(fields['Seed']);
   if (steps !== undefined) parsed.steps = steps;
   if (fields['Sampler'] !== undefined && fields['Sampler'] !== '') parsed.sampler = fields['Sampler'];
+  if (fields['Schedule type'] !== undefined && fields['Schedule type'] !== '') parsed.scheduler = fields['Schedule type'];
   if (cfg !== undefined) parsed.cfg = cfg;
   if (seed !== undefined) parsed.seed = seed;
   if (size !== null) {

@@ -21,6 +21,8 @@ export interface RenderContextOptions {
   numCtx: number;
   /** Tokens left free for the reply. Default 1024. */
   reserveTokens?: number;
+  /** The system prompt (buildSystemPrompt with the image model's family); default SYSTEM_PROMPT. */
+  systemPrompt?: string;
 }
 
 export const DEFAULT_RESERVE_TOKENS = 1024;
@@ -61,7 +63,7 @@ export function renderContext(entries: ContextEntry[], options: RenderContextOpt
   // A chat must open with a user turn; a leading assistant message (nothing to answer) is dropped.
   while (turns[0]?.role === 'assistant') turns.shift();
 
-  const system: ChatMessage = { role: 'system', content: SYSTEM_PROMPT };
+  const system: ChatMessage = { role: 'system', content: options.systemPrompt ?? SYSTEM_PROMPT };
   const budget = options.numCtx - (options.reserveTokens ?? DEFAULT_RESERVE_TOKENS);
   // The latest user message and what follows it are never dropped; older turns go first, a
   // user+assistant pair at a time so the remaining history still alternates. Turns are rendered
@@ -141,6 +143,8 @@ export const METADATA_OPTIONS = { temperature: 0, num_predict: 256 } as const sa
 
 export interface CompactionRequestInput extends CompactionInput {
   latestUserText: string;
+  /** As renderContext's. */
+  systemPrompt?: string;
 }
 
 /**
@@ -148,9 +152,9 @@ export interface CompactionRequestInput extends CompactionInput {
  * user message is needed because Ollama's Mistral template renders system text only into the
  * last user turn; without one the compaction message would never reach the model.
  */
-export function buildCompactionRequest({ userWords, prompt, settings, latestUserText }: CompactionRequestInput): ChatMessage[] {
+export function buildCompactionRequest({ userWords, prompt, settings, latestUserText, systemPrompt }: CompactionRequestInput): ChatMessage[] {
   return [
-    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'system', content: systemPrompt ?? SYSTEM_PROMPT },
     { role: 'system', content: buildCompactionMessage({ userWords, prompt, settings }) },
     { role: 'user', content: latestUserText },
   ];

@@ -20,6 +20,7 @@ export {
   buildCompactionMessage,
   buildMetadataReminder,
   buildReminder,
+  buildSystemPrompt,
   formatUserNote,
   NEUTRAL_FALLBACK_TEXT,
   RESET_MESSAGE,
@@ -40,3 +41,16 @@ export {
 export type { CompactionRequestInput, ContextEntry, RenderContextOptions } from './context.ts';
 export { canKeepText, MAX_ATTEMPTS, MAX_COMPACTIONS, MAX_REMINDERS, planRecovery } from './ladder.ts';
 export type { FailedReply, RecoveryPlan } from './ladder.ts';
+export {
+  detectFamily,
+  estimateEncoderTokens,
+  FALLBACK_FAMILY,
+  FAMILY_STYLES,
+  fitMetadataToFamily,
+  fitSizeToFamily,
+  IMAGE_FAMILIES,
+  imageFamilySchema,
+  isInFamilyStyle,
+  resolveFamily,
+} from './families.ts';
+export type { FamilyStyle, ImageFamily, ImageSize, ResolvedFamily } from './families.ts';

@@ -1,6 +1,7 @@
 // Everything we say to the model. Kept short and example-driven: mistral:7b follows examples better
 // than rules, so each rule that matters is shown once in a concrete reply.
 
+import type { FamilyStyle } from './families.ts';
 import { formatMetadataJson } from './metadata.ts';
 import type { Metadata } from './metadata.ts';
 
@@ -12,11 +13,40 @@ const ASKING_EXAMPLE = `A cat in a hat! Let me ask a few questions:
 ---
 ${formatMetadataJson({ prompt: '', generate_image: false, ...EXAMPLE_SETTINGS })}`;
 
-const READY_EXAMPLE = `Perfect! Generating your image now.
+function formatReadyExample(prompt: string): string {
+  return `Perfect! Generating your image now.
 ---
-${formatMetadataJson({ prompt: 'a tabby cat wearing a blue wizard hat', generate_image: true, ...EXAMPLE_SETTINGS })}`;
+${formatMetadataJson({ prompt, generate_image: true, ...EXAMPLE_SETTINGS })}`;
+}
 
-export const SYSTEM_PROMPT = `You are Easel, a friendly assistant who helps the user write a prompt for an image generator. Chat briefly: ask a few short questions when the request is vague, then write the image prompt.
+/**
+ * How the family's text encoder wants the prompt written, in a few lines the model can follow: tags for CLIP
+ * families (within its 75 tokens), booru tags after the quality tags for Pony and Illustrious, sentences for T5.
+ */
+function describeFamily(style: FamilyStyle): string {
+  const lines = [`THE IMAGE MODEL is ${style.label}. Write the prompt the way it reads prompts:`];
+  if (style.promptStyle === 'tags') {
+    lines.push('- Comma-separated tags and short phrases, the subject first, then details, style, lighting. No full sentences.');
+  } else if (style.promptStyle === 'booru') {
+    lines.push(`- Start with the quality tags ${JSON.stringify(style.qualityTags)}, then Danbooru-style tags (e.g. 1girl, solo, cat ears, outdoors), comma-separated. No sentences.`);
+  } else {
+    lines.push('- One to three plain, descriptive sentences in natural English: subject, setting, light, style. No tag lists, no weights like (word:1.2).');
+  }
+  lines.push(
+    style.encoder === 'clip'
+      ? `- Keep it within about ${style.tokenBudget} tokens (roughly 40 words): the text encoder reads no further.`
+      : `- Detail helps: it reads up to about ${style.tokenBudget} tokens.`,
+  );
+  if (!style.negativePrompt) lines.push('- It ignores negative prompts: say what you want instead of what to avoid.');
+  if (!style.cfgMatters) lines.push(`- It ignores classic CFG: keep cfg at ${style.cfg}.`);
+  return lines.join('\n');
+}
+
+/** The system prompt; with the family of the checkpoint that paints, the prompt style it needs and an example in it. */
+export function buildSystemPrompt(style?: FamilyStyle): string {
+  const ready = formatReadyExample(style?.example ?? 'a tabby cat wearing a blue wizard hat');
+  const length = style === undefined ? 'under 200 characters' : style.encoder === 'clip' ? 'within the token budget below' : 'a few sentences';
+  return `You are Easel, a friendly assistant who helps the user write a prompt for an image generator. Chat briefly: ask a few short questions when the request is vague, then write the image prompt.
 
 FORMAT. End EVERY message with ---\\n{JSON}:
 1. Write your conversational text first. It goes BEFORE the delimiter.
@@ -25,15 +55,15 @@ FORMAT. End EVERY message with ---\\n{JSON}:
 Nothing comes after the JSON. ALWAYS include the delimiter and JSON, even if just asking questions.
 
 JSON fields:
-- prompt: the image prompt, under 200 characters; "" while you are still asking questions.
+- prompt: the image prompt, ${length}; "" while you are still asking questions.
 - generate_image: true only when the prompt is ready and the user wants the image now; otherwise false.
 - steps, cfg, seed (-1 means random): keep the current values unless the user asks to change them.
-
+${style === undefined ? '' : `\n${describeFamily(style)}\n`}
 Example, asking questions:
 ${ASKING_EXAMPLE}
 
 Example, ready:
-${READY_EXAMPLE}
+${ready}
 
 Do NOT (wrong examples):
 - JSON without the delimiter. Wrong: Here it is! {"prompt": "a red fox", ...}
@@ -43,6 +73,10 @@ Do NOT (wrong examples):
 The user's edits:
 - A user message may start with [The user edited the prompt to: "..."]. The user rewrote the prompt by hand: build on that prompt, not on your previous one, and keep their changes.
 - A user message may start with [Current settings: ...]. Use those values in the JSON unless the user asks to change them.`;
+}
+
+/** The system prompt when nothing is known of the image model. */
+export const SYSTEM_PROMPT = buildSystemPrompt();
 
 /** The format reminder sent (as a system message) after a reply that could not be parsed. */
 export function buildReminder(): string {

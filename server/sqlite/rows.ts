@@ -7,7 +7,7 @@ import { turnStatusSchema, type ConversationRecord, type PendingNotes, type Tran
 import { IMAGE_MADE_WITH_FIELDS, type ImageMadeWith, type ImageRecord } from '../core/image-record.ts';
 import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
 import { DEFAULT_SETTINGS } from '../core/settings.ts';
-import { metadataSchema, type ContextEntry, type Metadata } from '../protocol/index.ts';
+import { imageFamilySchema, metadataSchema, type ContextEntry, type Metadata } from '../protocol/index.ts';
 
 export const NO_PENDING: PendingNotes = { promptEdited: false, settingsChanged: false };
 
@@ -25,6 +25,12 @@ const storedSettingsSchema = z
     height: z.number(),
     negativePrompt: z.string(),
     autoGenerate: z.boolean(),
+    chatModel: z.string().nullable(),
+    checkpoint: z.string().nullable(),
+    sampler: z.string().nullable(),
+    scheduler: z.string().nullable(),
+    // A family a later Easel knows reads as "detect it".
+    family: imageFamilySchema.nullable().catch(null),
   })
   .partial();
 const settingSuggestionsSchema = z.object({ steps: z.number(), cfg: z.number(), seed: z.number(), negativePrompt: z.string() }).partial();

@@ -134,7 +134,7 @@ describeInBrowser('the page presents replies truthfully', () => {
     expect(await page.locator('#generate').isDisabled()).toBe(true);
     expect(await page.locator('#generate-empty').isVisible()).toBe(true);
     await prompt.fill('a red fox');
-    await poll(() => page.locator('#prompt-count').textContent()).toBe('9 characters · about 3 of 75 tokens');
+    await poll(() => page.locator('#prompt-count').textContent()).toBe('9 characters · about 3 of 75 CLIP tokens');
     expect(await page.locator('#generate-empty').isVisible()).toBe(false);
     await prompt.fill(Array.from({ length: 80 }, (_, i) => `word${i}`).join(' '));
     await poll(() => page.locator('#prompt-count').getAttribute('class')).toContain('over');

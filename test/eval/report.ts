@@ -1,5 +1,5 @@
 // The report card's arithmetic, kept pure so the test suite can check every number exactly.
-import { REPAIR_CODES } from '../../server/protocol/index.ts';
+import { estimateEncoderTokens, FAMILY_STYLES, isInFamilyStyle, REPAIR_CODES, type ImageFamily } from '../../server/protocol/index.ts';
 
 /** One model turn as the API's `done` event (and any `error`) described it. */
 export interface TurnRecord {
@@ -16,6 +16,8 @@ export interface TurnRecord {
   tokensPerSecond: number;
   /** The `error` event's code, when the turn failed. */
   error?: string;
+  /** The prompt of the turn's metadata (after Easel fitted it to the family). */
+  prompt?: string;
 }
 
 export interface EvalReport {
@@ -39,6 +41,8 @@ export interface EvalReport {
   firstTokenMs: { p50: number; p95: number } | null;
   /** All tokens generated over all generation time (done.evalCount ÷ done.tokensPerSecond per turn). */
   tokensPerSecond: number | null;
+  /** Whether the prompts were written for the family: of the turns with a prompt, how many in its style and within its encoder's budget. */
+  family: { id: ImageFamily; prompts: number; inStyle: number; withinBudget: number };
 }
 
 const ACCEPTED_LEVELS = new Set(['clean', 'metadata', 'reminder', 'compaction']);
@@ -51,7 +55,9 @@ export function quantile(values: readonly number[], p: number): number {
   return sorted[rank - 1] as number;
 }
 
-export function summariseTurns(turns: readonly TurnRecord[], about: { model: string; ollamaUrl: string; conversations: number }): EvalReport {
+export function summariseTurns(turns: readonly TurnRecord[], about: { model: string; ollamaUrl: string; conversations: number; family: ImageFamily }): EvalReport {
+  const style = FAMILY_STYLES[about.family];
+  const prompts = turns.flatMap((turn) => (turn.prompt === undefined || turn.prompt.trim() === '' ? [] : [turn.prompt]));
   const firstCall = turns.filter((turn) => turn.level === 'clean');
   const repairedTurns = firstCall.filter((turn) => turn.repairs.length > 0);
   const repairs: Record<string, number> = {};
@@ -78,12 +84,19 @@ export function summariseTurns(turns: readonly TurnRecord[], about: { model: str
     meanCallsPerAcceptedTurn: accepted.length === 0 ? null : accepted.reduce((sum, turn) => sum + turn.attempts, 0) / accepted.length,
     firstTokenMs: firstTokens.length === 0 ? null : { p50: quantile(firstTokens, 0.5), p95: quantile(firstTokens, 0.95) },
     tokensPerSecond: evalSeconds > 0 ? timed.reduce((sum, turn) => sum + turn.evalCount, 0) / evalSeconds : null,
+    family: {
+      id: about.family,
+      prompts: prompts.length,
+      inStyle: prompts.filter((prompt) => isInFamilyStyle(prompt, style)).length,
+      withinBudget: prompts.filter((prompt) => estimateEncoderTokens(prompt, style.encoder) <= style.tokenBudget).length,
+    },
   };
 }
 
 /** The table `npm run eval` prints: one row per measure, counts with their share of all turns. */
 export function formatReport(report: EvalReport): string {
   const share = (count: number) => (report.turns === 0 ? '' : `${((100 * count) / report.turns).toFixed(1).padStart(5)} %`);
+  const ofPrompts = (count: number) => (report.family.prompts === 0 ? '' : `${((100 * count) / report.family.prompts).toFixed(1).padStart(5)} %`);
   const rows: Array<[string, string, string]> = [
     ['turns', String(report.turns), ''],
     ['clean', String(report.clean), share(report.clean)],
@@ -97,6 +110,9 @@ export function formatReport(report: EvalReport): string {
     ['model calls per accepted turn', report.meanCallsPerAcceptedTurn === null ? '–' : report.meanCallsPerAcceptedTurn.toFixed(2), ''],
     ['first token p50 / p95', report.firstTokenMs === null ? '–' : `${formatMs(report.firstTokenMs.p50)} / ${formatMs(report.firstTokenMs.p95)}`, ''],
     ['tokens per second', report.tokensPerSecond === null ? '–' : report.tokensPerSecond.toFixed(1), ''],
+    [`prompts written for ${FAMILY_STYLES[report.family.id].label}`, String(report.family.prompts), ''],
+    ['  in its style', String(report.family.inStyle), ofPrompts(report.family.inStyle)],
+    [`  within ${FAMILY_STYLES[report.family.id].tokenBudget} ${FAMILY_STYLES[report.family.id].encoder.toUpperCase()} tokens`, String(report.family.withinBudget), ofPrompts(report.family.withinBudget)],
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
   const valueWidth = Math.max(...rows.map(([, value]) => value.length));

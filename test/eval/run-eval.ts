@@ -9,6 +9,7 @@ import { createLogger } from '../../server/core/index.ts';
 import { startServer } from '../../server/main.ts';
 import { iterateSse } from '../helpers/sse.ts';
 import type { EvalConversation } from './conversations.ts';
+import type { ImageFamily } from '../../server/protocol/index.ts';
 import { countTurns } from './conversations.ts';
 import { summariseTurns, type EvalReport, type TurnRecord } from './report.ts';
 
@@ -18,6 +19,8 @@ export interface EvalOptions {
   /** The environment parseConfig reads (OLLAMA_HOST). */
   env?: Record<string, string | undefined>;
   conversations: readonly EvalConversation[];
+  /** The image model family each conversation's prompts are written for (its `family` setting). */
+  family: ImageFamily;
   /** Called after every turn with the turns done and the total. */
   onTurn?: (done: number, total: number) => void;
 }
@@ -50,6 +53,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
     const turns: TurnRecord[] = [];
     for (const conversation of options.conversations) {
       const id = ((await (await client.post('/api/conversations', {})).json()) as { id: string }).id;
+      await expectOk(client.put(`/api/conversations/${id}/settings`, { family: options.family }), 'family choice');
       for (const step of conversation.steps) {
         if ('say' in step) {
           turns.push(await sendTurn(client, id, conversation.name, step.say));
@@ -61,7 +65,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
         }
       }
     }
-    const report = summariseTurns(turns, { model: config.model, ollamaUrl: config.ollamaUrl, conversations: options.conversations.length });
+    const report = summariseTurns(turns, { model: config.model, ollamaUrl: config.ollamaUrl, conversations: options.conversations.length, family: options.family });
     return { ok: true, report, turns };
   } finally {
     await server.close();
@@ -88,8 +92,10 @@ async function sendTurn(client: Client, id: string, conversation: string, text: 
     throw new Error(`Easel refused the message "${text}" with ${response.status}: ${await response.text()}`);
   }
   let error: string | undefined;
+  let prompt: string | undefined;
   for await (const event of iterateSse(response.body)) {
     if (event.type === 'error') error ??= String(event.data.code);
+    if (event.type === 'metadata') prompt = String(event.data.prompt);
     if (event.type !== 'done') continue;
     const done = event.data as { level: string; attempts: number; repairs: string[]; firstTokenMs: number | null; evalCount: number; tokensPerSecond: number };
     return {
@@ -102,6 +108,7 @@ async function sendTurn(client: Client, id: string, conversation: string, text: 
       evalCount: done.evalCount,
       tokensPerSecond: done.tokensPerSecond,
       ...(error ? { error } : {}),
+      ...(prompt === undefined ? {} : { prompt }),
     };
   }
   throw new Error(`the reply to "${text}" ended without a done event`);

@@ -1,5 +1,6 @@
 // `npm run eval -- --model NAME [--conversations 10] [--out report.json]`: the model report card.
 // docs/MODELS.md explains the columns and how to compare models.
+import { IMAGE_FAMILIES, imageFamilySchema } from '../../server/protocol/index.ts';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_CONVERSATIONS, EVAL_CONVERSATIONS } from './conversations.ts';
@@ -12,6 +13,7 @@ Runs ${EVAL_CONVERSATIONS.length} fixed multi-turn conversations through Easel a
 often the model kept the reply format, how Easel recovered, and how fast it answered.
 
   --model NAME              the Ollama model (default mistral:7b)
+  --family NAME             the image model family the prompts are written for: ${IMAGE_FAMILIES.join(', ')} (default sdxl)
   --conversations N         how many of the ${EVAL_CONVERSATIONS.length} conversations to run (default ${DEFAULT_CONVERSATIONS})
   --out FILE                also write the report and every turn as JSON
   --ollama-url URL          where Ollama answers (default $OLLAMA_HOST, else http://127.0.0.1:11434)
@@ -31,6 +33,7 @@ async function main(): Promise<void> {
     ({ values } = parseArgs({
       options: {
         model: { type: 'string' },
+        family: { type: 'string' },
         conversations: { type: 'string' },
         out: { type: 'string' },
         'ollama-url': { type: 'string' },
@@ -53,6 +56,8 @@ async function main(): Promise<void> {
   if (!Number.isInteger(count) || count < 1 || count > EVAL_CONVERSATIONS.length) {
     fail(`--conversations must be a whole number from 1 to ${EVAL_CONVERSATIONS.length}, got ${values.conversations}.`);
   }
+  const family = imageFamilySchema.safeParse(values.family ?? 'sdxl');
+  if (!family.success) fail(`--family must be one of ${IMAGE_FAMILIES.join(', ')}, got ${values.family}.`);
   const flags: string[] = ['--llm-seed', values['llm-seed'] ?? '42'];
   for (const name of ['model', 'ollama-url', 'num-ctx', 'first-token-timeout', 'stall-timeout'] as const) {
     const value = values[name];
@@ -65,6 +70,7 @@ async function main(): Promise<void> {
     flags,
     env: { OLLAMA_HOST: process.env.OLLAMA_HOST },
     conversations: EVAL_CONVERSATIONS.slice(0, count),
+    family: family.data,
     onTurn: showProgress ? (done, total) => process.stderr.write(`\r${renderProgressBar(done, total)}`) : undefined,
   });
   if (showProgress) process.stderr.write('\n');

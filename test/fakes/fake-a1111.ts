@@ -1,6 +1,10 @@
 // A real HTTP server that behaves like AUTOMATIC1111's /sdapi/v1 API (FastAPI + pydantic v1), as of
 // v1.10.1 (82a973c0): 422 detail lists, the global progress state with its real formula, an interrupt
-// that still answers 200 with an image, and a PNG that already holds A1111's own `parameters` text.
+// that still answers 200 with an image, and a PNG that already holds A1111's own `parameters` text. Its
+// checkpoints, samplers and schedulers: /sdapi/v1/sd-models, /samplers, /schedulers and /options, and a request's
+// override_settings.sd_model_checkpoint, sampler_name and scheduler taken, corrected or refused as A1111 does.
+// Line numbers cite v1.10.1 unless they say otherwise.
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,7 +34,24 @@ export interface FakeA1111Options {
    * answer anything else in time (a GPU machine under load; the real one answers it from a thread pool).
    */
   busyWhileMaking?: boolean;
+  /**
+   * The model_name of the checkpoint loaded at start (the server's current one); default v1-5-pruned-emaonly,
+   * the model A1111 downloads itself. It is added to `checkpoints` when they do not hold it.
+   */
   modelName?: string;
+  /**
+   * The checkpoint files under models/Stable-diffusion, in the order A1111 lists them, as paths below that folder
+   * ("SDXL/juggernautXL_v9.safetensors"): a string is a file whose hash A1111 has cached, an object with
+   * `hashed: false` one it has never hashed (title without " [hash]", hash and sha256 null until loaded). Default:
+   * the `modelName` file alone. setCheckpoints() replaces them later, as a refresh after files changed would.
+   */
+  checkpoints?: (string | FakeCheckpoint)[];
+  /**
+   * 'v1.8.0': A1111 before the scheduler split (v1.9.0): no /sdapi/v1/schedulers, no `scheduler` field, its own
+   * sampler names ("DPM++ 2M Karras"), and a sampler it does not know refused with HTTP 404 "Sampler not found"
+   * (validate_sampler_name on the name as sent). Default 'v1.10.1'.
+   */
+  release?: FakeA1111Release;
   /** /sdapi/v1/interrupt answers after this delay (the real one answers at once; this plays a busy server). */
   interruptDelayMs?: number;
   /**
@@ -63,6 +84,14 @@ export interface FakeA1111Options {
   startDelayMs?: number;
 }
 
+export type FakeA1111Release = 'v1.10.1' | 'v1.8.0';
+
+/** A checkpoint file as a test lists it: its path below models/Stable-diffusion, and whether A1111 has its hash. */
+export interface FakeCheckpoint {
+  file: string;
+  hashed?: boolean;
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
@@ -84,10 +113,16 @@ export interface FakeA1111 {
   readonly maxConcurrentTxt2Img: number;
   /** Bytes of a hugeAnswer handed to the socket so far: what Easel could have read at most. */
   readonly hugeBytesSent: number;
+  /** The model_name of the checkpoint in memory now (shared.sd_model): the one the last image was made with. */
+  readonly loadedCheckpoint: string;
+  /** opts.sd_model_checkpoint now, as GET /sdapi/v1/options says it: the checkpoint an image without an override takes. */
+  readonly optionsCheckpoint: string;
+  /** Replaces the checkpoint files (list_models after a refresh); the loaded one stays in memory. */
+  setCheckpoints(checkpoints: (string | FakeCheckpoint)[]): void;
   close(): Promise<void>;
 }
 
-type FieldType = 'str' | 'int' | 'float' | 'bool';
+type FieldType = 'str' | 'int' | 'float' | 'bool' | 'dict';
 
 // A subset of StableDiffusionTxt2ImgProcessingAPI; like pydantic, unknown keys are ignored.
 const TXT2IMG_FIELDS: Record<string, FieldType> = {
@@ -110,6 +145,9 @@ const TXT2IMG_FIELDS: Record<string, FieldType> = {
   denoising_strength: 'float',
   send_images: 'bool',
   save_images: 'bool',
+  // StableDiffusionProcessing's own fields (processing.py:174-175): Dict[str, Any], default True.
+  override_settings: 'dict',
+  override_settings_restore_afterwards: 'bool',
 };
 
 const FIELD_ERRORS: Record<FieldType, { msg: string; type: string }> = {
@@ -117,6 +155,7 @@ const FIELD_ERRORS: Record<FieldType, { msg: string; type: string }> = {
   int: { msg: 'value is not a valid integer', type: 'type_error.integer' },
   float: { msg: 'value is not a valid float', type: 'type_error.float' },
   bool: { msg: 'value could not be parsed to a boolean', type: 'type_error.bool' },
+  dict: { msg: 'value is not a valid dict', type: 'type_error.dict' },
 };
 
 interface Detail {
@@ -133,6 +172,8 @@ function coerceField(type: FieldType, value: unknown): { ok: true; value: unknow
       return typeof value === 'string' ? { ok: true, value } : { ok: false };
     case 'bool':
       return typeof value === 'boolean' ? { ok: true, value } : { ok: false };
+    case 'dict':
+      return typeof value === 'object' && !Array.isArray(value) ? { ok: true, value } : { ok: false };
     case 'int':
     case 'float': {
       const number = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
@@ -185,35 +226,218 @@ function quote(value: string): string {
   return /[,\n:]/.test(value) ? JSON.stringify(value) : value;
 }
 
+interface InfotextValues {
+  prompt: string;
+  negativePrompt: string;
+  steps: number;
+  sampler: string;
+  /** p.scheduler, a label; undefined before v1.9, which has no "Schedule type". */
+  scheduler: string | undefined;
+  cfg: number;
+  seed: number;
+  width: number;
+  height: number;
+  modelHash: string | null;
+  modelName: string;
+  version: string;
+}
+
 /**
  * create_infotext (modules/processing.py:705-816): the prompt, "Negative prompt: …" only when there is one
- * (814), then the generation parameters in their dict order (770-800) with None values left out (812).
+ * (814), then the generation parameters in their dict order (770-800) with None values left out (812):
+ * "Schedule type" is p.scheduler (773), "Model hash" p.sd_model_hash (779), "Model" p.sd_model_name (780), the
+ * checkpoint really loaded (process_images_inner, 890-891), whatever the request asked for.
  */
-function createInfotext(values: { prompt: string; negativePrompt: string; steps: number; sampler: string; cfg: number; seed: number; width: number; height: number; modelName: string }): string {
-  const parameters: [string, string][] = [
+function createInfotext(values: InfotextValues): string {
+  const parameters: [string, string | null | undefined][] = [
     ['Steps', String(values.steps)],
     ['Sampler', values.sampler],
-    // fix_p_invalid_sampler_and_scheduler picks schedulers[0], "Automatic" (sd_schedulers.py:130-131).
-    ['Schedule type', 'Automatic'],
+    ['Schedule type', values.scheduler],
     ['CFG scale', pythonFloat(values.cfg)],
     ['Seed', String(values.seed)],
     ['Size', `${values.width}x${values.height}`],
     // add_model_hash_to_info, add_model_name_to_info, add_version_to_infotext: on by default (shared_options.py:355-360).
-    ['Model hash', MODEL_HASH],
+    ['Model hash', values.modelHash],
     ['Model', values.modelName],
-    ['Version', VERSION],
+    ['Version', values.version],
   ];
-  const line = parameters.map(([key, value]) => `${key}: ${quote(value)}`).join(', ');
+  const line = parameters
+    .filter((parameter): parameter is [string, string] => typeof parameter[1] === 'string')
+    .map(([key, value]) => `${key}: ${quote(value)}`)
+    .join(', ');
   const negative = values.negativePrompt === '' ? '' : `\nNegative prompt: ${values.negativePrompt}`;
   return `${values.prompt}${negative}\n${line}`.trim();
 }
 
-const MODEL_HASH = '6ce0161689';
-const VERSION = 'v1.10.1';
+// modules/sd_models.py:162-163 (list_models): the sha256 A1111 expects of the v1-5-pruned-emaonly it downloads.
+const V1_5_SHA256 = '6ce0161689b3853acaa03779ec93eafe75a02f4ced659bee03f50797806fa2fa';
+
+/** SamplerData as GET /sdapi/v1/samplers lists it (api.py:692-693): options through SamplerItem's dict[str, str]. */
+interface FakeSampler {
+  name: string;
+  aliases: string[];
+  options: Record<string, string>;
+}
+
+// v1.10.1's all_samplers (sd_samplers.py:11-16): samplers_k_diffusion in its order (sd_samplers_kdiffusion.py, DPM++ 2M
+// first), then the timesteps and LCM samplers, in part. samplers[0], DPM++ 2M, is the default of
+// get_sampler_and_scheduler (sd_samplers.py:102, 116).
+const SAMPLERS_V1_10: FakeSampler[] = [
+  { name: 'DPM++ 2M', aliases: ['k_dpmpp_2m'], options: { scheduler: 'karras' } },
+  { name: 'DPM++ SDE', aliases: ['k_dpmpp_sde'], options: { scheduler: 'karras', second_order: 'True', brownian_noise: 'True' } },
+  { name: 'DPM++ 2M SDE', aliases: ['k_dpmpp_2m_sde'], options: { scheduler: 'exponential', brownian_noise: 'True' } },
+  { name: 'DPM++ 2M SDE Heun', aliases: ['k_dpmpp_2m_sde_heun'], options: { scheduler: 'exponential', brownian_noise: 'True', solver_type: 'heun' } },
+  { name: 'DPM++ 2S a', aliases: ['k_dpmpp_2s_a'], options: { scheduler: 'karras', uses_ensd: 'True', second_order: 'True' } },
+  { name: 'DPM++ 3M SDE', aliases: ['k_dpmpp_3m_sde'], options: { scheduler: 'exponential', discard_next_to_last_sigma: 'True', brownian_noise: 'True' } },
+  { name: 'Euler a', aliases: ['k_euler_a', 'k_euler_ancestral'], options: { uses_ensd: 'True' } },
+  { name: 'Euler', aliases: ['k_euler'], options: {} },
+  { name: 'LMS', aliases: ['k_lms'], options: {} },
+  { name: 'Heun', aliases: ['k_heun'], options: { second_order: 'True' } },
+  { name: 'DPM2', aliases: ['k_dpm_2'], options: { scheduler: 'karras', discard_next_to_last_sigma: 'True', second_order: 'True' } },
+  { name: 'DPM2 a', aliases: ['k_dpm_2_a'], options: { scheduler: 'karras', discard_next_to_last_sigma: 'True', uses_ensd: 'True', second_order: 'True' } },
+  { name: 'DPM fast', aliases: ['k_dpm_fast'], options: { uses_ensd: 'True' } },
+  { name: 'DPM adaptive', aliases: ['k_dpm_ad'], options: { uses_ensd: 'True' } },
+  { name: 'DDIM', aliases: ['ddim'], options: {} },
+  { name: 'PLMS', aliases: ['plms'], options: {} },
+  { name: 'UniPC', aliases: ['unipc'], options: {} },
+  { name: 'LCM', aliases: ['k_lcm'], options: {} },
+];
+
+// Before v1.9 a scheduler was part of the sampler's name (sd_samplers_kdiffusion.py of v1.6-v1.8), in part.
+const SAMPLERS_V1_8: FakeSampler[] = [
+  { name: 'DPM++ 2M Karras', aliases: ['k_dpmpp_2m_ka'], options: { scheduler: 'karras' } },
+  { name: 'DPM++ SDE Karras', aliases: ['k_dpmpp_sde_ka'], options: { scheduler: 'karras', second_order: 'True', brownian_noise: 'True' } },
+  { name: 'Euler a', aliases: ['k_euler_a', 'k_euler_ancestral'], options: { uses_ensd: 'True' } },
+  { name: 'Euler', aliases: ['k_euler'], options: {} },
+  { name: 'DPM++ 2M', aliases: ['k_dpmpp_2m'], options: {} },
+  { name: 'DDIM', aliases: [], options: {} },
+];
+
+/** sd_schedulers.Scheduler (sd_schedulers.py:18-26) as GET /sdapi/v1/schedulers lists it (api.py:695-704). */
+interface FakeScheduler {
+  name: string;
+  label: string;
+  aliases: string[] | null;
+  default_rho: number;
+  need_inner_model: boolean;
+}
+
+// sd_schedulers.py:130-143; schedulers_map (145) finds one by name or by label.
+const SCHEDULERS: FakeScheduler[] = [
+  { name: 'automatic', label: 'Automatic', aliases: null, default_rho: -1, need_inner_model: false },
+  { name: 'uniform', label: 'Uniform', aliases: null, default_rho: -1, need_inner_model: true },
+  { name: 'karras', label: 'Karras', aliases: null, default_rho: 7, need_inner_model: false },
+  { name: 'exponential', label: 'Exponential', aliases: null, default_rho: -1, need_inner_model: false },
+  { name: 'polyexponential', label: 'Polyexponential', aliases: null, default_rho: 1, need_inner_model: false },
+  { name: 'sgm_uniform', label: 'SGM Uniform', aliases: ['SGMUniform'], default_rho: -1, need_inner_model: true },
+  { name: 'kl_optimal', label: 'KL Optimal', aliases: null, default_rho: -1, need_inner_model: false },
+  { name: 'align_your_steps', label: 'Align Your Steps', aliases: null, default_rho: -1, need_inner_model: false },
+  { name: 'simple', label: 'Simple', aliases: null, default_rho: -1, need_inner_model: true },
+  { name: 'normal', label: 'Normal', aliases: null, default_rho: -1, need_inner_model: true },
+  { name: 'ddim', label: 'DDIM', aliases: null, default_rho: -1, need_inner_model: true },
+  { name: 'beta', label: 'Beta', aliases: null, default_rho: -1, need_inner_model: true },
+];
+
+const AUTOMATIC = SCHEDULERS[0] as FakeScheduler;
+
+function findScheduler(name: unknown): FakeScheduler | undefined {
+  return typeof name === 'string' ? SCHEDULERS.find((scheduler) => scheduler.name === name || scheduler.label === name) : undefined;
+}
+
+/**
+ * get_sampler_and_scheduler (sd_samplers.py:100-122): a scheduler named at the end of the sampler's name is split
+ * off ("DPM++ 2M Karras"); a sampler it does not know becomes samplers[0] and a scheduler it does not know
+ * "Automatic", silently; with convertAutomatic the sampler's own default scheduler reads "Automatic".
+ */
+function getSamplerAndScheduler(samplerName: string | null, schedulerName: unknown, convertAutomatic: boolean): [string, string] {
+  const defaultSampler = SAMPLERS_V1_10[0] as FakeSampler;
+  let found = findScheduler(schedulerName) ?? AUTOMATIC;
+  let name = samplerName === null || samplerName === '' ? defaultSampler.name : samplerName;
+  for (const scheduler of SCHEDULERS) {
+    const option = [scheduler.label, scheduler.name, ...(scheduler.aliases ?? [])].find((candidate) => name.endsWith(` ${candidate}`));
+    if (option !== undefined) {
+      found = scheduler;
+      name = name.slice(0, -(option.length + 1));
+    }
+  }
+  const sampler = SAMPLERS_V1_10.find((candidate) => candidate.name === name) ?? defaultSampler;
+  if (convertAutomatic && sampler.options['scheduler'] === found.name) found = AUTOMATIC;
+  return [sampler.name, found.label];
+}
+
+/** CheckpointInfo (modules/sd_models.py:56-100): the names and hashes A1111 derives from a checkpoint's file. */
+interface Checkpoint {
+  /** Its path below models/Stable-diffusion, e.g. "SDXL/juggernautXL_v9.safetensors" (89: `name`). */
+  name: string;
+  /** The path with "/" as "_", without extension (89). */
+  modelName: string;
+  /** The file's own name without extension (88): what infotext's "Model" and info's sd_model_name say. */
+  nameForExtra: string;
+  sha256: string | null;
+  /** sha256[0:10] (93): what /sd-models calls `hash`, infotext "Model hash". */
+  shorthash: string | null;
+}
+
+/** `name [shorthash]` once hashed, `name` before (95); calculate_shorthash retitles it at load (107-128). */
+function titleOf(checkpoint: Checkpoint): string {
+  return checkpoint.shorthash === null ? checkpoint.name : `${checkpoint.name} [${checkpoint.shorthash}]`;
+}
+
+function describeCheckpoint(entry: string | FakeCheckpoint): Checkpoint {
+  const { file, hashed = true } = typeof entry === 'string' ? { file: entry } : entry;
+  const sha256 = file === 'v1-5-pruned-emaonly.safetensors' ? V1_5_SHA256 : createHash('sha256').update(file).digest('hex');
+  return {
+    name: file,
+    modelName: file.replaceAll('/', '_').replace(/\.[^./]*$/, ''),
+    nameForExtra: (file.split('/').pop() ?? file).replace(/\.[^.]*$/, ''),
+    sha256: hashed ? sha256 : null,
+    shorthash: hashed ? sha256.slice(0, 10) : null,
+  };
+}
+
+/** Hashes a checkpoint at load, as calculate_shorthash does (sd_models.py:107-128): its title gains " [hash]". */
+function hashCheckpoint(checkpoint: Checkpoint): void {
+  if (checkpoint.sha256 !== null) return;
+  checkpoint.sha256 = checkpoint.name === 'v1-5-pruned-emaonly.safetensors' ? V1_5_SHA256 : createHash('sha256').update(checkpoint.name).digest('hex');
+  checkpoint.shorthash = checkpoint.sha256.slice(0, 10);
+}
+
+/**
+ * checkpoint_aliases (sd_models.py:98-105): every id of every checkpoint, a later one winning a shared id; the
+ * old 8-digit model_hash ids are left out (no answer of the API shows that hash).
+ */
+function findCheckpoint(checkpoints: Checkpoint[], id: unknown): Checkpoint | undefined {
+  if (typeof id !== 'string') return undefined;
+  const ids = (checkpoint: Checkpoint) => [
+    checkpoint.modelName,
+    titleOf(checkpoint),
+    checkpoint.name,
+    checkpoint.nameForExtra,
+    ...(checkpoint.shorthash === null || checkpoint.sha256 === null
+      ? []
+      : [checkpoint.shorthash, checkpoint.sha256, `${checkpoint.name} [${checkpoint.shorthash}]`, `${checkpoint.nameForExtra} [${checkpoint.shorthash}]`]),
+  ];
+  return checkpoints.findLast((checkpoint) => ids(checkpoint).includes(id));
+}
 
 export async function createFakeA1111(options: FakeA1111Options = {}): Promise<FakeA1111> {
   const stepDelayMs = options.stepDelayMs ?? 20;
   const modelName = options.modelName ?? 'v1-5-pruned-emaonly';
+  const release = options.release ?? 'v1.10.1';
+  const samplers = release === 'v1.8.0' ? SAMPLERS_V1_8 : SAMPLERS_V1_10;
+  // list_models (sd_models.py:153-177) registers the files; the one `modelName` names is in memory, hashed at load.
+  let checkpoints: Checkpoint[] = [];
+  const setCheckpoints = (entries: (string | FakeCheckpoint)[]) => {
+    checkpoints = entries.map(describeCheckpoint);
+  };
+  setCheckpoints(options.checkpoints ?? [`${modelName}.safetensors`]);
+  const listed = checkpoints.find((checkpoint) => checkpoint.modelName === modelName);
+  let loaded: Checkpoint = listed ?? describeCheckpoint(`${modelName}.safetensors`);
+  if (listed === undefined) checkpoints.push(loaded);
+  hashCheckpoint(loaded);
+  // opts.sd_model_checkpoint: load_model_weights writes the loaded checkpoint's title into it (sd_models.py, "if not
+  // SkipWritingToConfig.skip"); an image without an override loads whatever it names (select_checkpoint, 218-240).
+  let optionsCheckpoint = titleOf(loaded);
   const requests: RecordedRequest[] = [];
   const progressAnswers: Array<{ progress: number; eta_relative: number }> = [];
   // shared.state, exactly the keys of State.dict() (modules/shared_state.py:95-108), plus time_start.
@@ -261,15 +485,43 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     return { progress: Math.min(progress, 1), eta_relative: eta - timeSinceStart };
   }
 
-  async function runJob(values: Record<string, unknown>): Promise<Record<string, unknown>> {
+  /**
+   * select_checkpoint (sd_models.py:218-240): the checkpoint opts.sd_model_checkpoint names, or the first listed
+   * ("Checkpoint … not found; loading fallback …" on stderr); reload_model_weights loads it, hashing it and writing
+   * its title back into the option (load_model_weights).
+   */
+  function loadSelectedCheckpoint(): Checkpoint {
+    const selected = findCheckpoint(checkpoints, optionsCheckpoint) ?? checkpoints[0] ?? loaded;
+    hashCheckpoint(selected);
+    loaded = selected;
+    optionsCheckpoint = titleOf(selected);
+    return selected;
+  }
+
+  /**
+   * process_images (processing.py:819-860) for sd_model_checkpoint: a name checkpoint_aliases does not hold is
+   * dropped from the overrides without a word, and the current checkpoint paints (828-830); a known one is set and
+   * loaded (832-836). Returns what to restore afterwards: stored_opts (823) when override_settings_restore_afterwards
+   * (853-855), which puts the option back but leaves the model in memory until the next image reloads.
+   */
+  function applyCheckpointOverride(values: Record<string, unknown>): string | undefined {
+    const overrides = values['override_settings'];
+    const asked = typeof overrides === 'object' && overrides !== null ? (overrides as Record<string, unknown>)['sd_model_checkpoint'] : undefined;
+    const stored = asked === undefined ? undefined : optionsCheckpoint;
+    if (findCheckpoint(checkpoints, asked) !== undefined) optionsCheckpoint = asked as string;
+    loadSelectedCheckpoint();
+    return values['override_settings_restore_afterwards'] === false ? undefined : stored;
+  }
+
+  async function runJob(values: Record<string, unknown>, sampling: { sampler: string; scheduler: string | null }): Promise<Record<string, unknown>> {
     const steps = numberOr(values['steps'], 50);
     const width = numberOr(values['width'], 512);
     const height = numberOr(values['height'], 512);
     const requestedSeed = numberOr(values['seed'], -1);
     // get_fixed_seed: -1 → int(random.randrange(4294967294)) (processing.py:675-687).
     const seed = requestedSeed === -1 ? Math.floor(Math.random() * 4_294_967_294) : requestedSeed;
-    // The API model's sampler_index defaults to "Euler" (modules/api/models.py:104; api.py:441).
-    const sampler = stringOr(values['sampler_name'], '') || stringOr(values['sampler_index'], '') || 'Euler';
+    // fix_p_invalid_sampler_and_scheduler (processing.py:844; sd_samplers.py:125-129) puts the label in p.scheduler.
+    const [sampler, scheduler] = release === 'v1.8.0' ? [sampling.sampler, undefined] : getSamplerAndScheduler(sampling.sampler, sampling.scheduler, false);
     await wait(options.startDelayMs ?? 0);
     // State.begin(job="scripts_txt2img") (api.py:475; shared_state.py:110-127): sampling_steps is not reset.
     Object.assign(state, {
@@ -283,6 +535,8 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       job: 'scripts_txt2img',
     });
     timeStart = performance.now();
+    const restore = applyCheckpointOverride(values);
+    const used = loaded;
     await wait(options.setupDelayMs ?? 0);
     // processing.py:929-930: `if state.job_count == -1: state.job_count = p.n_iter`.
     state.job_count = 1;
@@ -302,12 +556,14 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       state.sampling_step = 0;
       await wait(options.finishDelayMs ?? 0);
     }
-    // State.end() resets only job and job_count (shared_state.py:129-133).
+    // process_images's finally (849-858) restores the option, then State.end() resets only job and job_count
+    // (shared_state.py:129-133).
+    if (restore !== undefined) optionsCheckpoint = restore;
     Object.assign(state, { job: '', job_count: 0 });
     const prompt = stringOr(values['prompt'], '');
     const negativePrompt = stringOr(values['negative_prompt'], '');
     const cfgScale = numberOr(values['cfg_scale'], 7);
-    const infotext = createInfotext({ prompt, negativePrompt, steps, sampler, cfg: cfgScale, seed, width, height, modelName });
+    const infotext = createInfotext({ prompt, negativePrompt, steps, sampler, scheduler, cfg: cfgScale, seed, width, height, modelHash: used.shorthash, modelName: used.nameForExtra, version: release });
     // Processed.js() (processing.py:571-607), in its key order.
     const info = {
       prompt,
@@ -327,8 +583,8 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       batch_size: 1,
       restore_faces: false,
       face_restoration_model: null,
-      sd_model_name: modelName,
-      sd_model_hash: MODEL_HASH,
+      sd_model_name: used.nameForExtra,
+      sd_model_hash: used.shorthash,
       sd_vae_name: null,
       sd_vae_hash: null,
       seed_resize_from_w: -1,
@@ -341,7 +597,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       job_timestamp: state.job_timestamp,
       clip_skip: 1,
       is_using_inpainting_conditioning: false,
-      version: VERSION,
+      version: release,
     };
     const rgb: [number, number, number] = [seed & 0xff, (seed >>> 8) & 0xff, (seed >>> 16) & 0xff];
     const rendered = makePng(width, height, rgb);
@@ -372,7 +628,26 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       const body = { ...options.hugeAnswer, contentType: 'application/json', prefix: '{"images":["', suffix: '"],"parameters":{},"info":"{}"}' };
       return streamLargeBody(response, body, (sent) => (hugeBytesSent = sent));
     }
-    const result = queue.then(() => runJob(validated.value));
+    const values = validated.value;
+    // The API model's sampler_index defaults to "Euler" (modules/api/models.py:104), read when sampler_name is empty.
+    const asked = stringOr(values['sampler_name'], '') || stringOr(values['sampler_index'], '') || 'Euler';
+    let sampling: { sampler: string; scheduler: string | null };
+    if (release === 'v1.8.0') {
+      // validate_sampler_name on the name as sent, before the queue: HTTPException(404), which api_middleware's
+      // handle_exception answers as {error, detail, body, errors: str(e)} with its status.
+      if (!samplers.some((sampler) => sampler.name === asked)) {
+        return sendJson(response, 404, { error: 'HTTPException', detail: 'Sampler not found', body: '', errors: '404: Sampler not found' });
+      }
+      sampling = { sampler: asked, scheduler: null };
+    } else {
+      // text2imgapi (api.py:441-452): get_sampler_and_scheduler always names a sampler A1111 has, so
+      // validate_sampler_name (43-48, HTTP 400 since v1.10.0) never refuses one here; a scheduler split off the
+      // sampler's name fills an empty `scheduler`.
+      const [sampler, scheduler] = getSamplerAndScheduler(asked, values['scheduler'], true);
+      const own = stringOr(values['scheduler'], '');
+      sampling = { sampler, scheduler: own !== '' ? own : scheduler !== 'Automatic' ? scheduler : null };
+    }
+    const result = queue.then(() => runJob(values, sampling));
     queue = result.then(
       () => undefined,
       () => undefined,
@@ -410,27 +685,50 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         state.interrupted = true;
         if (options.interruptDelayMs !== undefined) await sleep(options.interruptDelayMs);
         return sendJson(response, 200, {});
+      // get_config (api.py:667-676): opts.data, in part.
       case 'GET /sdapi/v1/options':
         if (options.busyWhileMaking === true && inFlight > 0) return;
         return sendJson(response, 200, {
-          sd_model_checkpoint: `${modelName}.safetensors [${MODEL_HASH}]`,
+          sd_model_checkpoint: optionsCheckpoint,
           samples_format: 'png',
           enable_pnginfo: options.enablePnginfo ?? true,
           CLIP_stop_at_last_layers: 1,
         });
+      // set_config (api.py:678-687): a checkpoint checkpoint_aliases does not hold is a RuntimeError, answered 500;
+      // a known one is only written into the option (the model loads with the next image).
+      case 'POST /sdapi/v1/options': {
+        const body = parseBody(text);
+        const asked = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['sd_model_checkpoint'] : undefined;
+        if (asked !== undefined && asked !== null && findCheckpoint(checkpoints, asked) === undefined) {
+          const message = `model ${typeof asked === 'string' ? `'${asked}'` : JSON.stringify(asked)} not found`;
+          return sendJson(response, 500, { error: 'RuntimeError', detail: '', body: '', errors: message });
+        }
+        if (typeof asked === 'string') optionsCheckpoint = asked;
+        return sendJson(response, 200, null);
+      }
+      // get_sd_models (api.py:726-728): checkpoints_list's values; `hash` is the shorthash, null until hashed.
       case 'GET /sdapi/v1/sd-models':
-        return sendJson(response, 200, [
-          {
-            title: `${modelName}.safetensors [${MODEL_HASH}]`,
-            model_name: modelName,
-            hash: MODEL_HASH,
-            sha256: null,
-            filename: `/models/Stable-diffusion/${modelName}.safetensors`,
+        return sendJson(
+          response,
+          200,
+          checkpoints.map((checkpoint) => ({
+            title: titleOf(checkpoint),
+            model_name: checkpoint.modelName,
+            hash: checkpoint.shorthash,
+            sha256: checkpoint.sha256,
+            filename: `/stable-diffusion-webui/models/Stable-diffusion/${checkpoint.name}`,
             config: null,
-          },
-        ]);
+          })),
+        );
+      // get_samplers (api.py:692-693): every sampler, hidden ones included.
+      case 'GET /sdapi/v1/samplers':
+        return sendJson(response, 200, samplers);
+      // get_schedulers (api.py:695-704), added with sd_schedulers in v1.9.0: FastAPI's 404 before.
+      case 'GET /sdapi/v1/schedulers':
+        if (release === 'v1.8.0') return sendJson(response, 404, { detail: 'Not Found' });
+        return sendJson(response, 200, SCHEDULERS);
       default: {
-        const known = ['/sdapi/v1/txt2img', '/sdapi/v1/progress', '/sdapi/v1/interrupt', '/sdapi/v1/options', '/sdapi/v1/sd-models'];
+        const known = ['/sdapi/v1/txt2img', '/sdapi/v1/progress', '/sdapi/v1/interrupt', '/sdapi/v1/options', '/sdapi/v1/sd-models', '/sdapi/v1/samplers', ...(release === 'v1.8.0' ? [] : ['/sdapi/v1/schedulers'])];
         if (known.includes(address.pathname)) return sendJson(response, 405, { detail: 'Method Not Allowed' });
         return sendJson(response, 404, { detail: 'Not Found' });
       }
@@ -458,6 +756,13 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     get hugeBytesSent() {
       return hugeBytesSent;
     },
+    get loadedCheckpoint() {
+      return loaded.modelName;
+    },
+    get optionsCheckpoint() {
+      return optionsCheckpoint;
+    },
+    setCheckpoints,
     async close() {
       closed = true;
       closing.abort();

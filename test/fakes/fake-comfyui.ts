@@ -1,8 +1,9 @@
 // A real HTTP + WebSocket server that behaves like ComfyUI (0.3.64, a125cd84; line numbers are of that
 // commit): /prompt validation with its error shapes and a client prompt_id, one prompt at a time, node
 // outputs cached between prompts, the WebSocket message sequence (JPEG previews only with a preview method),
-// /history, /view, /interrupt and /queue, and on demand the newer /api/jobs/{id}/cancel. Every route also
-// answers under /api (server.py:802-814).
+// /history, /view, /interrupt and /queue, /object_info with the checkpoint, sampler and scheduler lists a prompt
+// is checked against, and on demand the newer /api/jobs/{id}/cancel. Every route also answers under /api
+// (server.py:802-814).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -20,8 +21,25 @@ export interface FakeComfyUiOptions {
   failWith?: { status: number; body: unknown };
   /** The KSampler fails after its first step with this exception_message. */
   executionError?: string;
-  /** Checkpoint files CheckpointLoaderSimple may load. */
+  /**
+   * Checkpoint files CheckpointLoaderSimple may load: its ckpt_name list in /object_info
+   * (folder_paths.get_filename_list("checkpoints"), nodes.py:564), a prompt naming another refused.
+   */
   checkpoints?: string[];
+  /** KSampler's and KSamplerAdvanced's sampler_name list; default the real one, COMFY_SAMPLERS. */
+  samplers?: string[];
+  /** Their scheduler list; default the real one, COMFY_SCHEDULERS. */
+  schedulers?: string[];
+  /**
+   * How /object_info writes a combo input. `list` (default): the names as the type, `[[names…], {…}]`, as
+   * nodes.py's classic nodes declare them (nodes.py:564, 1508-1509). `options`: `["COMBO", {"options": [names…],
+   * "multiselect": false, …}]`, as nodes written with comfy_api are served (comfy_api/latest/_io.py:367-374,
+   * 1180-1185) and node_typing.py:168-173 asks nodes to prefer. A prompt is checked against the list either way,
+   * as newer ComfyUI does (PR #11345; 0.3.64 checks only the first shape, execution.py:896).
+   */
+  comboInputs?: 'list' | 'options';
+  /** Node classes this server lacks (a custom node not installed): left out of /object_info, refused in a prompt. */
+  missingNodes?: string[];
   /** /interrupt answers after this delay (the real one answers at once; this plays a busy server). */
   interruptDelayMs?: number;
   /**
@@ -147,17 +165,143 @@ const OUTPUT_NODES = new Set(['SaveImage', 'PreviewImage']);
 /** A JPEG's start and end markers around nothing: previews are only counted, never decoded. */
 const TINY_JPEG = Buffer.of(0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0xff, 0xd9);
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const KNOWN_NODES = new Set([
-  ...OUTPUT_NODES,
-  'KSampler',
-  'KSamplerAdvanced',
-  'CheckpointLoaderSimple',
-  'EmptyLatentImage',
-  'CLIPTextEncode',
-  'VAEDecode',
-  'VAELoader',
-  'LoraLoader',
-]);
+/** comfy.samplers.KSampler.SAMPLERS: SAMPLER_NAMES = KSAMPLER_NAMES + ddim, uni_pc, uni_pc_bh2 (comfy/samplers.py:730-734, 1054, 1099). */
+export const COMFY_SAMPLERS: readonly string[] = [
+  ...['euler', 'euler_cfg_pp', 'euler_ancestral', 'euler_ancestral_cfg_pp', 'heun', 'heunpp2', 'dpm_2', 'dpm_2_ancestral'],
+  ...['lms', 'dpm_fast', 'dpm_adaptive', 'dpmpp_2s_ancestral', 'dpmpp_2s_ancestral_cfg_pp', 'dpmpp_sde', 'dpmpp_sde_gpu'],
+  ...['dpmpp_2m', 'dpmpp_2m_cfg_pp', 'dpmpp_2m_sde', 'dpmpp_2m_sde_gpu', 'dpmpp_2m_sde_heun', 'dpmpp_2m_sde_heun_gpu', 'dpmpp_3m_sde', 'dpmpp_3m_sde_gpu', 'ddpm', 'lcm'],
+  ...['ipndm', 'ipndm_v', 'deis', 'res_multistep', 'res_multistep_cfg_pp', 'res_multistep_ancestral', 'res_multistep_ancestral_cfg_pp'],
+  ...['gradient_estimation', 'gradient_estimation_cfg_pp', 'er_sde', 'seeds_2', 'seeds_3', 'sa_solver', 'sa_solver_pece'],
+  ...['ddim', 'uni_pc', 'uni_pc_bh2'],
+];
+
+/** comfy.samplers.KSampler.SCHEDULERS: the keys of SCHEDULER_HANDLERS, in order (comfy/samplers.py:1063-1074, 1098). */
+export const COMFY_SCHEDULERS: readonly string[] = ['simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_uniform', 'beta', 'normal', 'linear_quadratic', 'kl_optimal'];
+
+/** One input as INPUT_TYPES declares it: a type, or a combo's names; with its options dict when it has one. */
+type InputSpec = { type: string; extra?: Record<string, unknown> } | { combo: readonly string[]; extra?: Record<string, unknown>; unchecked?: true };
+
+interface NodeClass {
+  inputs: Record<string, InputSpec>;
+  output: string[];
+  category: string;
+  display: string;
+}
+
+interface ComboLists {
+  checkpoints: readonly string[];
+  samplers: readonly string[];
+  schedulers: readonly string[];
+}
+
+const INT = (extra: Record<string, unknown>): InputSpec => ({ type: 'INT', extra });
+const FLOAT = (extra: Record<string, unknown>): InputSpec => ({ type: 'FLOAT', extra });
+
+/** The classes the fake has, their inputs as nodes.py declares them (tooltips left out). */
+function describeClasses(lists: ComboLists): Record<string, NodeClass> {
+  const seed = { default: 0, min: 0, max: 0xffffffffffffffff, control_after_generate: true };
+  const steps = INT({ default: 20, min: 1, max: 10000 });
+  const cfg = FLOAT({ default: 8.0, min: 0.0, max: 100.0, step: 0.1, round: 0.01 });
+  return {
+    // nodes.py:559-566.
+    CheckpointLoaderSimple: { inputs: { ckpt_name: { combo: lists.checkpoints, extra: { tooltip: 'The name of the checkpoint (model) to load.' } } }, output: ['MODEL', 'CLIP', 'VAE'], category: 'loaders', display: 'Load Checkpoint' },
+    // nodes.py:1499-1512.
+    KSampler: {
+      inputs: {
+        model: { type: 'MODEL' },
+        seed: INT(seed),
+        steps,
+        cfg,
+        sampler_name: { combo: lists.samplers, extra: { tooltip: 'The algorithm used when sampling, this can affect the quality, speed, and style of the generated output.' } },
+        scheduler: { combo: lists.schedulers, extra: { tooltip: 'The scheduler controls how noise is gradually removed to form the image.' } },
+        positive: { type: 'CONDITIONING' },
+        negative: { type: 'CONDITIONING' },
+        latent_image: { type: 'LATENT' },
+        denoise: FLOAT({ default: 1.0, min: 0.0, max: 1.0, step: 0.01 }),
+      },
+      output: ['LATENT'],
+      category: 'sampling',
+      display: 'KSampler',
+    },
+    // nodes.py:1527-1543: its combos without an options dict, `(comfy.samplers.KSampler.SAMPLERS, )`.
+    KSamplerAdvanced: {
+      inputs: {
+        model: { type: 'MODEL' },
+        add_noise: { combo: ['enable', 'disable'] },
+        noise_seed: INT(seed),
+        steps,
+        cfg,
+        sampler_name: { combo: lists.samplers },
+        scheduler: { combo: lists.schedulers },
+        positive: { type: 'CONDITIONING' },
+        negative: { type: 'CONDITIONING' },
+        latent_image: { type: 'LATENT' },
+        start_at_step: INT({ default: 0, min: 0, max: 10000 }),
+        end_at_step: INT({ default: 10000, min: 0, max: 10000 }),
+        return_with_leftover_noise: { combo: ['disable', 'enable'] },
+      },
+      output: ['LATENT'],
+      category: 'sampling',
+      display: 'KSampler (Advanced)',
+    },
+    EmptyLatentImage: {
+      inputs: { width: INT({ default: 512, min: 16, max: 16384, step: 8 }), height: INT({ default: 512, min: 16, max: 16384, step: 8 }), batch_size: INT({ default: 1, min: 1, max: 4096 }) },
+      output: ['LATENT'],
+      category: 'latent',
+      display: 'Empty Latent Image',
+    },
+    CLIPTextEncode: { inputs: { text: { type: 'STRING', extra: { multiline: true, dynamicPrompts: true } }, clip: { type: 'CLIP' } }, output: ['CONDITIONING'], category: 'conditioning', display: 'CLIP Text Encode (Prompt)' },
+    VAEDecode: { inputs: { samples: { type: 'LATENT' }, vae: { type: 'VAE' } }, output: ['IMAGE'], category: 'latent', display: 'VAE Decode' },
+    SaveImage: { inputs: { images: { type: 'IMAGE' }, filename_prefix: { type: 'STRING', extra: { default: 'ComfyUI' } } }, output: [], category: 'image', display: 'Save Image' },
+    PreviewImage: { inputs: { images: { type: 'IMAGE' } }, output: [], category: 'image', display: 'Preview Image' },
+    // The fake has no VAE or LoRA files: it lists none and takes any name, as it always has.
+    VAELoader: { inputs: { vae_name: { combo: [], unchecked: true } }, output: ['VAE'], category: 'loaders', display: 'Load VAE' },
+    LoraLoader: {
+      inputs: {
+        model: { type: 'MODEL' },
+        clip: { type: 'CLIP' },
+        lora_name: { combo: [], unchecked: true },
+        strength_model: FLOAT({ default: 1.0, min: -100.0, max: 100.0, step: 0.01 }),
+        strength_clip: FLOAT({ default: 1.0, min: -100.0, max: 100.0, step: 0.01 }),
+      },
+      output: ['MODEL', 'CLIP'],
+      category: 'loaders',
+      display: 'Load LoRA',
+    },
+  };
+}
+
+/** An input's spec as /object_info writes it: a tuple, so a JSON array (server.py:597, node_info). */
+function renderSpec(spec: InputSpec, shape: 'list' | 'options'): unknown[] {
+  if ('type' in spec) return spec.extra === undefined ? [spec.type] : [spec.type, spec.extra];
+  if (shape === 'options') return ['COMBO', { ...spec.extra, multiselect: false, options: spec.combo }];
+  return spec.extra === undefined ? [spec.combo] : [spec.combo, spec.extra];
+}
+
+/** A class as GET /object_info describes it (server.py:592-625, node_info). */
+function renderClass(name: string, node: NodeClass, shape: 'list' | 'options'): Record<string, unknown> {
+  const required = Object.fromEntries(Object.entries(node.inputs).map(([input, spec]) => [input, renderSpec(spec, shape)]));
+  return {
+    input: { required },
+    input_order: { required: Object.keys(required) },
+    output: node.output,
+    output_is_list: node.output.map(() => false),
+    output_name: node.output,
+    name,
+    display_name: node.display,
+    description: '',
+    python_module: 'nodes',
+    category: node.category,
+    output_node: OUTPUT_NODES.has(name),
+  };
+}
+
+/** Python's str() of a list of strings, as the value_not_in_list details quote it: ['a', 'b']. */
+function pythonList(names: readonly string[]): string {
+  const repr = (name: string) => (name.includes("'") && !name.includes('"') ? `"${name.replaceAll('\\', '\\\\')}"` : `'${name.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`);
+  return `[${names.map(repr).join(', ')}]`;
+}
+
 // Inputs ComfyUI converts with int()/float() during validation.
 const NUMERIC_INPUTS: Record<string, Record<string, 'INT' | 'FLOAT'>> = {
   KSampler: { seed: 'INT', steps: 'INT', cfg: 'FLOAT', denoise: 'FLOAT' },
@@ -177,7 +321,7 @@ type Validation =
   | { ok: false; error: PromptError; nodeErrors: Record<string, unknown> };
 
 /** A small part of ComfyUI's validate_prompt, with its error types and messages. */
-function validatePrompt(prompt: unknown, checkpoints: string[]): Validation {
+function validatePrompt(prompt: unknown, classes: Record<string, NodeClass>, shape: 'list' | 'options'): Validation {
   if (!isRecord(prompt)) return { ok: false, error: promptError('invalid_prompt', 'Prompt is not a dictionary.'), nodeErrors: {} };
   for (const [id, node] of Object.entries(prompt)) {
     if (!isRecord(node) || typeof node['class_type'] !== 'string') {
@@ -187,7 +331,7 @@ function validatePrompt(prompt: unknown, checkpoints: string[]): Validation {
         nodeErrors: {},
       };
     }
-    if (!KNOWN_NODES.has(node['class_type'])) {
+    if (!Object.hasOwn(classes, node['class_type'])) {
       return {
         ok: false,
         // execution.py:980-987 (0.3.64): an unknown class_type is an `invalid_prompt` with these words.
@@ -221,9 +365,17 @@ function validatePrompt(prompt: unknown, checkpoints: string[]): Validation {
         );
       }
     }
-    const checkpoint = node.inputs['ckpt_name'];
-    if (node.class_type === 'CheckpointLoaderSimple' && typeof checkpoint === 'string' && !checkpoints.includes(checkpoint)) {
-      errors.push(promptError('value_not_in_list', 'Value not in list', `ckpt_name: '${checkpoint}' not in ${JSON.stringify(checkpoints)}`));
+    // execution.py:896-920: a value (not a link) of a combo input must be one of its names. A list of more than 20
+    // is not quoted: "(list of length N)", and no input_config.
+    for (const [input, spec] of Object.entries(classes[node.class_type]?.inputs ?? {})) {
+      const value = node.inputs[input];
+      if (!('combo' in spec) || spec.unchecked === true || value === undefined || Array.isArray(value) || spec.combo.includes(value as string)) continue;
+      const long = spec.combo.length > 20;
+      const listInfo = long ? `(list of length ${spec.combo.length})` : pythonList(spec.combo);
+      errors.push({
+        ...promptError('value_not_in_list', 'Value not in list', `${input}: '${String(value)}' not in ${listInfo}`),
+        extra_info: { input_name: input, input_config: long ? null : renderSpec(spec, shape), received_value: value },
+      });
     }
     if (errors.length > 0) nodeErrors[id] = { errors, dependent_outputs: outputNodes, class_type: node.class_type };
   }
@@ -242,6 +394,12 @@ function readNumberInput(workflow: Record<string, Node>, classType: string, inpu
 export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promise<FakeComfyUi> {
   const stepDelayMs = options.stepDelayMs ?? 20;
   const checkpoints = options.checkpoints ?? ['v1-5-pruned-emaonly.safetensors'];
+  const comboShape = options.comboInputs ?? 'list';
+  const classes = Object.fromEntries(
+    Object.entries(describeClasses({ checkpoints, samplers: options.samplers ?? COMFY_SAMPLERS, schedulers: options.schedulers ?? COMFY_SCHEDULERS })).filter(
+      ([name]) => !(options.missingNodes ?? []).includes(name),
+    ),
+  );
   const requests: RecordedRequest[] = [];
   const workflows: unknown[] = [];
   const promptIds: string[] = [];
@@ -469,7 +627,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     const body = parseBody(text);
     if (!isRecord(body) || !('prompt' in body)) return sendJson(response, 400, { error: 'no prompt', node_errors: [] });
-    const validation = validatePrompt(body['prompt'], checkpoints);
+    const validation = validatePrompt(body['prompt'], classes, comboShape);
     if (!validation.ok) return sendJson(response, 400, { error: validation.error, node_errors: validation.nodeErrors });
     queueForeign(validation.workflow, validation.outputNodes);
     if (options.promptDelayMs !== undefined) {
@@ -573,6 +731,15 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         return streamLargeBody(response, { bytes: options.hugeViewBytes, contentLength: true, contentType: 'image/png' }, (sent) => (hugeBytesSent = sent));
       }
       return void response.writeHead(200, { 'content-type': 'image/png' }).end(file);
+    }
+    // server.py:627-645: every class, or the one named (`{}` for a class the server lacks), always 200.
+    if (method === 'GET' && path === '/object_info') {
+      return sendJson(response, 200, Object.fromEntries(Object.entries(classes).map(([name, node]) => [name, renderClass(name, node, comboShape)])));
+    }
+    if (method === 'GET' && path.startsWith('/object_info/')) {
+      const name = decodeURIComponent(path.slice('/object_info/'.length));
+      const node = Object.hasOwn(classes, name) ? classes[name] : undefined;
+      return sendJson(response, 200, node === undefined ? {} : { [name]: renderClass(name, node, comboShape) });
     }
     if (method === 'GET' && path === '/system_stats') {
       return sendJson(response, 200, {

@@ -1,6 +1,7 @@
 // A real HTTP server that behaves like LocalAI's image endpoint (mudler/LocalAI 82c191af): the request
 // fields it really reads (`step`, a "positive|negative" prompt, a seed kept to 32 bits), what it ignores
-// (`steps`, `negative_prompt`, `cfg_scale`), its error shape, /readyz and /v1/models, and a PNG without text.
+// (`steps`, `negative_prompt`, `cfg_scale`), its error shape, /readyz, /v1/models and /v1/models/capabilities, the
+// model a request names (refused when unknown, a chat model failing in its backend), and a PNG without text.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -9,8 +10,18 @@ import { makePng } from './png-bytes.ts';
 import { parseBody, readBody, sendJson, sendRedirect, type RedirectEverything } from './http-body.ts';
 
 export interface FakeLocalAiOptions {
-  /** Image models configured; the first answers a request without `model` (core/http/routes/openai.go:247-248). */
+  /**
+   * Image models configured. A request without `model` takes the first here; the real one takes the first image
+   * model of a Go map, any of them (core/http/routes/openai.go:248; core/config/model_config_loader.go:331).
+   */
   models?: string[];
+  /**
+   * Configured models that make no image (llama-cpp chat models): listed by /v1/models, and by
+   * /v1/models/capabilities as "chat"; an image asked of one fails in its backend, which has no GenerateImage.
+   */
+  chatModels?: string[];
+  /** A LocalAI from before GET /v1/models/capabilities (b0959d475, #10687): that route is its 404. */
+  noCapabilitiesRoute?: boolean;
   /**
    * The model's backend: stablediffusion-ggml (the default, image.go:126-131) hands the seed to sd.cpp, where a
    * negative one is random (stable-diffusion.cpp:4000-4005); diffusers makes 0 and negatives random
@@ -55,6 +66,10 @@ export interface LocalAiRun {
 
 export interface FakeLocalAi {
   url: string;
+  /** The image models, live: a test adds or removes one as a model is installed or deleted. */
+  models: string[];
+  /** The chat models, live. */
+  chatModels: string[];
   requests: RecordedRequest[];
   runs: LocalAiRun[];
   close(): Promise<void>;
@@ -70,7 +85,8 @@ function apiError(code: number, message: string, type = '') {
 }
 
 export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promise<FakeLocalAi> {
-  const models = options.models ?? ['stablediffusion'];
+  const models = [...(options.models ?? ['stablediffusion'])];
+  const chatModels = [...(options.chatModels ?? [])];
   const requests: RecordedRequest[] = [];
   const runs: LocalAiRun[] = [];
   const files = new Map<string, Uint8Array>();
@@ -90,9 +106,13 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
     // request.go:157-167: an unknown model; without one the first image model is picked.
     const model = typeof input['model'] === 'string' && input['model'] !== '' ? input['model'] : models[0];
     if (model === undefined) return sendJson(response, 400, apiError(400, 'code=400, message=Bad Request'));
-    if (!models.includes(model)) {
+    if (!models.includes(model) && !chatModels.includes(model)) {
       return sendJson(response, 404, apiError(404, `model "${model}" not found. To see available models, call GET /v1/models`, 'invalid_request_error'));
     }
+    // A chat model is loaded in llama-cpp, whose gRPC server has no GenerateImage: the generated service's default
+    // answers UNIMPLEMENTED with no message (core/backend/image.go:29; backend/cpp/llama-cpp/grpc-server.cpp has
+    // none), and the error handler renders the Go error as a 500 (core/http/app.go:200-229).
+    if (chatModels.includes(model)) return sendJson(response, 500, apiError(500, 'rpc error: code = Unimplemented desc = '));
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     // image.go:133-149: no "x" means 512x512; a part that is not a number is an error (a 500).
     let size = typeof input['size'] === 'string' ? input['size'] : '';
@@ -168,10 +188,23 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
       case 'GET /readyz':
         if (options.starting === true) return sendJson(response, 503, { status: 'starting', reason: 'startup preload in progress' });
         return void response.writeHead(200).end();
-      // core/http/endpoints/openai/list.go:30-38; OpenAIModel{ID, Object} (schema/openai.go:153-156).
+      // core/http/endpoints/openai/list.go:23-39, every configured model, image or not; OpenAIModel{ID, Object}
+      // (schema/openai.go:153-156).
       case 'GET /v1/models':
       case 'GET /models':
-        return sendJson(response, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model' })) });
+        return sendJson(response, 200, { object: 'list', data: [...models, ...chatModels].map((id) => ({ id, object: 'model' })) });
+      // list_capabilities.go:23-49 (routes/openai.go:279-281): the same names with what each does
+      // (config/model_capabilities.go:135-228); an image model's backend makes it "image" (model_config.go:2086-2095).
+      case 'GET /v1/models/capabilities':
+      case 'GET /models/capabilities':
+        if (options.noCapabilitiesRoute === true) return sendJson(response, 404, apiError(404, 'Resource not found'));
+        return sendJson(response, 200, {
+          object: 'list',
+          data: [
+            ...models.map((id) => ({ id, object: 'model', capabilities: ['image'], input_modalities: ['text'], output_modalities: ['image'] })),
+            ...chatModels.map((id) => ({ id, object: 'model', capabilities: ['chat'], input_modalities: ['text'], output_modalities: ['text'] })),
+          ],
+        });
       // notFoundHandler (core/http/render.go:33-48) for a client that does not ask for HTML.
       default:
         return sendJson(response, 404, apiError(404, 'Resource not found'));
@@ -189,6 +222,8 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
 
   return {
     url: baseUrl,
+    models,
+    chatModels,
     requests,
     runs,
     async close() {

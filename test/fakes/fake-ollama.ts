@@ -114,7 +114,17 @@ export interface FakeOllama {
    * Ollama's template for mistral:7b. Shows what a template silently drops.
    */
   renderedPrompts(): string[];
-  setModels(names: string[]): void;
+  /** The installed models, by name (a mistral:7b-like model) or described one by one. */
+  setModels(models: Array<string | FakeModelSpec>): void;
+  /**
+   * The names POST /api/pull can fetch, and how each pull goes. Any other name fails as the registry's
+   * 404 does: "pulling manifest", then `{"error": "pull model manifest: file does not exist"}`.
+   */
+  setPullable(pullable: Record<string, FakePullable>): void;
+  /** Names (with their tag) of pulls the client hung up on before `success`; none of them was installed. */
+  readonly pullsCancelled: readonly string[];
+  /** Resolves once `count` pulls (default 1) have been cancelled by a client hang-up. */
+  waitForPullCancelled(count?: number): Promise<void>;
   /** Models in memory, as GET /api/ps lists them. A chat or load adds its model; keep_alive 0 removes it. */
   setLoaded(names: string[]): void;
   /** While down, every connection is destroyed at once, as if Ollama were not running. */
@@ -131,9 +141,57 @@ export interface FakeOllama {
   close(): Promise<void>;
 }
 
+/**
+ * One installed model and what Ollama says of it. Every field but `name` defaults to mistral:7b's, so
+ * `'mistral:7b'` and `{ name: 'mistral:7b' }` are the same model.
+ */
+export interface FakeModelSpec {
+  /** A name without a tag is listed as `:latest`. */
+  name: string;
+  /**
+   * /api/show `capabilities` (types/model/capability.go: completion, tools, insert, vision, embedding,
+   * thinking, image, audio). Default ['completion']; [] leaves the field out (api/types.go:752 omitempty).
+   */
+  capabilities?: string[];
+  /** /api/show `model_info["<family>.context_length"]`. Default 32768; null leaves the key out. */
+  contextLength?: number | null;
+  /** /api/tags `size` in bytes. Default 4 372 824 384. */
+  sizeBytes?: number;
+  /** details.parameter_size. Default '7.2B'. */
+  parameterSize?: string;
+  /** details.family, and model_info's general.architecture. Default 'llama'. */
+  family?: string;
+  /** details.quantization_level. Default 'Q4_0'. */
+  quantization?: string;
+  /**
+   * /api/show of this model fails: `{"error": message}` with `status` (default 500, as ShowHandler's
+   * default branch answers an error GetModelInfo returned: server/routes.go:1362-1373 @ fb30760).
+   */
+  showError?: { status?: number; message: string };
+}
+
+/** How POST /api/pull of one name goes; once it succeeds the model is installed with these details. */
+export interface FakePullable extends Omit<FakeModelSpec, 'name' | 'showError'> {
+  /** Bytes of the weights layer: `total` of its progress lines. Default `sizeBytes`, else 4 372 824 384. */
+  totalBytes?: number;
+  /**
+   * How long the weights layer takes, spread evenly over its `steps` progress lines. Default 0; a browser
+   * test that wants to see the bar move sets about 1000.
+   */
+  durationMs?: number;
+  /** Progress lines of the weights layer after its first one (completed 0). Default 10. */
+  steps?: number;
+  /** Awaited after the weights layer's first progress line: lets a test act mid-pull. */
+  gate?: Promise<void>;
+  /** After this many of the weights layer's progress lines, fail with `{"error": message}` (a broken download). */
+  errorAfter?: { steps: number; message: string };
+}
+
 export interface FakeOllamaOptions {
-  /** Pulled models. Default ['mistral:7b']. A name without a tag is listed as `:latest`. */
-  models?: string[];
+  /** Installed models. Default ['mistral:7b']. */
+  models?: Array<string | FakeModelSpec>;
+  /** Names POST /api/pull can fetch (see setPullable). Default none. */
+  pullable?: Record<string, FakePullable>;
   version?: string;
   /** How long waitFor* helpers wait before rejecting with a clear message. Default 10 s. */
   waitTimeoutMs?: number;
@@ -167,7 +225,7 @@ const FORMAT_VIOLATION = 'fake-ollama: scripted reply does not satisfy the reque
 const UNCONVERTIBLE_SCHEMA = 'fake-ollama: the format schema has a bound llama.cpp would misread';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 /** The paths this fake serves, each registered in v0.12.6 server/routes.go:1455-1485 for its methods. */
-const KNOWN_PATHS = new Set(['/', '/api/version', '/api/ps', '/api/tags', '/api/show', '/api/generate', '/api/chat']);
+const KNOWN_PATHS = new Set(['/', '/api/version', '/api/ps', '/api/tags', '/api/show', '/api/generate', '/api/chat', '/api/pull']);
 
 interface Waiter {
   isSatisfied: () => boolean;
@@ -190,7 +248,9 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
   const version = options.version ?? '0.12.6';
   const waitTimeoutMs = options.waitTimeoutMs ?? 10_000;
   const startedAt = new Date();
-  let models = (options.models ?? ['mistral:7b']).map(withTag);
+  let models = (options.models ?? ['mistral:7b']).map(toModelSpec);
+  let pullable = normalizePullable(options.pullable ?? {});
+  const pullsCancelled: string[] = [];
   // A fresh Ollama has nothing in memory.
   let loaded: string[] = [];
   const markLoaded = (name: string) => {
@@ -235,9 +295,9 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     });
   }
 
-  function findModel(name: string): string | undefined {
+  function findModel(name: string): FakeModelSpec | undefined {
     const wanted = withTag(name).toLowerCase();
-    return models.find((model) => model.toLowerCase() === wanted);
+    return models.find((model) => model.name.toLowerCase() === wanted);
   }
 
   function recordScriptError(message: string): HttpError {
@@ -312,19 +372,25 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     if (path === '/api/ps' && (method === 'GET' || method === 'HEAD')) {
       // v0.12.6 server/routes.go:1758 PsHandler: every runner in s.sched.loaded, a loading one included
       // (sched.go:481 adds it before WaitUntilRunning at :487), shaped as api.ProcessResponse (api/types.go:627).
-      sendJson(res, 200, { models: loaded.map((name) => describeRunningModel(name)) });
+      sendJson(res, 200, { models: loaded.map((name) => describeRunningModel(name, findModel(name))) });
       return;
     }
     if (path === '/api/tags' && (method === 'GET' || method === 'HEAD')) {
-      sendJson(res, 200, { models: models.map((name) => describeListedModel(name, startedAt)) });
+      sendJson(res, 200, { models: models.map((model) => describeListedModel(model, startedAt)) });
       return;
     }
     if (method === 'POST' && path === '/api/show') {
       const body = requireObjectBody(parsed, 'ShowRequest');
       const name = typeof body.model === 'string' && body.model ? body.model : body.name;
       if (typeof name !== 'string' || name === '') throw new HttpError(400, 'model is required');
-      if (!findModel(name)) throw new HttpError(404, `model '${name}' not found`);
-      sendJson(res, 200, describeShownModel(withTag(name), startedAt));
+      const shown = findModel(name);
+      if (!shown) throw new HttpError(404, `model '${name}' not found`);
+      if (shown.showError) throw new HttpError(shown.showError.status ?? 500, shown.showError.message);
+      sendJson(res, 200, describeShownModel(shown, startedAt));
+      return;
+    }
+    if (method === 'POST' && path === '/api/pull') {
+      await handlePull(requireObjectBody(parsed, 'PullRequest'), exchange);
       return;
     }
     if (method === 'POST' && path === '/api/generate') {
@@ -440,6 +506,103 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     return typeof resolved === 'string' ? { chunks: splitIntoChunks(resolved) } : resolved;
   }
 
+  /**
+   * POST /api/pull as Ollama answers it (server/routes.go:1102-1161 PullHandler @ fb30760): the progress
+   * PullModel reports (server/images.go:998-1125), one NDJSON line each (streamResponse, routes.go:1160 and
+   * :2097-2140), or with `stream: false` only the last one (waitForStream, routes.go:1155-1157 and :2070-2095).
+   */
+  async function handlePull(body: Record<string, unknown>, exchange: Exchange): Promise<void> {
+    expectFieldType(body, 'model', 'string', 'PullRequest');
+    expectFieldType(body, 'name', 'string', 'PullRequest');
+    expectFieldType(body, 'stream', 'bool', 'PullRequest');
+    // routes.go:1119 `parseNormalizePullModelRef(cmp.Or(req.Model, req.Name))` (ollama-js sends `name`,
+    // src/browser.ts:208-212); an empty name is modelref.ErrModelRequired, which writeModelRefParseError
+    // (routes.go:66-75) answers with its fallback, 400 "invalid model name" (types/errtypes/errtypes.go:11).
+    const requested = typeof body.model === 'string' && body.model !== '' ? body.model : body.name;
+    if (typeof requested !== 'string' || requested === '') throw new HttpError(400, 'invalid model name');
+    const name = withTag(requested);
+    const pull = pullable.get(name.toLowerCase());
+    const streaming = body.stream !== false;
+    const { res } = exchange;
+    let finished = false;
+    exchange.onHangUp.push(() => {
+      // The request's context ends when the client hangs up, and with it the pull (routes.go:1144
+      // `context.WithCancel(c.Request.Context())`; blobDownload.Wait returns ctx.Err() and release() cancels
+      // the download once nobody waits on it, server/download.go:440-466).
+      if (finished || closed || down || exchange.droppedByFake) return;
+      pullsCancelled.push(name);
+      notify();
+    });
+    const send = async (line: object): Promise<boolean> => {
+      if (exchange.hungUp) return false;
+      if (!streaming) return true;
+      if (!res.headersSent) {
+        res.statusCode = 200;
+        res.setHeader('Content-Type', 'application/x-ndjson');
+      }
+      await writeLine(res, line);
+      return !exchange.hungUp;
+    };
+    const fail = (message: string): void => {
+      finished = true;
+      // PullHandler sends `gin.H{"error": err.Error()}` (routes.go:1147-1149). A line was always written first
+      // ("pulling manifest"), so streamResponse encodes it as one more NDJSON line, with HTTP 200 already sent,
+      // and ends the body (routes.go:2116-2125); waitForStream answers 500 `{"error"}` (:2077-2086).
+      if (streaming) {
+        res.end(`${JSON.stringify({ error: message })}\n`);
+      } else sendJson(res, 500, { error: message });
+    };
+    const wait = (promise: Promise<unknown>): Promise<boolean> => waitUnlessHungUp(promise, exchange);
+
+    // images.go:1021: the first thing PullModel reports, before it asks the registry.
+    if (!(await send({ status: 'pulling manifest' }))) return;
+    if (pull === undefined) {
+      // The registry's 404 is os.ErrNotExist (images.go:1337-1339 makeRequestWithRetry), which pullModelManifest
+      // passes on and images.go:1023-1026 wraps as `fmt.Errorf("pull model manifest: %s", err)`.
+      fail('pull model manifest: file does not exist');
+      return;
+    }
+    // The weights layer: blobDownload.Wait reports every 60 ms (download.go:446-466):
+    // {status: "pulling <digest[7:19]>", digest, total, completed}, with `completed` left out while 0
+    // (api.ProgressResponse, api/types.go:777-782: digest, total and completed are omitempty).
+    const totalBytes = pull.totalBytes ?? pull.sizeBytes ?? DEFAULT_SIZE_BYTES;
+    const steps = Math.max(1, pull.steps ?? 10);
+    const weights = layerDigest(name, 'model');
+    const progress = (digest: string, total: number, completed: number): object => ({
+      status: `pulling ${digest.slice(7, 19)}`,
+      digest,
+      ...(total > 0 && { total }),
+      ...(completed > 0 && { completed }),
+    });
+    if (!(await send(progress(weights, totalBytes, 0)))) return;
+    if (pull.gate && !(await wait(pull.gate))) return;
+    for (let step = 1; step <= steps; step++) {
+      if (pull.errorAfter && step > pull.errorAfter.steps) {
+        fail(pull.errorAfter.message);
+        return;
+      }
+      if (pull.durationMs && !(await wait(sleep(pull.durationMs / steps)))) return;
+      if (!(await send(progress(weights, totalBytes, Math.round((totalBytes * step) / steps))))) return;
+    }
+    // The other layers are small and come at once; a blob already there is reported whole (download.go:492-497).
+    for (const [layer, size] of SMALL_LAYERS) {
+      const digest = layerDigest(name, layer);
+      if (!(await send(progress(digest, size, size)))) return;
+    }
+    // images.go:1073, :1097, then :1122 (after images.go:1107 wrote the manifest, so the model is installed;
+    // "removing unused layers" at :1116 comes only when re-pulling a model whose layers changed).
+    if (!(await send({ status: 'verifying sha256 digest' }))) return;
+    if (!(await send({ status: 'writing manifest' }))) return;
+    const installed: FakeModelSpec = { ...pull, name, sizeBytes: pull.sizeBytes ?? totalBytes };
+    for (const key of ['totalBytes', 'durationMs', 'steps', 'gate', 'errorAfter'] as const) delete (installed as FakePullable)[key];
+    models = [...models.filter((model) => model.name.toLowerCase() !== name.toLowerCase()), installed];
+    finished = true;
+    if (streaming) {
+      await send({ status: 'success' });
+      res.end();
+    } else sendJson(res, 200, { status: 'success' });
+  }
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
@@ -477,8 +640,15 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     renderedPrompts() {
       return this.chatRequests().map((body) => renderMistralPrompt(body.messages ?? []));
     },
-    setModels(names) {
-      models = names.map(withTag);
+    setModels(entries) {
+      models = entries.map(toModelSpec);
+    },
+    setPullable(entries) {
+      pullable = normalizePullable(entries);
+    },
+    pullsCancelled,
+    waitForPullCancelled(count = 1) {
+      return waitUntil(() => pullsCancelled.length >= count, `${count} cancelled pull(s) (saw ${pullsCancelled.length})`);
     },
     setLoaded(names) {
       loaded = names.map(withTag);
@@ -869,40 +1039,68 @@ function withTag(name: string): string {
   return name.indexOf(':', lastSlash + 1) === -1 ? `${name}:latest` : name;
 }
 
-function describeListedModel(name: string, modifiedAt: Date): object {
+/** One entry of GET /api/tags (api.ListModelResponse, api/types.go:822-832 @ fb30760). */
+function describeListedModel(model: FakeModelSpec, modifiedAt: Date): object {
   return {
-    name,
-    model: name,
+    name: model.name,
+    model: model.name,
     modified_at: modifiedAt.toISOString(),
-    size: 4_372_824_384,
-    digest: createHash('sha256').update(name).digest('hex'),
-    details: describeModelDetails(),
+    size: model.sizeBytes ?? DEFAULT_SIZE_BYTES,
+    digest: createHash('sha256').update(model.name).digest('hex'),
+    details: describeModelDetails(model),
   };
 }
 
 /** One entry of GET /api/ps (api.ProcessModelResponse, v0.12.6 api/types.go:627). */
-function describeRunningModel(name: string): object {
+function describeRunningModel(name: string, model: FakeModelSpec | undefined): object {
   return {
     name,
     model: name,
     size: 5_137_025_024,
     digest: createHash('sha256').update(name).digest('hex'),
-    details: describeModelDetails(),
+    details: describeModelDetails(model),
     expires_at: new Date(Date.now() + 5 * 60_000).toISOString(),
     size_vram: 5_137_025_024,
     context_length: 8192,
   };
 }
 
-function describeModelDetails(): object {
+/** api.ModelDetails (api/types.go:933-942 @ fb30760). */
+function describeModelDetails(model: FakeModelSpec | undefined): object {
+  const family = model?.family ?? DEFAULT_FAMILY;
   return {
     parent_model: '',
     format: 'gguf',
-    family: 'llama',
-    families: ['llama'],
-    parameter_size: '7.2B',
-    quantization_level: 'Q4_0',
+    family,
+    families: [family],
+    parameter_size: model?.parameterSize ?? '7.2B',
+    quantization_level: model?.quantization ?? 'Q4_0',
   };
+}
+
+const DEFAULT_SIZE_BYTES = 4_372_824_384;
+/** The small layers of a model after its weights, with mistral:7b's sizes, then the config blob (images.go:1034-1038). */
+const SMALL_LAYERS: ReadonlyArray<readonly [string, number]> = [
+  ['template', 801],
+  ['license', 11_357],
+  ['params', 30],
+  ['config', 485],
+];
+
+/** A made-up but stable `sha256:<64 hex>` digest for one layer of a pulled model. */
+function layerDigest(name: string, layer: string): string {
+  return `sha256:${createHash('sha256').update(`${name}/${layer}`).digest('hex')}`;
+}
+const DEFAULT_FAMILY = 'llama';
+const DEFAULT_CONTEXT_LENGTH = 32_768;
+
+function toModelSpec(entry: string | FakeModelSpec): FakeModelSpec {
+  return typeof entry === 'string' ? { name: withTag(entry) } : { ...entry, name: withTag(entry.name) };
+}
+
+/** Pullable names with their tag, lower-cased as Ollama's names compare. */
+function normalizePullable(entries: Record<string, FakePullable>): Map<string, FakePullable> {
+  return new Map(Object.entries(entries).map(([name, pull]) => [withTag(name).toLowerCase(), pull]));
 }
 
 /**
@@ -935,7 +1133,12 @@ export const MISTRAL_TEMPLATE =
   '{{- if .Response }}</s>\n' +
   '{{- end }}';
 
-function describeShownModel(name: string, modifiedAt: Date): object {
+/** POST /api/show's answer (api.ShowResponse, api/types.go:737-755 @ fb30760; built by GetModelInfo, server/routes.go:1396-1480). */
+function describeShownModel(model: FakeModelSpec, modifiedAt: Date): object {
+  const name = model.name;
+  const family = model.family ?? DEFAULT_FAMILY;
+  const contextLength = model.contextLength === undefined ? DEFAULT_CONTEXT_LENGTH : model.contextLength;
+  const capabilities = model.capabilities ?? ['completion'];
   const parameters = 'stop                           "[INST]"\nstop                           "[/INST]"';
   return {
     license: 'Apache License\nVersion 2.0, January 2004',
@@ -945,21 +1148,23 @@ function describeShownModel(name: string, modifiedAt: Date): object {
       `TEMPLATE """${MISTRAL_TEMPLATE}"""\nPARAMETER stop [INST]\nPARAMETER stop [/INST]\n`,
     parameters,
     template: MISTRAL_TEMPLATE,
-    details: describeModelDetails(),
+    details: describeModelDetails(model),
+    // The GGUF's key-values: architecture-specific keys are prefixed with general.architecture.
     model_info: {
-      'general.architecture': 'llama',
+      'general.architecture': family,
       'general.file_type': 2,
       'general.parameter_count': 7_248_023_552,
       'general.quantization_version': 2,
-      'llama.attention.head_count': 32,
-      'llama.attention.head_count_kv': 8,
-      'llama.block_count': 32,
-      'llama.context_length': 32_768,
-      'llama.embedding_length': 4096,
-      'llama.feed_forward_length': 14_336,
+      [`${family}.attention.head_count`]: 32,
+      [`${family}.attention.head_count_kv`]: 8,
+      [`${family}.block_count`]: 32,
+      ...(contextLength !== null && { [`${family}.context_length`]: contextLength }),
+      [`${family}.embedding_length`]: 4096,
+      [`${family}.feed_forward_length`]: 14_336,
       'tokenizer.ggml.model': 'llama',
     },
-    capabilities: ['completion'],
+    // `capabilities,omitempty` (api/types.go:752): an empty list is left out.
+    ...(capabilities.length > 0 && { capabilities }),
     modified_at: modifiedAt.toISOString(),
   };
 }

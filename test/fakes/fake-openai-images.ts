@@ -16,7 +16,15 @@ export interface FakeOpenAiImagesOptions {
   requireApiKey?: string;
   /** /v1/images/generations never answers. */
   hang?: boolean;
+  /** What GET /v1/models lists, OpenAI's shape: {object: "list", data: [{id, object: "model", created, owned_by}]}. */
   models?: string[];
+  /**
+   * A request naming a model the list does not hold is refused as OpenAI refuses one: HTTP 404, "The model `X` does
+   * not exist or you do not have access to it.", code model_not_found (as users report it from
+   * /v1/images/generations, e.g. jdmnk/codex-imagegen-cli#18; OpenAI's server is not public). Off by default: any
+   * model is taken, as by servers that ignore it.
+   */
+  knownModelsOnly?: boolean;
   /**
    * Answers with these bytes in place of the rendered PNG: broken images, or a decompression bomb
    * (png-bytes.ts, makePngBomb) as a compromised server would send.
@@ -48,6 +56,8 @@ export interface RecordedRequest {
 
 export interface FakeOpenAiImages {
   url: string;
+  /** What /v1/models lists, live: a test adds or removes a model. */
+  models: string[];
   requests: RecordedRequest[];
   /** Bytes of a hugeAnswer handed to the socket so far: what Easel could have read at most. */
   readonly hugeBytesSent: number;
@@ -62,7 +72,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-type Validation = { ok: true; width: number; height: number; n: number; format: string; prompt: string } | { ok: false; error: unknown };
+type Validation = { ok: true; width: number; height: number; n: number; format: string; prompt: string; model: string | undefined } | { ok: false; error: unknown };
 
 function validateGeneration(text: string): Validation {
   const body = parseBody(text);
@@ -84,11 +94,11 @@ function validateGeneration(text: string): Validation {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10) {
     return { ok: false, error: openAiError(`Invalid value: ${String(n)}. 'n' must be an integer between 1 and 10.`, 'n', 'invalid_value') };
   }
-  return { ok: true, width: Number(size[1]), height: Number(size[2]), n, format, prompt: body['prompt'] };
+  return { ok: true, width: Number(size[1]), height: Number(size[2]), n, format, prompt: body['prompt'], model: typeof body['model'] === 'string' ? body['model'] : undefined };
 }
 
 export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = {}): Promise<FakeOpenAiImages> {
-  const models = options.models ?? ['stablediffusion'];
+  const models = [...(options.models ?? ['stablediffusion'])];
   const requests: RecordedRequest[] = [];
   const files = new Map<string, Uint8Array>();
   let baseUrl = '';
@@ -110,6 +120,9 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     const validation = validateGeneration(text);
     if (!validation.ok) return sendJson(response, 400, validation.error);
+    if (options.knownModelsOnly === true && validation.model !== undefined && !models.includes(validation.model)) {
+      return sendJson(response, 404, openAiError(`The model \`${validation.model}\` does not exist or you do not have access to it.`, null, 'model_not_found'));
+    }
     if (options.hang === true) return;
     const asUrl = validation.format === 'url' || options.forceUrl === true;
     if (options.hugeAnswer !== undefined && !asUrl) {
@@ -173,6 +186,7 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
 
   return {
     url: baseUrl,
+    models,
     requests,
     get hugeBytesSent() {
       return hugeBytesSent;

@@ -1,8 +1,10 @@
 // A real HTTP server that behaves like stable-diffusion.cpp's sd-server (examples/server/, master-827,
 // 97d29908): the A1111-style /sdapi/v1/txt2img with its clamps and `info`, the OpenAI-style
 // /v1/images/generations that reads only prompt, n and size unless given <sd_cpp_extra_args>, the native
-// /sdcpp/v1 capabilities and jobs, a PNG with sd.cpp's own `parameters` tEXt (raw UTF-8), and what it
-// lacks: no /sdapi/v1/progress, no /sdapi/v1/interrupt (cpp-httplib answers 404 with an empty body).
+// /sdcpp/v1 capabilities and jobs, a PNG with sd.cpp's own `parameters` tEXt (raw UTF-8), its one model and its
+// samplers and schedulers on /sdapi/v1 (sd-models, options, samplers, schedulers), and what it lacks: no
+// /sdapi/v1/progress, no /sdapi/v1/interrupt (cpp-httplib answers 404 with an empty body), no override_settings
+// (build_sdapi_img_gen_request never reads it: the model is the one -m loaded).
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,6 +41,8 @@ export interface SdRun {
   width: number;
   height: number;
   sampler: string;
+  /** sd.cpp's scheduler name, or 'NONE' when none was chosen (the model's default, picked later). */
+  scheduler: string;
 }
 
 export interface FakeSdServer {
@@ -50,9 +54,65 @@ export interface FakeSdServer {
 }
 
 // src/stable-diffusion.cpp:3288-3310, sample_method_to_str.
-const SAMPLE_METHODS = ['euler', 'euler_a', 'heun', 'dpm2', 'dpm++2s_a', 'dpm++2m', 'dpm++2mv2', 'ipndm', 'ipndm_v', 'lcm', 'ddim_trailing', 'tcd'];
-// routes_sdapi.cpp:46-81, get_sdapi_sample_method: A1111's names, lower-cased.
-const SDAPI_SAMPLERS: Record<string, string> = { 'euler a': 'euler_a', k_euler_a: 'euler_a', euler: 'euler', k_euler: 'euler', heun: 'heun', dpm2: 'dpm2', lcm: 'lcm', ddim: 'ddim_trailing', 'dpm++ 2m': 'dpm++2m' };
+const SAMPLE_METHODS = [
+  'euler',
+  'euler_a',
+  'heun',
+  'dpm2',
+  'dpm++2s_a',
+  'dpm++2m',
+  'dpm++2mv2',
+  'ipndm',
+  'ipndm_v',
+  'lcm',
+  'ddim_trailing',
+  'tcd',
+  'res_multistep',
+  'res_2s',
+  'er_sde',
+  'euler_cfg_pp',
+  'euler_a_cfg_pp',
+  'euler_ge',
+  'dpm++2m_sde',
+  'dpm++2m_sde_bt',
+  'lms',
+];
+// routes_sdapi.cpp:46-81, get_sdapi_sample_method: sd.cpp's own names first, then A1111's, lower-cased (the
+// *_cfg_pp keys both map to euler_cfg_pp there, as written).
+const SDAPI_SAMPLERS: Record<string, string> = {
+  'euler a': 'euler_a',
+  k_euler_a: 'euler_a',
+  euler: 'euler',
+  k_euler: 'euler',
+  heun: 'heun',
+  k_heun: 'heun',
+  dpm2: 'dpm2',
+  k_dpm_2: 'dpm2',
+  lcm: 'lcm',
+  ddim: 'ddim_trailing',
+  'dpm++ 2m': 'dpm++2m',
+  k_dpmpp_2m: 'dpm++2m',
+  'dpm++ 2m sde': 'dpm++2m_sde',
+  k_dpmpp_2m_sde: 'dpm++2m_sde',
+  'dpm++ 2m sde gpu': 'dpm++2m_sde_bt',
+  k_dpmpp_2m_sde_gpu: 'dpm++2m_sde_bt',
+  'res multistep': 'res_multistep',
+  k_res_multistep: 'res_multistep',
+  'res 2s': 'res_2s',
+  k_res_2s: 'res_2s',
+  euler_cfg_pp: 'euler_cfg_pp',
+  k_euler_cfg_pp: 'euler_cfg_pp',
+  euler_a_cfg_pp: 'euler_cfg_pp',
+  k_euler_a_cfg_pp: 'euler_cfg_pp',
+};
+// src/stable-diffusion.cpp:3331-3348, scheduler_to_str; str_to_scheduler (3360-3370) also takes "normal" for discrete.
+const SCHEDULERS = ['discrete', 'karras', 'exponential', 'ays', 'gits', 'sgm_uniform', 'simple', 'smoothstep', 'kl_optimal', 'lcm', 'bong_tangent', 'ltx2', 'logit_normal', 'flux2', 'flux', 'beta'];
+
+/** str_to_scheduler (stable-diffusion.cpp:3360-3370): undefined for SCHEDULER_COUNT, a name it does not know. */
+function toScheduler(name: string): string | undefined {
+  if (name === 'normal') return 'discrete';
+  return SCHEDULERS.includes(name) ? name : undefined;
+}
 
 /** nlohmann's type_error for j.value() of the wrong type, which sd-server answers as a 500 (routes_sdapi.cpp:398-404). */
 class JsonTypeError extends Error {}
@@ -86,6 +146,8 @@ interface GenParams {
   batchCount: number;
   /** sd.cpp's name, or undefined for SAMPLE_METHOD_COUNT ("NONE": the model's default, chosen later). */
   sampleMethod: string | undefined;
+  /** sd.cpp's name, or undefined for SCHEDULER_COUNT (the default for the sampler, chosen later). */
+  scheduler: string | undefined;
 }
 
 /**
@@ -120,6 +182,9 @@ function applyExtraArgs(params: GenParams, text: string): boolean {
   if (isRecord(sample)) {
     params.steps = int(sample['sample_steps']) ?? params.steps;
     if (typeof sample['sample_method'] === 'string' && SAMPLE_METHODS.includes(sample['sample_method'])) params.sampleMethod = sample['sample_method'];
+    // common.cpp:2021-2026.
+    const scheduler = typeof sample['scheduler'] === 'string' ? toScheduler(sample['scheduler']) : undefined;
+    if (scheduler !== undefined) params.scheduler = scheduler;
     const guidance = sample['guidance'];
     if (isRecord(guidance) && typeof guidance['txt_cfg'] === 'number') params.cfg = guidance['txt_cfg'];
   }
@@ -165,7 +230,8 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
     const negative = run.negativePrompt === '' ? '' : `Negative prompt: ${run.negativePrompt}\n`;
     return (
       `${run.prompt}\n${negative}Steps: ${run.steps}, CFG scale: ${cppFloat(run.cfg)}, Guidance: ${cppFloat(3.5)}, Eta: ${cppFloat(Infinity)}, ` +
-      `Seed: ${run.seed}, Size: ${run.width}x${run.height}, Model: ${modelName}, RNG: cuda, Sampler: ${run.sampleMethod ?? 'NONE'}, ` +
+      // common.cpp:3061-3072: the scheduler, when one was chosen, follows the sampler's name after a space.
+      `Seed: ${run.seed}, Size: ${run.width}x${run.height}, Model: ${modelName}, RNG: cuda, Sampler: ${run.sampleMethod ?? 'NONE'}${run.scheduler === undefined ? '' : ` ${run.scheduler}`}, ` +
       `Version: stable-diffusion.cpp, SDCPP: ${sdcpp}`
     );
   }
@@ -184,7 +250,18 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
           break;
         }
       }
-      runs.push({ route, prompt: params.prompt, negativePrompt: params.negativePrompt, seed: params.seed, steps: params.steps, cfg: params.cfg, width: params.width, height: params.height, sampler: params.sampleMethod ?? 'NONE' });
+      runs.push({
+        route,
+        prompt: params.prompt,
+        negativePrompt: params.negativePrompt,
+        seed: params.seed,
+        steps: params.steps,
+        cfg: params.cfg,
+        width: params.width,
+        height: params.height,
+        sampler: params.sampleMethod ?? 'NONE',
+        scheduler: params.scheduler ?? 'NONE',
+      });
       const text = describeRun(params);
       const png = makePng(params.width, params.height, [params.seed & 0xff, (params.seed >>> 8) & 0xff, params.steps & 0xff]);
       // embed_meta ? params : "" (routes_sdapi.cpp:366-377): an empty string writes no chunk.
@@ -196,7 +273,7 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
 
   function defaults(): GenParams {
     // common.h:201 `int64_t seed = 42`; sd_sample_params_init (stable-diffusion.cpp:3650-3662): 20 steps, cfg 7.
-    return { prompt: '', negativePrompt: '', seed: 42, steps: 20, cfg: 7, width: 512, height: 512, batchCount: 1, sampleMethod: undefined };
+    return { prompt: '', negativePrompt: '', seed: 42, steps: 20, cfg: 7, width: 512, height: 512, batchCount: 1, sampleMethod: undefined, scheduler: undefined };
   }
 
   /** build_sdapi_img_gen_request (routes_sdapi.cpp:94-264) and the txt2img handler (310-405). */
@@ -214,13 +291,17 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
     params.seed = valueOf(j, 'seed', 'integer', -1);
     params.batchCount = valueOf(j, 'batch_size', 'integer', 1);
     const samplerName = valueOf(j, 'sampler_name', 'string', '');
+    const schedulerName = valueOf(j, 'scheduler', 'string', '');
     if (params.width <= 0 || params.height <= 0) return sendJson(response, 400, { error: 'width and height must be positive' });
     if (params.prompt === '') return sendJson(response, 400, { error: 'prompt required' });
     const extracted = extractExtraArgs(params.prompt);
     params.prompt = extracted.prompt;
     if (extracted.extra !== '' && !applyExtraArgs(params, extracted.extra)) return sendJson(response, 400, { error: 'invalid sd_cpp_extra_args' });
+    // routes_sdapi.cpp:154-162: a sampler or scheduler it cannot name keeps the default, without a word.
     const method = SAMPLE_METHODS.includes(samplerName) ? samplerName : SDAPI_SAMPLERS[samplerName.toLowerCase()];
     if (method !== undefined) params.sampleMethod = method;
+    const scheduler = toScheduler(schedulerName);
+    if (scheduler !== undefined) params.scheduler = scheduler;
     if (!resolveAndValidate(params)) return sendJson(response, 400, { error: 'invalid params' });
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     const { png, text: infotext } = await generate('/sdapi/v1/txt2img', params);
@@ -234,6 +315,8 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
       height: params.height,
       steps: params.steps,
       sampler_name: params.sampleMethod ?? 'NONE',
+      // routes_sdapi.cpp:283-286: only a scheduler that was chosen.
+      ...(params.scheduler === undefined ? {} : { extra_generation_params: { 'Schedule type': params.scheduler } }),
       sd_model_name: modelName,
       version: 'stable-diffusion.cpp',
       infotexts: [infotext],
@@ -329,9 +412,23 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
       // routes_sdapi.cpp:528-534: only these two keys.
       case 'GET /sdapi/v1/options':
         return sendJson(response, 200, { samples_format: 'png', sd_model_checkpoint: modelStem });
-      // routes_sdapi.cpp:514-526.
+      // routes_sdapi.cpp:514-526: its one model; the filename without its folder, a made-up hash.
       case 'GET /sdapi/v1/sd-models':
-        return sendJson(response, 200, [{ title: modelStem, model_name: modelStem, filename: modelPath, hash: '8888888888' }]);
+        return sendJson(response, 200, [{ title: modelStem, model_name: modelStem, filename: modelName, hash: '8888888888', sha256: '8'.repeat(64), config: null }]);
+      // routes_sdapi.cpp:478-493: "default" (a name it does not know: the default), then every sample method.
+      case 'GET /sdapi/v1/samplers':
+        return sendJson(
+          response,
+          200,
+          ['default', ...SAMPLE_METHODS].map((name) => ({ name, aliases: [name], options: {} })),
+        );
+      // routes_sdapi.cpp:495-512: "default", every scheduler, and "normal" after discrete; name and label only.
+      case 'GET /sdapi/v1/schedulers':
+        return sendJson(
+          response,
+          200,
+          ['default', ...SCHEDULERS.flatMap((name) => (name === 'discrete' ? [name, 'normal'] : [name]))].map((name) => ({ name, label: name })),
+        );
       // make_capabilities_json (routes_sdcpp.cpp:280-350), in part.
       case 'GET /sdcpp/v1/capabilities':
         return sendJson(response, 200, {

@@ -45,6 +45,7 @@ describe('runEval: the real engine, counted', () => {
     const progress: Array<[number, number]> = [];
     const result = await runEval({
       flags: ['--ollama-url', fake.url],
+      family: 'sdxl',
       conversations: EVAL_CONVERSATIONS.slice(0, 3),
       onTurn: (done, total) => progress.push([done, total]),
     });
@@ -93,10 +94,10 @@ describe('runEval: the real engine, counted', () => {
 
   it('skips, saying why, when no Ollama answers, and stops at a model that is not pulled', async () => {
     fake.setModels(['llama3.2']);
-    const missing = await runEval({ flags: ['--ollama-url', fake.url], conversations: EVAL_CONVERSATIONS.slice(0, 1) });
+    const missing = await runEval({ flags: ['--ollama-url', fake.url], family: 'sdxl', conversations: EVAL_CONVERSATIONS.slice(0, 1) });
     expect(missing).toMatchObject({ ok: false, skip: false, reason: expect.stringContaining('ollama pull mistral:7b') });
     await fake.close();
-    const down = await runEval({ flags: ['--ollama-url', fake.url], conversations: EVAL_CONVERSATIONS.slice(0, 1) });
+    const down = await runEval({ flags: ['--ollama-url', fake.url], family: 'sdxl', conversations: EVAL_CONVERSATIONS.slice(0, 1) });
     expect(down).toMatchObject({ ok: false, skip: true, reason: expect.stringContaining('ollama serve') });
   });
 });

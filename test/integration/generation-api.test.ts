@@ -92,6 +92,12 @@ describe('automatic generation after a ready reply', () => {
     await chat(easel, id, 'a cat');
     expect(ollama.unloads).toEqual(['mistral:7b']);
     expect(txt2img(a1111)).toHaveLength(1);
+    // A conversation with its own chat model frees that one.
+    ollama.setModels(['mistral:7b', 'qwen2.5:7b']);
+    await easel.put(`/api/conversations/${id}/settings`, { chatModel: 'qwen2.5:7b' });
+    ollama.enqueue(scriptReply('Again!', READY));
+    await chat(easel, id, 'another');
+    expect(ollama.unloads).toEqual(['mistral:7b', 'qwen2.5:7b']);
   });
 });
 

@@ -191,3 +191,60 @@ describe('--image-backend auto (the default with --image-url alone)', () => {
     expect(made.event['seed']).toBeLessThanOrEqual(2_147_483_647);
   });
 });
+
+describe('the checkpoint and sampler chosen per conversation reach each server, and the record says what it used', () => {
+  async function choose(easel: TestEasel, settings: Record<string, unknown>): Promise<string> {
+    const id = await easel.newConversation();
+    const response = await easel.put(`/api/conversations/${id}/settings`, settings);
+    expect(response.status, await response.clone().text()).toBe(200);
+    return id;
+  }
+
+  async function listed(easel: TestEasel): Promise<{ checkpoints: Array<{ name: string; family: string | null }>; samplers: string[]; schedulers: string[] }> {
+    return ((await (await easel.get('/api/models')).json()) as { image: never }).image;
+  }
+
+  it('ComfyUI: the loader and KSampler of the graph take the choice', async () => {
+    const comfy = await track(createFakeComfyUi({ stepDelayMs: 1, checkpoints: ['v1-5-pruned-emaonly.safetensors', 'SDXL/sd_xl_base_1.0.safetensors'] }));
+    const easel = await easelWith(['--image-backend', 'comfyui', '--image-url', comfy.url]);
+    const image = await listed(easel);
+    expect(image.checkpoints).toEqual([
+      { name: 'v1-5-pruned-emaonly.safetensors', family: 'sd15' },
+      { name: 'SDXL/sd_xl_base_1.0.safetensors', family: 'sdxl' },
+    ]);
+    expect(image.samplers).toContain('dpmpp_2m');
+    const id = await choose(easel, { checkpoint: 'SDXL/sd_xl_base_1.0.safetensors', sampler: 'dpmpp_2m', scheduler: 'karras', steps: 3, width: 64, height: 64 });
+    const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox' }));
+    const graph = comfy.requests.find((request) => request.path === '/prompt')?.body as { prompt: Record<string, { class_type: string; inputs: Record<string, unknown> }> };
+    const nodes = Object.values(graph.prompt);
+    expect(nodes.find((node) => node.class_type === 'CheckpointLoaderSimple')?.inputs['ckpt_name']).toBe('SDXL/sd_xl_base_1.0.safetensors');
+    expect(nodes.find((node) => node.class_type === 'KSampler')?.inputs).toMatchObject({ sampler_name: 'dpmpp_2m', scheduler: 'karras' });
+    expect(events.find((event) => event.type === 'image')?.data).toMatchObject({ model: 'sd_xl_base_1.0', sampler: 'dpmpp_2m' });
+  });
+
+  it('LocalAI: the image models it lists, the one chosen sent as `model`', async () => {
+    const localai = await track(createFakeLocalAi({ models: ['stablediffusion', 'flux.1-dev'], chatModels: ['llama-3.2-1b'] }));
+    const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
+    const image = await listed(easel);
+    expect(image.checkpoints).toEqual([
+      { name: 'stablediffusion', family: null },
+      { name: 'flux.1-dev', family: 'flux' },
+    ]);
+    expect(image.samplers).toEqual([]);
+    const refused = await easel.put(`/api/conversations/${await easel.newConversation()}/settings`, { sampler: 'euler' });
+    expect(refused.status).toBe(422);
+    const id = await choose(easel, { checkpoint: 'flux.1-dev', width: 256, height: 256 });
+    // The family follows the checkpoint: Flux's CFG and size.
+    expect(((await (await easel.get(`/api/conversations/${id}`)).json()) as { family: { id: string } }).family.id).toBe('flux');
+    await readSse(await easel.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox' }));
+    expect(localai.requests.find((request) => request.path === '/v1/images/generations')?.body).toMatchObject({ model: 'flux.1-dev' });
+  });
+
+  it('sd-server: its one model, current and chosen', async () => {
+    const sd = await track(createFakeSdServer({ stepDelayMs: 1 }));
+    const easel = await easelWith(['--image-backend', 'a1111', '--image-url', sd.url]);
+    const models = ((await (await easel.get('/api/models')).json()) as { image: { checkpoints: Array<{ name: string }>; current: string | null } }).image;
+    expect(models.checkpoints).toHaveLength(1);
+    expect(models.current).toBe(models.checkpoints[0]?.name);
+  });
+});

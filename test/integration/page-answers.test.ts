@@ -633,9 +633,23 @@ describe('settings', () => {
     const response = await send('PUT', `/c/${id}/settings`, { steps: '0', changed: 'steps' });
     expect(response.status).toBe(422);
     const said = partials(await response.text());
-    expect(said.map((p) => p.target)).toEqual(['#error-steps', '#error-cfg', '#error-seed', '#error-width', '#error-height', '#error-negativePrompt', '#error-autoGenerate', '#settings-status']);
-    expect(said[0]?.text).toBe('Steps must be at least 1.');
-    expect(said.slice(1, -1).every((p) => p.text === '')).toBe(true);
+    expect(said.map((p) => p.target)).toEqual([
+      '#error-chatModel',
+      '#error-checkpoint',
+      '#error-sampler',
+      '#error-scheduler',
+      '#error-family',
+      '#error-steps',
+      '#error-cfg',
+      '#error-seed',
+      '#error-width',
+      '#error-height',
+      '#error-negativePrompt',
+      '#error-autoGenerate',
+      '#settings-status',
+    ]);
+    expect(said.find((p) => p.target === '#error-steps')?.text).toBe('Steps must be at least 1.');
+    expect(said.filter((p) => p.target !== '#error-steps').slice(0, -1).every((p) => p.text === '')).toBe(true);
     expect(said.at(-1)?.text).toBe('Not saved: fix the marked field.');
     const gone = await send('PUT', '/c/nope/settings', { steps: '3' });
     expect(gone.status).toBe(404);

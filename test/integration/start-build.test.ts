@@ -1,5 +1,6 @@
 // `npm start` runs compiled JavaScript (issue 12): scripts/start.mjs builds dist/easel.mjs when it is missing,
-// older than a source or built in another folder, and runs it in its own process.
+// older than a source or built in another folder, and runs it in its own process. `--build-only` (`npm run build`,
+// npm pack's prepack) builds whatever the stamp says, and runs nothing.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,14 +38,31 @@ describe('npm start builds and runs the compiled server', () => {
 
     expect(statSync(BUNDLE).mtime.getFullYear()).toBeGreaterThan(2001);
     expect(readStamp().sourcesMs).toBeGreaterThanOrEqual(statSync(join(REPO, 'server/main.ts')).mtimeMs);
+    // The files it reads at run time are found from the bundle's own URL, so it runs wherever it is installed.
+    const bundle = readFileSync(BUNDLE, 'utf8');
+    expect(bundle).not.toContain(REPO);
+    expect(bundle).toContain('new URL("../server/sqlite/open.ts",import.meta.url)');
   });
 
-  it('rebuilds a bundle built in another folder (its asset paths point there)', () => {
+  it('rebuilds a bundle built in another folder (a copied checkout: its files\' times say nothing)', () => {
     runStart();
     ageBundle({ ...readStamp(), root: '/somewhere/else/' });
 
     runStart();
 
+    expect(statSync(BUNDLE).mtime.getFullYear()).toBeGreaterThan(2001);
+    expect(readStamp().root).toBe(REPO);
+  });
+
+  it('--build-only builds a fresh bundle anyway, and starts no server', () => {
+    runStart();
+    ageBundle(readStamp());
+
+    const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toBe('');
+    expect(result.status).toBe(0);
     expect(statSync(BUNDLE).mtime.getFullYear()).toBeGreaterThan(2001);
     expect(readStamp().root).toBe(REPO);
   });

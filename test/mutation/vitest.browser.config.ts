@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/live/**', 'node_modules/**'],
+    exclude: ['test/pack/**', 'test/live/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },

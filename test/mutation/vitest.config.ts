@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/live/**', 'test/browser/**', 'node_modules/**'],
+    exclude: ['test/pack/**', 'test/live/**', 'test/browser/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Instrumented code runs several times slower: bounds on the event loop's delay widen under it.

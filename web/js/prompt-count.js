@@ -1,4 +1,5 @@
-// The prompt's length and an estimate of its CLIP tokens, under the prompt.
+// The prompt's length and an estimate of its tokens, under the prompt: CLIP's or T5's, as the family's encoder
+// reads it (the server says which, in data-encoder, and how many it reads, in data-token-limit).
 import { byId, find } from './dom.js';
 
 /**
@@ -13,6 +14,27 @@ function estimateClipTokens(text) {
   for (const [part] of text.matchAll(/\p{L}+|\p{N}|[^\s\p{L}\p{N}]/gu)) tokens += /^\p{L}/u.test(part) ? Math.ceil(part.length / 10) : 1;
   return tokens;
 }
+
+/**
+ * About how many T5 tokens a prompt takes. T5's sentencepiece vocabulary gives a common word one piece and a rarer
+ * one two or three: about 1.3 pieces a word on typical prompts, and one per punctuation mark.
+ * @param {string} text
+ */
+function estimateT5Tokens(text) {
+  let words = 0;
+  let marks = 0;
+  for (const [part] of text.matchAll(/[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu)) {
+    if (/^[\p{L}\p{N}]/u.test(part)) words++;
+    else marks++;
+  }
+  return Math.round(words * 1.3) + marks;
+}
+
+/** The encoders the server names, with their estimate and the name a person knows them by. */
+const ENCODERS = {
+  clip: { name: 'CLIP', estimate: estimateClipTokens },
+  t5: { name: 'T5', estimate: estimateT5Tokens },
+};
 
 /**
  * Longer than a prompt can be (the server refuses it whole): it is not saved, and Generate waits.
@@ -46,15 +68,16 @@ export function updatePromptCount() {
   const chars = prompt.value.length;
   const maxChars = Number(prompt.dataset.maxChars);
   const limit = Number(count.dataset.tokenLimit);
-  const tokens = estimateClipTokens(prompt.value);
+  const encoder = count.dataset.encoder === 't5' ? ENCODERS.t5 : ENCODERS.clip;
+  const tokens = encoder.estimate(prompt.value);
   const characters = `${chars.toLocaleString()} ${chars === 1 ? 'character' : 'characters'}`;
   count.classList.toggle('over', tokens > limit);
   count.classList.toggle('too-long', chars > maxChars);
   if (chars > maxChars) {
     count.textContent = `${chars.toLocaleString()} of at most ${maxChars.toLocaleString()} characters`;
   } else if (tokens > limit) {
-    count.textContent = `${characters} · about ${tokens} tokens: image models read about ${limit}, the words after that may be ignored.`;
+    count.textContent = `${characters} · about ${tokens} ${encoder.name} tokens: the ${encoder.name} encoder reads about ${limit}, the words after that may be ignored.`;
   } else {
-    count.textContent = `${characters} · about ${tokens} of ${limit} tokens`;
+    count.textContent = `${characters} · about ${tokens} of ${limit} ${encoder.name} tokens`;
   }
 }

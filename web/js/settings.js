@@ -1,6 +1,6 @@
 // The settings form: it saves itself on every change (hx-trigger="change"). Only the fields the user
 // changed are sent as changed, and the server pins those: a stale value never overwrites the model's.
-import { byId, formBody, isField, isNewConversation, need } from './dom.js';
+import { byId, find, formBody, isField, isNewConversation, need } from './dom.js';
 
 /** @type {Set<string>} Fields the user changed that the server has not stored yet, by name. */
 const dirty = new Set();
@@ -9,9 +9,13 @@ let waiting = false;
 /** @type {WeakMap<import('htmx.org').HtmxRequestCtx, string[]>} What each save in flight sent as changed. */
 const sent = new WeakMap();
 
+/** @type {Map<string, string>} The model choices of the last pane shown, so a choice not listed here is asked about once. */
+const choicesSeen = new Map();
+
 export function resetSettings() {
   waiting = false;
   dirty.clear();
+  choicesSeen.clear();
 }
 
 const settingsForm = () => need('settings-form', HTMLFormElement);
@@ -75,11 +79,17 @@ export function saveWaitingSettings() {
   saveSettings();
 }
 
+/**
+ * A field of the settings form: one it owns (the pull's name sits among the models but belongs to #pull-form).
+ * @param {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} field
+ */
+const isSetting = (field) => field.form?.id === 'settings-form';
+
 /** @param {Event} event */
 export function onSettingsInput(event) {
   const target = event.target;
   if (!isField(target)) return;
-  if (target.closest('#settings-form') && target.name && target.name !== 'sizePreset') dirty.add(target.name);
+  if (isSetting(target) && target.name && target.name !== 'sizePreset') dirty.add(target.name);
   if (target.id === 'setting-width' || target.id === 'setting-height') matchPreset();
 }
 
@@ -90,7 +100,7 @@ export function onSettingsInput(event) {
  */
 export function markChangedSetting(event) {
   const target = event.target;
-  if (!isField(target) || !target.closest('#settings-form') || !target.name) return;
+  if (!isField(target) || !isSetting(target) || !target.name) return;
   if (target.name === 'sizePreset') {
     dirty.add('width');
     dirty.add('height');
@@ -146,8 +156,11 @@ export function setSetting(name, value) {
   if (error) error.textContent = '';
 }
 
-/** The pane's fields the server sends back, by their name in the pane's data. */
-const PANE_FIELDS = ['steps', 'cfg', 'seed', 'negativePrompt'];
+/** The pane's fields the server sends back, by their name in the pane's data (a new family moves the size). */
+const PANE_FIELDS = ['steps', 'cfg', 'seed', 'negativePrompt', 'width', 'height'];
+
+/** Settings → Models' selects, by their name in the pane's data ('' is the default). */
+const CHOICE_FIELDS = ['chatModel', 'checkpoint', 'sampler', 'scheduler', 'family'];
 
 /**
  * Shows the settings the server stored; a field the user changed and the server has not stored keeps it.
@@ -162,4 +175,37 @@ export function showStoredSettings(values) {
     const error = byId(`error-${field.name}`);
     if (error) error.textContent = '';
   }
+  if (showStoredChoices(values)) htmx.trigger(document.body, 'easel:models');
+  if (find('size-preset', HTMLSelectElement)) matchPreset();
+}
+
+/**
+ * The model choices stored (another tab's): selected where the page has the option. True when one is not listed on
+ * this page yet (a checkpoint picked elsewhere, a sampler select the page does not show): the lists are asked for
+ * again, with the new value selected meanwhile.
+ * @param {DOMStringMap} values
+ */
+function showStoredChoices(values) {
+  let unlisted = false;
+  for (const key of CHOICE_FIELDS) {
+    const value = values[key];
+    if (value === undefined || dirty.has(key)) continue;
+    const seen = choicesSeen.get(key);
+    choicesSeen.set(key, value);
+    const select = find(`setting-${key}`, HTMLSelectElement);
+    if (!select) {
+      // No select for it (the server lists none, or cannot be asked): asked again only when the choice changed.
+      unlisted ||= value !== '' && value !== seen;
+      continue;
+    }
+    if (select.value === value) continue;
+    if (![...select.options].some((option) => option.value === value)) {
+      select.append(new Option(value, value));
+      unlisted = true;
+    }
+    select.value = value;
+    const error = byId(`error-${key}`);
+    if (error) error.textContent = '';
+  }
+  return unlisted;
 }

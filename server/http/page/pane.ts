@@ -4,6 +4,7 @@
 import { PINNABLE_FIELDS, type PaneView, type PinnableField } from '../../core/index.ts';
 import { conversationPath } from './bubbles.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
+import { describeDetected, detectedFamily, renderFamilyHint, renderSizePresetOptions } from './models-view.ts';
 
 const FIELD_LABELS: Record<PinnableField, string> = { steps: 'Steps', cfg: 'CFG', seed: 'Seed', negativePrompt: 'Negative prompt' };
 const SUGGESTION_PREVIEW_CHARS = 60;
@@ -58,10 +59,25 @@ export function renderFieldMeta(conversationId: string, field: PinnableField, pa
  * The values of the pane, for web/easel.js to copy into the fields that hold no unsaved typing. `force`: the
  * user asked for this change (undo, redo, use suggestion), so it replaces unsaved typing too. `live`: another
  * tab or a reply this page did not ask for made it, so a prompt being typed that differs is told so.
+ * The model choices ('' for the default) and the size come too (a new checkpoint moves the size), and what the
+ * family's encoder reads, for the prompt's counter.
  */
 function renderPaneValues(pane: PaneView, force: boolean, live: boolean): Html {
-  const negative = pane.settings.negativePrompt;
-  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${pane.settings.steps}" data-cfg="${pane.settings.cfg}" data-seed="${pane.settings.seed}" data-negative-prompt="${negative}"${force ? html` data-force="yes"` : EMPTY}${live ? html` data-live="yes"` : EMPTY}></div>`;
+  const { settings, family } = pane;
+  const choice = (value: string | null) => value ?? '';
+  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${settings.steps}" data-cfg="${settings.cfg}" data-seed="${settings.seed}" data-negative-prompt="${settings.negativePrompt}" data-width="${settings.width}" data-height="${settings.height}" data-chat-model="${choice(settings.chatModel)}" data-checkpoint="${choice(settings.checkpoint)}" data-sampler="${choice(settings.sampler)}" data-scheduler="${choice(settings.scheduler)}" data-family="${choice(settings.family)}" data-token-limit="${family.tokenBudget}" data-encoder="${family.encoder}"${force ? html` data-force="yes"` : EMPTY}${live ? html` data-live="yes"` : EMPTY}></div>`;
+}
+
+/** What follows the pane's family: the size presets, the hints under the fields it ignores, and what "Detect" finds. */
+function renderFamilyParts(pane: PaneView): Html[] {
+  const detected = detectedFamily(pane.settings, pane.family);
+  return [
+    renderPartial('#size-preset', 'innerMorph', renderSizePresetOptions(pane.family, pane.settings.width, pane.settings.height)),
+    renderPartial('#family-hint-cfg', 'outerHTML', renderFamilyHint('cfg', pane.family)),
+    renderPartial('#family-hint-negativePrompt', 'outerHTML', renderFamilyHint('negativePrompt', pane.family)),
+    // Without a chosen checkpoint the server's current one decides, known only to a listing: left as it was drawn.
+    ...(detected === undefined ? [] : [renderPartial('#family-detect', 'textContent', html`${describeDetected(detected)}`)]),
+  ];
 }
 
 /** Every part of the pane the server decides, as htmx partials: after a reply, an edit, undo, redo. */
@@ -72,6 +88,7 @@ export function renderPaneUpdate(conversationId: string, pane: PaneView, options
     renderPartial('#prompt-history', 'outerHTML', renderPromptHistory(conversationId, pane)),
     renderPartial('#suggestion', 'outerHTML', renderSuggestion(conversationId, pane)),
     ...PINNABLE_FIELDS.map((field) => renderPartial(`#meta-${field}`, 'outerHTML', renderFieldMeta(conversationId, field, pane))),
+    ...renderFamilyParts(pane),
     renderPartial('#pane-inbox', 'innerHTML', renderPaneValues(pane, options.force === true, options.live === true)),
   ]);
 }

@@ -3,17 +3,18 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
 import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage } from '../stream-events.ts';
-import { type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type Result, type TurnEvent } from '../../core/index.ts';
+import { DEFAULT_SETTINGS, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
 import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
+import { renderModelsUpdate, renderPullEvent, renderPullRefused, renderPullStarted, type ModelChoices } from './models-view.ts';
 import { renderPaneUpdate } from './pane.ts';
 import { createLiveView, createOwnWork, expectOwn, noteOwnRevisions, skipOwnRevisions, type OwnWork } from './live-view.ts';
 import { isBubbleId, renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
-import { readSettingsForm } from './settings-form.ts';
+import { CHOICE_FIELDS, readSettingsForm, withoutUnchangedChoices } from './settings-form.ts';
 import {
   renderComposerStatus,
   renderConversationPage,
@@ -98,13 +99,36 @@ export function createPageRoutes(deps: PageDeps): Hono {
    * changes (two saves sent at once are not stale for each other), and the revisions it makes remembered as its own.
    */
   function changeFromPage<T>(id: string, form: Record<string, unknown>, run: (baseRevision: unknown) => T): T {
+    const change = beginChange(id, form);
+    const result = run(change.baseRevision);
+    change.end();
+    return result;
+  }
+
+  /**
+   * changeFromPage for a change the service checks with the servers first (a model or checkpoint it has not
+   * listed yet): the revisions it makes are remembered once it is stored. A change another tab stores while the
+   * servers are asked makes this one stale (its base is older), and the answer shows the newer pane.
+   */
+  async function changeFromPageAsync<T>(id: string, form: Record<string, unknown>, run: (baseRevision: unknown) => Promise<T>): Promise<T> {
+    const change = beginChange(id, form);
+    const result = await run(change.baseRevision);
+    change.end();
+    return result;
+  }
+
+  /** The revision a change from a page is made from, and, once it is made, the revisions it made noted as the page's own. */
+  function beginChange(id: string, form: Record<string, unknown>): { baseRevision: unknown; end(): void } {
     const own = ownWorkOf(form.viewId);
     const before = service.getPane(id)?.paneRevision;
     const base = readRevision(form.baseRevision);
-    const result = run(typeof base === 'number' && before !== undefined ? skipOwnRevisions(own, id, base, before) : base);
-    const after = service.getPane(id)?.paneRevision;
-    if (before !== undefined && after !== undefined) noteOwnRevisions(own, id, before, after);
-    return result;
+    return {
+      baseRevision: typeof base === 'number' && before !== undefined ? skipOwnRevisions(own, id, base, before) : base,
+      end() {
+        const after = service.getPane(id)?.paneRevision;
+        if (before !== undefined && after !== undefined) noteOwnRevisions(own, id, before, after);
+      },
+    };
   }
 
   /**
@@ -323,7 +347,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const overrides = {
       // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
-      ...(hasSettings ? { settings: readSettingsForm(form) } : {}),
+      // A model choice as stored is not sent again: the servers are not asked about a name nobody changed.
+      ...(hasSettings ? { settings: withoutUnchangedChoices(readSettingsForm(form), service.getPane(id)?.settings) } : {}),
     };
     const creating = form.startNew === '1' && !service.getSummary(id);
     const own = ownWorkOf(form.viewId);
@@ -399,9 +424,14 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
     const form = body.value;
-    const patch = readSettingsForm(form);
     // `changed` names the fields the user changed (web/easel.js): only those are set by hand, and pinned.
-    const result = changeFromPage(id, form, (baseRevision) => service.setSettings(id, patch, { ...(typeof form.changed === 'string' ? { only: form.changed.split(',') } : {}), baseRevision }));
+    const only = typeof form.changed === 'string' ? form.changed.split(',') : undefined;
+    // A model or checkpoint the servers did not list yet is asked about (changeSettings, as the API's PUT): only
+    // the choices the user changed, so a server that is down refuses nothing else.
+    const patch = withoutUnchangedChoices(readSettingsForm(form), service.getPane(id)?.settings, only);
+    const result = await changeFromPageAsync(id, form, (baseRevision) =>
+      withRequestSignal(c, (signal) => service.changeSettings(id, patch, { ...(only ? { only } : {}), baseRevision }, signal)),
+    );
     if (!result.ok && result.error.code === 'stale') return sendHtml(c, joinHtml([renderSettingsSaved({}, `Not saved: ${result.error.message}`), renderStalePane(id, result)]), 409);
     if (result.ok) {
       const pane = service.getPane(id);
@@ -450,11 +480,57 @@ export function createPageRoutes(deps: PageDeps): Hono {
     return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.takeSettingSuggestion(id, body.value.field, { baseRevision })));
   });
 
+  // The status line; the page sends its conversation's chat model (`chatModel`, '' for the default). The health
+  // checked is the default model's (the service's checkHealth); when it is missing, Ollama's models are listed to
+  // say whether the conversation's own is there, or which to pick instead.
   page.get('/status', async (c) => {
     const health = await withRequestSignal(c, (signal) => service.checkHealth(signal));
     const images = deps.imageStatus ? await deps.imageStatus() : health.images;
     knownImages = images;
-    return sendHtml(c, joinHtml([renderStatus(health.ollama, images), renderGenerateState(images)]));
+    const missing = health.ollama.reachable && !health.ollama.modelAvailable;
+    const listed = missing ? await withRequestSignal(c, (signal) => service.listModels(signal)) : undefined;
+    const models = listed
+      ? { installed: listed.chat.problem ? undefined : listed.chat.installed.map((model) => model.name), chatModel: c.req.query('chatModel') || null }
+      : undefined;
+    return sendHtml(c, joinHtml([renderStatus(health.ollama, images, models), renderGenerateState(images)]));
+  });
+
+  // Settings → Models' options, from Ollama and the image server (views.ts draws the section without them, so a
+  // slow or stopped server never holds the page). The choices on screen come as the query, and stay selected.
+  page.get('/c/:id/models', async (c) => {
+    const id = c.req.param('id');
+    const view = await withRequestSignal(c, (signal) => service.listModels(signal));
+    const stored = service.getPane(id)?.settings ?? DEFAULT_SETTINGS;
+    const choices = Object.fromEntries(
+      CHOICE_FIELDS.map((name) => {
+        const shown = c.req.query(name);
+        return [name, shown === undefined ? stored[name] : shown === '' ? null : shown];
+      }),
+    ) as ModelChoices;
+    c.header('Cache-Control', 'no-store');
+    return sendHtml(c, renderModelsUpdate(choices, view));
+  });
+
+  // Pull a chat model: Ollama's progress as the page's bar, then the end (the section's lists refresh on
+  // `easel:models`). Closing the stream (the page's Cancel) cancels the pull.
+  page.post('/c/:id/models/pull', async (c) => {
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const name = typeof body.value.name === 'string' ? body.value.name.trim() : body.value.name;
+    const hangup = new AbortController();
+    const result = service.pullModel(name, hangup.signal);
+    if (!result.ok) return sendHtml(c, renderPullRefused(result.error.fields?.name ?? result.error.message), STATUS[result.error.code]);
+    const pulled = String(name);
+    return streamEvents<PullEvent>(c, {
+      events: result.value,
+      hangup,
+      logger,
+      first: { data: String(renderPullStarted(pulled)) },
+      ...(deps.keepAliveMs === undefined ? {} : { keepAliveMs: deps.keepAliveMs }),
+      failure: [{ type: 'error', code: 'pull_failed', message: 'Something went wrong inside Easel; the details are in the server log.' }],
+      endAfter: (event) => event.type !== 'progress',
+      render: (event) => [{ data: String(renderPullEvent(pulled, event)) }, ...(event.type === 'done' ? [MODELS_CHANGED] : [])],
+    });
   });
 
   page.get('/assets/:name', (c) => {
@@ -510,6 +586,9 @@ function renderGenerateState(images: ImageStatus): Html {
     ),
   ]);
 }
+
+/** A named SSE event: a pull ended with a new model, and Settings → Models lists it (hx-trigger `easel:models from:body`). */
+const MODELS_CHANGED: SseMessage = { event: 'easel:models', data: '' };
 
 /** A named SSE event: htmx triggers `easel:list` on the stream's source, and the sidebar's list refreshes. */
 const LIST_CHANGED: SseMessage = { event: 'easel:list', data: '' };

@@ -16,7 +16,9 @@ import {
   renderNotice,
   renderUserBubble,
 } from './bubbles.ts';
+import { renderFamilyHint, renderModelsSection, renderPullForm, renderSizePresetOptions } from './models-view.ts';
 import { renderFieldMeta, renderPromptHistory, renderSuggestion } from './pane.ts';
+import { CHOICE_FIELDS } from './settings-form.ts';
 import { renderGenerationBlock } from './render-event.ts';
 import { renderChatHead, renderConversationItems, renderCurrentMarker, renderLibrary, type LibraryState } from './library.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
@@ -30,19 +32,8 @@ export interface ImageStatus {
 export const SETTINGS_FIELDS = ['steps', 'cfg', 'seed', 'width', 'height', 'negativePrompt', 'autoGenerate'] as const;
 export type SettingsField = (typeof SETTINGS_FIELDS)[number];
 
-const SIZE_PRESETS: ReadonlyArray<{ label: string; width: number; height: number }> = [
-  { label: 'Square 512 × 512', width: 512, height: 512 },
-  { label: 'Square 768 × 768', width: 768, height: 768 },
-  { label: 'Square 1024 × 1024', width: 1024, height: 1024 },
-  { label: 'Portrait 2:3 · 512 × 768', width: 512, height: 768 },
-  { label: 'Landscape 3:2 · 768 × 512', width: 768, height: 512 },
-  { label: 'Portrait 3:4 · 768 × 1024', width: 768, height: 1024 },
-  { label: 'Landscape 4:3 · 1024 × 768', width: 1024, height: 768 },
-  { label: 'Portrait 9:16 · 576 × 1024', width: 576, height: 1024 },
-  { label: 'Landscape 16:9 · 1024 × 576', width: 1024, height: 576 },
-  { label: 'SDXL portrait · 832 × 1216', width: 832, height: 1216 },
-  { label: 'SDXL landscape · 1216 × 832', width: 1216, height: 832 },
-];
+/** Every field a settings answer can mark, in the order the panel shows them: the models first. */
+const ERROR_SLOTS = [...CHOICE_FIELDS, ...SETTINGS_FIELDS] as const;
 
 function renderDocument(title: string, body: Html): Html {
   return html`<!doctype html>
@@ -89,7 +80,7 @@ ${renderSkipLink()}
 <header class="topbar">
 <button type="button" id="library-toggle" class="library-toggle" aria-controls="library" aria-expanded="false">Conversations</button>
 <h1 class="brand"><img src="/assets/favicon.svg" alt="" width="22" height="22"> Easel</h1>
-<div id="status" class="status" role="status" hx-get="/status" hx-trigger="load, every 30s, easel:status from:body" hx-swap="innerMorph">Checking Ollama…</div>
+<div id="status" class="status" role="status" hx-get="/status" hx-trigger="load, every 30s, easel:status from:body" hx-include="#setting-chatModel" hx-swap="innerMorph">Checking Ollama…</div>
 </header>
 <div class="app">
 ${renderLibrary(model.library)}
@@ -195,7 +186,7 @@ function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus, 
 <label for="prompt" class="visually-hidden">Prompt</label>
 <textarea id="prompt" name="prompt" rows="5" data-max-chars="${SETTING_LIMITS.promptMaxChars}" placeholder="The image prompt appears here once the assistant has one. You can edit it at any time." hx-put="${conversationPath(id, '/prompt')}" hx-trigger="input changed delay:700ms, easel:save" hx-swap="none" aria-describedby="prompt-error prompt-count" data-version="${pane.promptVersion ?? ''}">${prompt}</textarea>
 <p id="prompt-error" class="field-error" aria-live="polite"></p>
-${renderPromptCount()}
+${renderPromptCount(pane.family)}
 </form>
 ${renderSuggestion(id, pane)}
 <div class="row prompt-actions">
@@ -213,11 +204,12 @@ ${renderGenerateButton(canGenerate, prompt.trim() === '')}
 }
 
 /**
- * The prompt's length and an estimate of its CLIP tokens, filled by web/easel.js as the prompt changes:
- * image models read about 75 tokens, and the count turns amber past them.
+ * The prompt's length and an estimate of its tokens, filled by web/js/prompt-count.js as the prompt changes:
+ * the family's encoder reads so many (CLIP about 75, T5 a few hundred), and the count turns amber past them.
+ * A pane update sets these again when the family changes (web/js/pane.js).
  */
-function renderPromptCount(): Html {
-  return html`<p id="prompt-count" class="hint prompt-count" data-token-limit="75"></p>`;
+function renderPromptCount(family: PaneView['family']): Html {
+  return html`<p id="prompt-count" class="hint prompt-count" data-token-limit="${family.tokenBudget}" data-encoder="${family.encoder}"></p>`;
 }
 
 /**
@@ -229,38 +221,38 @@ export function renderGenerateButton(backendReady: boolean, promptEmpty: boolean
 }
 
 function renderSettingsPanel(id: string, settings: Settings, pane: PaneView): Html {
-  const preset = SIZE_PRESETS.find((p) => p.width === settings.width && p.height === settings.height);
   // A setting the model proposes shows whether the user pinned it, and the model's different value.
   const meta = (name: SettingsField) => (isPinnableField(name) ? renderFieldMeta(id, name, pane) : EMPTY);
-  const field = (name: SettingsField, label: string, input: Html, extra: Html = EMPTY) =>
-    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div>${meta(name)}<p id="error-${name}" class="field-error"></p></div>`;
+  const field = (name: SettingsField, label: string, input: Html, extra: Html = EMPTY, below: Html = EMPTY) =>
+    html`<div class="field field-${name}"><label for="setting-${name}">${label}</label><div class="control">${input}${extra}</div>${below}${meta(name)}<p id="error-${name}" class="field-error"></p></div>`;
   const number = (name: SettingsField, value: number, attrs: Html) =>
-    html`<input id="setting-${name}" name="${name}" type="number" value="${value}" ${attrs} aria-describedby="error-${name}">`;
+    html`<input id="setting-${name}" name="${name}" type="number" value="${value}" ${attrs} aria-describedby="error-${name}${name === 'cfg' ? ' family-hint-cfg' : ''}">`;
   return html`<details class="panel settings" open>
 <summary><h2>Settings</h2></summary>
 <form id="settings-form" hx-put="${conversationPath(id, '/settings')}" hx-trigger="change" hx-swap="none" novalidate>
+${renderModelsSection(id, settings, pane.family)}
 ${field('steps', 'Steps', number('steps', settings.steps, html`min="${SETTING_LIMITS.steps.min}" max="${SETTING_LIMITS.steps.max}" step="1" inputmode="numeric"`))}
-${field('cfg', 'CFG', number('cfg', settings.cfg, html`min="${SETTING_LIMITS.cfg.min}" max="${SETTING_LIMITS.cfg.max}" step="0.5" inputmode="decimal"`))}
+${field('cfg', 'CFG', number('cfg', settings.cfg, html`min="${SETTING_LIMITS.cfg.min}" max="${SETTING_LIMITS.cfg.max}" step="0.5" inputmode="decimal"`), EMPTY, renderFamilyHint('cfg', pane.family))}
 ${field(
   'seed',
   'Seed',
   number('seed', settings.seed, html`min="${SETTING_LIMITS.seed.min}" max="${SETTING_LIMITS.seed.max}" step="1" inputmode="numeric"`),
   html`<button type="button" id="random-seed" class="quiet" title="Set the seed to -1: a new random seed for every image">Random</button>`,
 )}
-<div class="field field-size"><label for="size-preset">Size</label><div class="control"><select id="size-preset" name="sizePreset">
-<option value="">Custom</option>
-${SIZE_PRESETS.map((p) => html`<option value="${p.width}x${p.height}"${p === preset ? html` selected` : EMPTY}>${p.label}</option>`)}
-</select></div></div>
+<div class="field field-size"><label for="size-preset">Size</label><div class="control"><select id="size-preset" name="sizePreset">${renderSizePresetOptions(pane.family, settings.width, settings.height)}</select></div></div>
 ${field('width', 'Width', number('width', settings.width, html`min="${SETTING_LIMITS.size.min}" max="${SETTING_LIMITS.size.max}" step="${SETTING_LIMITS.size.multipleOf}" inputmode="numeric"`))}
 ${field('height', 'Height', number('height', settings.height, html`min="${SETTING_LIMITS.size.min}" max="${SETTING_LIMITS.size.max}" step="${SETTING_LIMITS.size.multipleOf}" inputmode="numeric"`))}
 ${field(
   'negativePrompt',
   'Negative prompt',
-  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" aria-describedby="error-negativePrompt">${settings.negativePrompt}</textarea>`,
+  html`<textarea id="setting-negativePrompt" name="negativePrompt" rows="2" aria-describedby="error-negativePrompt family-hint-negativePrompt">${settings.negativePrompt}</textarea>`,
+  EMPTY,
+  renderFamilyHint('negativePrompt', pane.family),
 )}
 <div class="field field-autoGenerate"><div class="control"><input id="setting-autoGenerate" name="autoGenerate" type="checkbox"${settings.autoGenerate ? html` checked` : EMPTY} aria-describedby="error-autoGenerate"><label for="setting-autoGenerate">Generate automatically when the assistant is ready</label></div><p id="error-autoGenerate" class="field-error"></p></div>
 <p id="settings-status" class="hint" aria-live="polite"></p>
 </form>
+${renderPullForm(id)}
 </details>`;
 }
 
@@ -365,15 +357,25 @@ function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], tu
   return turn.status === 'reset' ? joinHtml([bubble, renderDivider()]) : bubble;
 }
 
+/** What the status line knows of the chat models when the default one is missing (GET /status asks then). */
+export interface StatusModels {
+  /** The models Ollama has; undefined when it could not be listed. */
+  installed: readonly string[] | undefined;
+  /** The conversation's own chat model (its setting), null for the default. */
+  chatModel: string | null;
+}
+
 /**
  * The status line stays short: a problem's whole explanation is said once, where it stopped a message or
  * an image (and here in the title), not twice on the same screen. The command that fixes it stays.
+ * The health said is the default model's (--model); when it is missing, the conversation's own model, if
+ * installed, is said instead, and other installed models are offered (Settings → Models), or a pull.
  */
-export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean; url?: string | null }): Html {
+export function renderStatus(health: Health['ollama'], images: ImageStatus & { reachable?: boolean; url?: string | null }, models?: StatusModels): Html {
   const ollama =
     health.reachable && health.modelAvailable
       ? html`<span class="state ok">${renderMessage(describeModelHealth(health))}</span>`
-      : html`<span class="state warn" title="${describeModelHealth(health)}">${renderMessage(describeOllamaProblem(health))}</span>`;
+      : renderOllamaProblem(health, models);
   // The full how-to for a missing backend sits under the Generate button.
   const image = !images.configured
     ? html`<span class="state off">No image backend is configured: Easel crafts prompts only.</span>`
@@ -381,6 +383,23 @@ export function renderStatus(health: Health['ollama'], images: ImageStatus & { r
       ? html`<span class="state warn" title="${images.detail}">The image backend${images.url ? ` at ${images.url}` : ''} is not answering.</span>`
       : html`<span class="state ok">${renderMessage(images.detail)}</span>`;
   return html`${ollama} ${image}`;
+}
+
+function renderOllamaProblem(health: Health['ollama'], models: StatusModels | undefined): Html {
+  const title = describeModelHealth(health);
+  const missing = health.reachable && !health.modelAvailable && (health.remedy === undefined || health.remedy === `ollama pull ${health.model}`);
+  const installed = models?.installed;
+  if (!missing || installed === undefined) return html`<span class="state warn" title="${title}">${renderMessage(describeOllamaProblem(health))}</span>`;
+  const own = models?.chatModel ?? null;
+  if (own !== null && installed.includes(own)) {
+    return html`<span class="state ok" title="${title}">Ollama is ready with ${own} (this conversation's model; the default ${health.model} is not pulled).</span>`;
+  }
+  const pull = html`<button type="button" class="link pull-missing" data-pull="${health.model}">pull it</button>`;
+  if (installed.length === 0) {
+    return html`<span class="state warn" title="${title}">${renderMessage(describeOllamaProblem(health).replace(/\.$/, ''))}, or ${pull}.</span>`;
+  }
+  const pick = html`<a href="#setting-chatModel" class="pick-model">Pick an installed model in Settings → Models</a>`;
+  return html`<span class="state warn" title="${title}">${health.model} is not pulled. ${pick}, or ${pull}.</span>`;
 }
 
 function describeOllamaProblem(health: Health['ollama']): string {
@@ -418,7 +437,7 @@ export function renderPromptSaved(error: string | undefined): Html {
 /** One message slot per field, so fixing a field also clears its old message. */
 export function renderSettingsSaved(fields: Partial<Record<string, string>>, summary: string): Html {
   return joinHtml([
-    ...SETTINGS_FIELDS.map((name) => renderPartial(`#error-${name}`, 'innerHTML', fields[name] ? html`${fields[name]}` : EMPTY)),
+    ...ERROR_SLOTS.map((name) => renderPartial(`#error-${name}`, 'innerHTML', fields[name] ? html`${fields[name]}` : EMPTY)),
     renderPartial('#settings-status', 'innerHTML', html`${summary}`),
   ]);
 }

@@ -12,6 +12,7 @@ function scriptedImages(script: () => AsyncGenerator<TurnEvent>): ImageGenerator
     generate: () => script(),
     checkHealth: async () => ({ backend: 'a1111', url: null, configured: true, reachable: true, detail: '' }),
     settled: async () => {},
+    listModels: async () => null,
   };
 }
 

@@ -3,10 +3,11 @@
 import { describe, expect, it } from 'vitest';
 import { applyUserSettings, describeStorageFailure } from '../../../server/core/index.ts';
 import { StorageError } from '../../../server/core/errors.ts';
+import { DEFAULT_SETTINGS } from '../../../server/core/settings.ts';
 
 describe('applyUserSettings', () => {
   it('unpinning keeps the value when the model suggests nothing, and takes the suggestion when one waits', () => {
-    const settings = { steps: 30, cfg: 6, seed: 42, width: 512, height: 768, negativePrompt: '', autoGenerate: true };
+    const settings = { ...DEFAULT_SETTINGS, steps: 30, cfg: 6, seed: 42, width: 512, height: 768, negativePrompt: '', autoGenerate: true };
 
     const change = applyUserSettings({ settings, pinned: ['steps', 'cfg'], settingSuggestions: { cfg: 9 } }, {}, ['steps', 'cfg']);
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { countTurns, DEFAULT_CONVERSATIONS, EVAL_CONVERSATIONS, LIVE_CONVERSATIONS } from '../../eval/conversations.ts';
 import { formatReport, quantile, renderProgressBar, summariseTurns, type TurnRecord } from '../../eval/report.ts';
 
-const ABOUT = { model: 'mistral:7b', ollamaUrl: 'http://127.0.0.1:11434', conversations: 2 };
+const ABOUT = { model: 'mistral:7b', ollamaUrl: 'http://127.0.0.1:11434', conversations: 2, family: 'sdxl' as const };
 
 function turn(level: string, attempts: number, extra: Partial<TurnRecord> = {}): TurnRecord {
   return { conversation: 'c', text: 't', level, attempts, repairs: [], firstTokenMs: 100, evalCount: 40, tokensPerSecond: 40, ...extra };
@@ -38,7 +38,9 @@ describe('summariseTurns', () => {
   it('counts each outcome, the repairs of first-call turns by code, and the calls per accepted turn', () => {
     const report = summariseTurns(turns, ABOUT);
     expect(report).toMatchObject({
-      ...ABOUT,
+      model: ABOUT.model,
+      ollamaUrl: ABOUT.ollamaUrl,
+      conversations: ABOUT.conversations,
       turns: 9,
       clean: 1,
       repaired: 2,
@@ -97,5 +99,24 @@ describe('the conversations', () => {
     expect(first.some((c) => c.steps.some((step) => 'settings' in step))).toBe(true);
     expect(first.some((c) => c.steps.some((step) => 'say' in step && /steps/.test(step.say)))).toBe(true);
     expect(countTurns(EVAL_CONVERSATIONS.slice(0, 2))).toBe(3 + 3);
+  });
+});
+
+describe('the family part of the report card', () => {
+  it('counts the prompts in the family’s style and within its encoder’s budget', () => {
+    const prompts = [
+      'red fox, snow, dawn light, detailed fur',
+      'A red fox stands in fresh snow at dawn, its breath visible in the cold air.',
+      Array.from({ length: 90 }, (_, index) => `tag${index}`).join(', '),
+    ];
+    const turns = [...prompts.map((prompt) => turn('clean', 1, { prompt })), turn('clean', 1, { prompt: '' }), turn('clean', 1)];
+    const sdxl = summariseTurns(turns, ABOUT);
+    // The empty prompt and the turn without one are no prompts; the sentence is not SDXL's style, the 90 tags exceed 75 tokens.
+    expect(sdxl.family).toEqual({ id: 'sdxl', prompts: 3, inStyle: 2, withinBudget: 2 });
+    const flux = summariseTurns(turns, { ...ABOUT, family: 'flux' });
+    expect(flux.family).toEqual({ id: 'flux', prompts: 3, inStyle: 1, withinBudget: 3 });
+    expect(formatReport(sdxl)).toMatch(/^prompts written for SDXL\s+3$/m);
+    expect(formatReport(sdxl)).toMatch(/^ {2}in its style\s+2\s+66\.7 %$/m);
+    expect(formatReport(sdxl)).toMatch(/^ {2}within 75 CLIP tokens\s+2\s+66\.7 %$/m);
   });
 });

@@ -5,14 +5,15 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS, type PaneView } from '../../../server/core/index.ts';
+import { DEFAULT_SETTINGS, describeFamily, type PaneView } from '../../../server/core/index.ts';
 import { loadAssets } from '../../../server/http/page/assets.ts';
 import { renderChatHead, renderConversationItems, renderCreated, renderLibrary } from '../../../server/http/page/library.ts';
 import { html, renderMessage, renderPartial } from '../../../server/http/page/markup.ts';
 import { renderFieldMeta, renderPaneUpdate, renderPromptHistory, renderSuggestion } from '../../../server/http/page/pane.ts';
 import { createSendGuard, isSendKey } from '../../../server/http/page/send-guard.ts';
-import { readSettingsForm } from '../../../server/http/page/settings-form.ts';
-import { find, read, targets } from '../../helpers/html.ts';
+import { describeInstalled, formatBytes, renderModelsSection, renderModelsUpdate, renderPullEvent } from '../../../server/http/page/models-view.ts';
+import { readSettingsForm, withoutUnchangedChoices } from '../../../server/http/page/settings-form.ts';
+import { find, partials, read, targets } from '../../helpers/html.ts';
 
 const PANE: PaneView = {
   paneRevision: 5,
@@ -20,6 +21,7 @@ const PANE: PaneView = {
   promptVersion: 4,
   suggestion: null,
   settings: { ...DEFAULT_SETTINGS, steps: 30, cfg: 6.5, seed: 42, negativePrompt: 'blurry' },
+  family: describeFamily(DEFAULT_SETTINGS, null),
   pinned: [],
   settingSuggestions: {},
   canUndo: true,
@@ -105,6 +107,10 @@ describe('the prompt pane', () => {
       '#meta-cfg outerHTML',
       '#meta-seed outerHTML',
       '#meta-negativePrompt outerHTML',
+      '#size-preset innerMorph',
+      '#family-hint-cfg outerHTML',
+      '#family-hint-negativePrompt outerHTML',
+      '#family-detect textContent',
       '#pane-inbox innerHTML',
     ]);
     const root = read(update);
@@ -121,10 +127,152 @@ describe('the prompt pane', () => {
       'data-cfg': '6.5',
       'data-seed': '42',
       'data-negative-prompt': 'blurry',
+      'data-width': '512',
+      'data-height': '512',
+      'data-chat-model': '',
+      'data-checkpoint': '',
+      'data-sampler': '',
+      'data-scheduler': '',
+      'data-family': '',
+      'data-token-limit': '75',
+      'data-encoder': 'clip',
     });
     const forced = find(read(renderPaneUpdate('c1', { ...PANE, promptVersion: null }, { force: true })), '.pane-values');
     expect(forced.getAttribute('data-force')).toBe('yes');
     expect(forced.getAttribute('data-version')).toBe('');
+  });
+
+  it('an update follows the family: its presets, a hint under what it ignores, its encoder, and what Detect finds', () => {
+    const flux = { ...PANE, settings: { ...PANE.settings, checkpoint: 'flux1-dev.safetensors', width: 832, height: 1216 }, family: describeFamily({ family: null, checkpoint: 'flux1-dev.safetensors' }, null) };
+    const update = renderPaneUpdate('c1', flux);
+    const root = read(update);
+    expect(root.querySelectorAll('hx-partial[hx-target="#size-preset"] option').map((option) => option.text)).toEqual([
+      'Custom',
+      'Square 1024 × 1024',
+      'Portrait 832 × 1216',
+      'Landscape 1216 × 832',
+      'Portrait 896 × 1152',
+      'Landscape 1152 × 896',
+      'Portrait 768 × 1344',
+      'Landscape 1344 × 768',
+    ]);
+    expect(find(root, 'hx-partial[hx-target="#size-preset"] option[selected]').getAttribute('value')).toBe('832x1216');
+    expect(find(root, '#family-hint-negativePrompt').text).toBe('Flux ignores the negative prompt.');
+    expect(find(root, '#family-hint-cfg').text).toBe('Flux ignores CFG.');
+    expect(partials(update).find((partial) => partial.target === '#family-detect')?.text).toBe('Detect (Flux, from the checkpoint)');
+    expect(find(root, '.pane-values').attributes).toMatchObject({ 'data-checkpoint': 'flux1-dev.safetensors', 'data-token-limit': '512', 'data-encoder': 't5', 'data-width': '832' });
+    // SD 1.5 reads both: the hints are empty.
+    expect(find(read(renderPaneUpdate('c1', PANE)), '#family-hint-cfg').text).toBe('');
+    // A family chosen by hand, the server's checkpoint deciding: what Detect finds is for the lists to say.
+    const chosen = { ...PANE, settings: { ...PANE.settings, family: 'sdxl' as const }, family: describeFamily({ family: 'sdxl', checkpoint: null }, null) };
+    expect(targets(renderPaneUpdate('c1', chosen))).not.toContain('#family-detect textContent');
+    expect(find(read(renderPaneUpdate('c1', chosen)), '.pane-values').getAttribute('data-family')).toBe('sdxl');
+  });
+});
+
+describe('Settings → Models', () => {
+  const VIEW = {
+    chat: {
+      default: 'mistral:7b',
+      installed: [
+        { name: 'mistral:7b', sizeBytes: 4_372_824_384, parameterSize: '7.2B', quantization: 'Q4_0', family: 'llama', capabilities: ['completion', 'tools'], contextLength: 32768 },
+        { name: 'llava<b>:7b', sizeBytes: 4_700_000_000, parameterSize: '7B', quantization: 'Q4_0', family: 'llama', capabilities: ['completion', 'vision'], contextLength: 4096 },
+        { name: 'nomic-embed-text', sizeBytes: 274_000_000, parameterSize: '137M', quantization: 'F16', family: 'nomic-bert', capabilities: ['embedding'], contextLength: 2048 },
+      ],
+      problem: null,
+    },
+    image: {
+      backend: 'a1111' as const,
+      checkpoints: [
+        { name: 'v1-5-pruned-emaonly.safetensors [6ce0161689]', family: 'sd15' as const },
+        { name: 'SDXL/juggernautXL_v9.safetensors', family: 'sdxl' as const },
+        { name: 'mystery.ckpt', family: null },
+      ],
+      current: 'v1-5-pruned-emaonly.safetensors [6ce0161689]',
+      samplers: ['DPM++ 2M', 'Euler a'],
+      schedulers: ['Automatic', 'Karras'],
+      problem: null,
+    },
+  };
+  const NONE = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null };
+
+  it('drawn at once with the current values, loading its lists by itself, the pull beside the chat model', () => {
+    const root = read(renderModelsSection('c 1', { ...NONE, chatModel: 'gemma3:4b', sampler: 'Euler a' }, PANE.family));
+    expect(find(root, 'fieldset#models').attributes).toMatchObject({ 'hx-get': '/c/c%201/models', 'hx-trigger': 'load, focusin throttle:15s, easel:models from:body', 'hx-swap': 'none' });
+    expect(find(root, '#setting-chatModel option[selected]').getAttribute('value')).toBe('gemma3:4b');
+    expect(find(root, '#setting-chatModel option[disabled]').text).toBe('Asking Ollama…');
+    expect(find(root, '#setting-sampler option[selected]').text).toBe('Euler a');
+    // No scheduler chosen and none listed yet: no select.
+    expect(root.querySelector('#setting-scheduler')).toBeNull();
+    expect(find(root, '#family-detect').text).toBe("Detect (SD 1.5: the checkpoint's name does not say)");
+    expect(find(root, '#pull-name').attributes).toMatchObject({ name: 'name', form: 'pull-form' });
+    expect(find(root, '#pull-submit').attributes).toMatchObject({ type: 'submit', form: 'pull-form' });
+    expect(find(root, '#pull-cancel').hasAttribute('hidden')).toBe(true);
+  });
+
+  it('the lists: sizes, parameters and capabilities, families, the servers\' defaults; names escaped', () => {
+    const markup = String(renderModelsUpdate({ ...NONE, chatModel: 'llava<b>:7b', checkpoint: 'gone.safetensors' }, VIEW));
+    expect(markup).not.toContain('llava<b>');
+    expect(targets(markup)).toEqual(['#models-chat innerMorph', '#models-image innerMorph']);
+    const root = read(markup);
+    expect(root.querySelectorAll('#setting-chatModel option').map((option) => option.text)).toEqual([
+      'Default (mistral:7b)',
+      'mistral:7b · 4.4 GB · 7.2B · tools',
+      'llava<b>:7b · 4.7 GB · 7B · vision',
+      'nomic-embed-text · 274 MB · 137M · embedding only: cannot chat',
+    ]);
+    expect(find(root, '#setting-chatModel option[selected]').getAttribute('value')).toBe('llava<b>:7b');
+    expect(find(root, '#setting-chatModel option[value="nomic-embed-text"]').hasAttribute('disabled')).toBe(true);
+    expect(root.querySelectorAll('#setting-checkpoint option').map((option) => option.text)).toEqual([
+      "Server's current (v1-5-pruned-emaonly.safetensors [6ce0161689])",
+      'v1-5-pruned-emaonly.safetensors [6ce0161689] · SD 1.5',
+      'SDXL/juggernautXL_v9.safetensors · SDXL',
+      'mystery.ckpt',
+      'gone.safetensors (not listed)',
+    ]);
+    expect(root.querySelectorAll('#setting-sampler option').map((option) => option.text)).toEqual(['Server default', 'DPM++ 2M', 'Euler a']);
+    expect(root.querySelectorAll('#setting-scheduler option').map((option) => option.text)).toEqual(['Server default', 'Automatic', 'Karras']);
+    expect(root.querySelectorAll('#setting-family option').map((option) => option.text)).toEqual([
+      "Detect (SD 1.5: the checkpoint's name does not say)",
+      'SD 1.5',
+      'SD 2.x',
+      'SDXL',
+      'Pony Diffusion',
+      'Illustrious / NoobAI',
+      'Flux',
+      'SD 3.x',
+    ]);
+    // The server's current checkpoint says its family.
+    expect(find(read(renderModelsUpdate(NONE, VIEW)), '#family-detect').text).toBe('Detect (SD 1.5, from the checkpoint)');
+    expect(find(read(renderModelsUpdate({ ...NONE, checkpoint: 'SDXL/juggernautXL_v9.safetensors', family: 'flux' }, VIEW)), '#family-detect').text).toBe('Detect (SDXL, from the checkpoint)');
+  });
+
+  it('a server that cannot be asked says why where its select would be; no image server shows the family alone', () => {
+    const down = read(renderModelsUpdate(NONE, { chat: { ...VIEW.chat, installed: [], problem: 'Ollama is not reachable at <x>.' }, image: { ...VIEW.image, checkpoints: [], samplers: [], schedulers: [], current: null, problem: 'Connection refused.' } }));
+    expect(down.querySelector('#setting-chatModel')).toBeNull();
+    expect(find(down, '.field-chatModel .models-problem').text).toBe('Ollama is not reachable at <x>.');
+    expect(find(down, '.field-checkpoint .models-problem').text).toBe('Connection refused.');
+    expect(down.querySelectorAll('#error-chatModel, #error-checkpoint')).toHaveLength(2);
+    const none = read(renderModelsUpdate(NONE, { ...VIEW, image: { backend: 'none', checkpoints: [], current: null, samplers: [], schedulers: [], problem: null } }));
+    expect(none.querySelectorAll('hx-partial[hx-target="#models-image"] select').map((select) => select.id)).toEqual(['setting-family']);
+    // The default model not installed is said.
+    expect(find(read(renderModelsUpdate(NONE, { ...VIEW, chat: { ...VIEW.chat, installed: VIEW.chat.installed.slice(1) } })), '#setting-chatModel option').text).toBe('Default (mistral:7b, not pulled)');
+  });
+
+  it('a pull: the current layer\'s words and what is left of it, then the end or Ollama\'s words', () => {
+    const bar = read(renderPullEvent('llava:7b', { type: 'progress', status: 'pulling 170370233dd5', digest: 'sha256:170370233dd5', completed: 1_200_000_000, total: 4_100_000_000 }));
+    expect(targets(bar)).toEqual(['#pull-progress innerMorph']);
+    expect(find(bar, '.pull-layer').text).toBe('Pulling llava:7b: pulling 170370233dd5');
+    expect(find(bar, 'progress').attributes).toMatchObject({ max: '4100000000', value: '1200000000' });
+    expect(find(bar, '.pull-left').text).toBe('2.9 GB of 4.1 GB left');
+    // A step without sizes: the bar has no value (it shows activity).
+    expect(find(read(renderPullEvent('llava:7b', { type: 'progress', status: 'verifying sha256 digest' })), 'progress').hasAttribute('value')).toBe(false);
+    const done = partials(renderPullEvent('llava:7b', { type: 'done', name: 'llava:7b' }));
+    expect(done.map((partial) => `${partial.target}=${partial.text}`)).toEqual(['#pull-progress=', '#pull-result=Pulled llava:7b. Pick it as the chat model above.']);
+    const failed = read(renderPullEvent('nope', { type: 'error', code: 'pull_failed', message: 'Ollama could not pull "nope": <b>file does not exist</b>.' }));
+    expect(find(failed, '[role="alert"]').text).toBe('Ollama could not pull "nope": <b>file does not exist</b>.');
+    expect(formatBytes(1_500)).toBe('2 KB');
+    expect(describeInstalled({ ...VIEW.chat.installed[0]!, parameterSize: null, capabilities: [] })).toBe('mistral:7b · 4.4 GB');
   });
 });
 
@@ -244,6 +392,13 @@ describe('the settings form', () => {
     expect(readSettingsForm({ autoGenerate: 'true' }).autoGenerate).toBe(true);
     expect(readSettingsForm({ autoGenerate: 'off' }).autoGenerate).toBe(false);
     expect(readSettingsForm({ autoGenerate: '' }).autoGenerate).toBe(false);
+  });
+
+  it('the model choices: \'\' is the default (null), a name is passed on; unchanged or untouched ones are left out', () => {
+    expect(readSettingsForm({ chatModel: '', checkpoint: 'a.safetensors', family: 'flux' })).toEqual({ chatModel: null, checkpoint: 'a.safetensors', family: 'flux', autoGenerate: false });
+    const patch = { steps: 3, chatModel: 'llava:7b', checkpoint: null, family: 'flux' };
+    expect(withoutUnchangedChoices(patch, { chatModel: 'llava:7b', checkpoint: null, family: null })).toEqual({ steps: 3, family: 'flux' });
+    expect(withoutUnchangedChoices(patch, undefined, ['steps', 'chatModel'])).toEqual({ steps: 3, chatModel: 'llava:7b' });
   });
 });
 

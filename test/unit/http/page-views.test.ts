@@ -2,7 +2,7 @@
 // every turn's state, the images in their places, the settings panel, the status line and the small answers
 // (saved, refused). The browser suite sees the same page in Chromium; these run in milliseconds.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS, type ConversationView, type ImageRecord, type TranscriptTurn } from '../../../server/core/index.ts';
+import { DEFAULT_SETTINGS, describeFamily, type ConversationView, type ImageRecord, type TranscriptTurn } from '../../../server/core/index.ts';
 import {
   isImageUrl,
   renderAssistantBubble,
@@ -47,7 +47,7 @@ function conversation(over: Partial<ConversationView> = {}): ConversationView {
     settings: DEFAULT_SETTINGS,
     turns: [],
     images: [],
-    pane: { paneRevision: 3, prompt: 'a fox', promptVersion: 2, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: true, canRedo: false },
+    pane: { paneRevision: 3, prompt: 'a fox', promptVersion: 2, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: true, canRedo: false, family: describeFamily(DEFAULT_SETTINGS, null) },
     generating: [],
     ...over,
   };
@@ -308,8 +308,9 @@ describe('the prompt pane and the settings on the page', () => {
     expect(input('height')).toMatchObject({ value: '512', step: '8' });
     expect(find(root, '#setting-negativePrompt').text).toBe('blur <x>');
     expect(find(root, '#setting-autoGenerate').hasAttribute('checked')).toBe(true);
-    expect(find(root, '#size-preset option[selected]').text).toBe('Landscape 3:2 · 768 × 512');
-    expect(root.querySelectorAll('#size-preset option')).toHaveLength(12);
+    // The presets are the family's trained sizes (SD 1.5 here), and Custom.
+    expect(find(root, '#size-preset option[selected]').text).toBe('Landscape 768 × 512');
+    expect(root.querySelectorAll('#size-preset option')).toHaveLength(6);
     expect(find(root, '#meta-cfg .pin')).toBeTruthy();
     expect(find(root, '#meta-cfg .setting-suggestion').text).toBe('Assistant suggests 8');
     // Width, height and the box are not the model's: no note beside them.
@@ -319,6 +320,10 @@ describe('the prompt pane and the settings on the page', () => {
     );
 
     expect(root.querySelectorAll('#settings-form label').map((label) => `${label.getAttribute('for')}=${label.text}`)).toEqual([
+      'setting-chatModel=Chat model',
+      'pull-name=Pull a model from Ollama\'s library',
+      'setting-checkpoint=Checkpoint',
+      'setting-family=Family',
       'setting-steps=Steps',
       'setting-cfg=CFG',
       'setting-seed=Seed',
@@ -415,6 +420,11 @@ describe('small answers', () => {
     const said = partials(renderSettingsSaved({ cfg: 'CFG must be at most 30.' }, 'Not saved.'));
     expect(said.every((p) => p.swap === 'innerHTML')).toBe(true);
     expect(said.map((p) => `${p.target}=${p.text}`)).toEqual([
+      '#error-chatModel=',
+      '#error-checkpoint=',
+      '#error-sampler=',
+      '#error-scheduler=',
+      '#error-family=',
       '#error-steps=',
       '#error-cfg=CFG must be at most 30.',
       '#error-seed=',

@@ -1,6 +1,8 @@
 // The HTML renderer of turn events, without a browser: every event renders, and nothing a model or a
 // user wrote can become markup.
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS } from '../../../server/core/settings.ts';
+import { describeFamily } from '../../../server/core/pane.ts';
 import type { DoneEvent, TurnEvent } from '../../../server/core/index.ts';
 import { renderEventHtml, renderTurnStart } from '../../../server/http/page/index.ts';
 import { isBubbleId, type StreamView } from '../../../server/http/page/render-event.ts';
@@ -313,11 +315,12 @@ describe('each event of a turn, as the page receives it', () => {
       prompt: 'p',
       promptVersion: 1,
       suggestion: null,
-      settings: { steps: 20, cfg: 7, seed: -1, width: 512, height: 512, negativePrompt: '', autoGenerate: false },
+      settings: { ...DEFAULT_SETTINGS, autoGenerate: false },
       pinned: [],
       settingSuggestions: {},
       canUndo: false,
       canRedo: false,
+      family: describeFamily(DEFAULT_SETTINGS, null),
     };
     expect(targets(renderEventHtml(pane, fresh()))).toContain('#pane-inbox innerHTML');
     expect(String(renderEventHtml(pane, fresh()))).not.toContain('data-force');

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillWorkflow, findCheckpointName, findSamplerSettings, loadWorkflow } from '../../../server/comfyui/index.ts';
+import { applyModelChoices, fillWorkflow, findCheckpointName, findOwnChoice, findSamplerSettings, loadWorkflow, readComboOptions } from '../../../server/comfyui/index.ts';
 import { REQUEST } from './helpers.ts';
 import { loadShippedWorkflow, readNode } from './comfyui-helpers.ts';
 
@@ -62,6 +62,71 @@ describe('findSamplerSettings', () => {
 
   it('gives no sampler for an empty sampler_name', () => {
     expect(findSamplerSettings({ '3': { class_type: 'KSampler', inputs: { seed: 1, steps: 4, cfg: 2, sampler_name: '' } } })).toEqual({ seed: 1, steps: 4, cfg: 2 });
+  });
+
+  it('gives the scheduler, and reads sampler and scheduler from a SamplerCustom graph’s KSamplerSelect and BasicScheduler', () => {
+    expect(findSamplerSettings({ '3': { class_type: 'KSampler', inputs: { seed: 1, steps: 4, cfg: 2, sampler_name: 'euler', scheduler: 'karras' } } })).toEqual({ seed: 1, steps: 4, cfg: 2, sampler: 'euler', scheduler: 'karras' });
+    const custom = {
+      '16': { class_type: 'KSamplerSelect', inputs: { sampler_name: 'dpmpp_2m' } },
+      '17': { class_type: 'BasicScheduler', inputs: { scheduler: 'beta', steps: 20, denoise: 1, model: ['12', 0] } },
+    };
+    expect(findSamplerSettings(custom)).toEqual({ sampler: 'dpmpp_2m', scheduler: 'beta' });
+    // A linked or an empty scheduler is not known.
+    expect(findSamplerSettings({ '17': { class_type: 'BasicScheduler', inputs: { scheduler: ['20', 0] } } })).toEqual({});
+    expect(findSamplerSettings({ '17': { class_type: 'BasicScheduler', inputs: { scheduler: '' } } })).toEqual({});
+  });
+});
+
+describe('applyModelChoices', () => {
+  const request = { checkpoint: 'SDXL/sd_xl_base_1.0.safetensors', sampler: 'dpmpp_2m', scheduler: 'karras' };
+
+  it('sets the names in a copy; a choice left out keeps the workflow’s own', () => {
+    const chosen = applyModelChoices(workflow, request);
+    expect(chosen.ok).toBe(true);
+    const value = chosen.ok ? chosen.value : {};
+    expect(readNode(value, '4').inputs['ckpt_name']).toBe('SDXL/sd_xl_base_1.0.safetensors');
+    expect(readNode(value, '3').inputs).toMatchObject({ sampler_name: 'dpmpp_2m', scheduler: 'karras' });
+    expect(readNode(workflow, '4').inputs['ckpt_name']).toBe('v1-5-pruned-emaonly.safetensors');
+    expect(applyModelChoices(workflow, {})).toEqual({ ok: true, value: workflow });
+  });
+
+  it('sets every sampler node, and several loaders of one checkpoint, but not loaders of different ones', () => {
+    const twoPasses = {
+      '1': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'a.safetensors' } },
+      '2': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'a.safetensors' } },
+      '3': { class_type: 'KSampler', inputs: { sampler_name: 'euler', scheduler: 'normal' } },
+      '10': { class_type: 'KSamplerAdvanced', inputs: { sampler_name: 'heun', scheduler: 'simple' } },
+    };
+    const chosen = applyModelChoices(twoPasses, request);
+    const value = chosen.ok ? chosen.value : {};
+    for (const id of ['1', '2']) expect(readNode(value, id).inputs['ckpt_name']).toBe(request.checkpoint);
+    for (const id of ['3', '10']) expect(readNode(value, id).inputs).toEqual({ sampler_name: 'dpmpp_2m', scheduler: 'karras' });
+    expect(findOwnChoice(twoPasses, 'checkpoint')).toBe('a.safetensors');
+
+    const baseAndRefiner = { ...twoPasses, '2': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'refiner.safetensors' } } };
+    expect(applyModelChoices(baseAndRefiner, request)).toEqual({
+      ok: false,
+      error: {
+        choice: 'checkpoint',
+        message: `Easel cannot paint with the checkpoint "${request.checkpoint}": the ComfyUI workflow loads different checkpoints (nodes 1, 2), so Easel cannot tell which one to replace. Leave the checkpoint unset, or use a workflow with one checkpoint loader.`,
+      },
+    });
+    expect(findOwnChoice(baseAndRefiner, 'checkpoint')).toBeUndefined();
+    expect(applyModelChoices(baseAndRefiner, { sampler: 'lcm' }).ok).toBe(true);
+  });
+});
+
+describe('readComboOptions', () => {
+  it('reads a combo in either shape, and [] for an input that is none or that the class lacks', () => {
+    const answer = {
+      Loader: { input: { required: { ckpt_name: [['a.ckpt', 'b.ckpt']], text: ['STRING', { multiline: true }] }, optional: { vae: ['COMBO', { options: ['v.pt', 3], multiselect: false }] } } },
+    };
+    expect(readComboOptions(answer, 'Loader', 'ckpt_name')).toEqual(['a.ckpt', 'b.ckpt']);
+    expect(readComboOptions(answer, 'Loader', 'vae')).toEqual(['v.pt']);
+    expect(readComboOptions(answer, 'Loader', 'text')).toEqual([]);
+    expect(readComboOptions(answer, 'Loader', 'lora_name')).toEqual([]);
+    // ComfyUI's answer for a class it does not have.
+    expect(readComboOptions({}, 'Loader', 'ckpt_name')).toBeUndefined();
   });
 });
 

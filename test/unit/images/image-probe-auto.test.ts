@@ -110,6 +110,46 @@ describe('createAutoImageBackend', () => {
     expect(await backend.checkHealth()).toEqual({ reachable: false, detail: 'Looking for the image server failed: Error: boom' });
   });
 
+  it('listModels finds the server first, then is the adapter it found', async () => {
+    const localai = await closeAfterTest(createFakeLocalAi({ models: ['sd-1.5', 'flux-dev'], chatModels: ['mistral-7b'] }));
+    const auto = createAutoImageBackend({
+      urls: [localai.url],
+      probe: (u) => probeImageServer(u),
+      create: (found) => createOpenAiImagesBackend({ url: found.url, dialect: 'localai', model: 'flux-dev' }),
+      logger: silent,
+    });
+    expect(auto.name).toBe('auto');
+
+    expect(await auto.listModels?.()).toEqual({ checkpoints: ['sd-1.5', 'flux-dev'], current: 'flux-dev', samplers: [], schedulers: [] });
+
+    expect(auto.name).toBe('localai');
+    localai.models.push('sdxl-turbo');
+    expect((await auto.listModels?.())?.checkpoints).toEqual(['sd-1.5', 'flux-dev', 'sdxl-turbo']);
+    expect(localai.requests.filter((request) => request.path === '/v1/models/capabilities')).toHaveLength(2);
+  });
+
+  it('listModels before any server answers fails as an image would, saying what it tried', async () => {
+    const url = await findClosedUrl();
+    const auto = createAutoImageBackend({ urls: [url], probe: (u) => probeImageServer(u), create: () => { throw new Error('not reached'); }, logger: silent });
+
+    const listing = await expectBackendError(auto.listModels!(), 'unreachable');
+    const image = await expectBackendError(auto.generate(REQUEST, run()), 'unreachable');
+
+    expect(listing.message).toContain(`Nothing answers at ${url}`);
+    expect(listing.message).toBe(image.message);
+  });
+
+  it('once it found an adapter that cannot list, it cannot either', async () => {
+    const found: FoundImageServer = { backend: 'a1111', server: 'AUTOMATIC1111', url: 'http://a', evidence: 'GET /sdapi/v1/options' };
+    const auto = createAutoImageBackend({ urls: ['http://a'], probe: async () => ({ found }), create: (f) => adapterFor(f), logger: silent });
+    expect(auto.listModels).toBeTypeOf('function');
+
+    const error = await expectBackendError(auto.listModels!(), 'backend_error');
+
+    expect(error.message).toBe('The a1111 backend cannot list the models of http://a.');
+    expect(auto.listModels).toBeUndefined();
+  });
+
   it("names the server as the adapter does, or as the probe found it when the adapter says nothing", async () => {
     const found: FoundImageServer = { backend: 'a1111', server: 'AUTOMATIC1111', url: 'http://a', evidence: 'GET /sdapi/v1/options' };
     const named = createAutoImageBackend({ urls: ['http://a'], probe: async () => ({ found }), create: (f) => adapterFor(f, 'Forge'), logger: silent });

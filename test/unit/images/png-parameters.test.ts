@@ -26,6 +26,16 @@ describe('formatA1111Parameters / parseA1111Parameters', () => {
     );
   });
 
+  it("writes the scheduler as A1111's own \"Schedule type\", right after Sampler as create_infotext places it", () => {
+    expect(formatA1111Parameters({ ...parameters, sampler: 'DPM++ 2M', scheduler: 'Karras', negativePrompt: '' })).toBe(
+      'a red fox in snow, (golden hour:1.2)\nSteps: 20, Sampler: DPM++ 2M, Schedule type: Karras, CFG scale: 7.0, Seed: 123, Size: 512x768, Model: v1-5-pruned-emaonly',
+    );
+    // Without a sampler it still comes before CFG scale; an empty one, like A1111's None, is not written.
+    expect(formatA1111Parameters({ ...parameters, scheduler: 'SGM Uniform' })).toContain('Steps: 20, Schedule type: SGM Uniform, CFG scale: 7.0');
+    expect(formatA1111Parameters({ ...parameters, scheduler: '' })).not.toContain('Schedule type');
+    expect(parseA1111Parameters(formatA1111Parameters({ ...parameters, sampler: 'Euler', scheduler: 'Align Your Steps' }))).toMatchObject({ sampler: 'Euler', scheduler: 'Align Your Steps' });
+  });
+
   it('omits an empty negative prompt and a missing model, and quotes values with commas', () => {
     expect(formatA1111Parameters({ ...parameters, negativePrompt: '', model: undefined })).toBe(
       'a red fox in snow, (golden hour:1.2)\nSteps: 20, CFG scale: 7.0, Seed: 123, Size: 512x768',
@@ -73,8 +83,9 @@ describe('formatA1111Parameters / parseA1111Parameters', () => {
       height: 448,
       model: 'v1-5-pruned-emaonly',
       sampler: 'DPM++ 2M',
+      scheduler: 'Karras',
     });
-    expect(parsed.fields).toMatchObject({ Sampler: 'DPM++ 2M', 'Model hash': '6ce0161689', Version: 'v1.10.1' });
+    expect(parsed.fields).toMatchObject({ Sampler: 'DPM++ 2M', 'Schedule type': 'Karras', 'Model hash': '6ce0161689', Version: 'v1.10.1' });
   });
 
   it('treats text without a parameters line as a prompt', () => {
@@ -101,12 +112,13 @@ describe('formatA1111Parameters / parseA1111Parameters', () => {
           width: fc.integer({ min: 8, max: 256 }).map((eighths) => eighths * 8),
           height: fc.integer({ min: 8, max: 256 }).map((eighths) => eighths * 8),
           model: fc.option(model, { nil: undefined }),
+          scheduler: fc.option(model, { nil: undefined }),
         }),
         (input) => {
           const parsed = parseA1111Parameters(formatA1111Parameters(input));
           const { fields: _fields, ...values } = parsed;
-          const expected = input.model === undefined ? { ...input, model: undefined } : input;
-          expect({ ...values, model: values.model }).toEqual(expected);
+          const expected = { ...input, model: input.model, scheduler: input.scheduler };
+          expect({ ...values, model: values.model, scheduler: values.scheduler }).toEqual(expected);
         },
       ),
       { numRuns: 300 },
@@ -177,6 +189,18 @@ describe('parseA1111Parameters', () => {
       width: 8,
       height: 8,
       fields: { Steps: '1.5', 'CFG scale': ' ', Size: '8x8' },
+    });
+  });
+
+  it('reads an empty Schedule type as no scheduler, keeping the field', () => {
+    expect(parseA1111Parameters('a fox\nSteps: 20, Sampler: Euler, Schedule type: , Size: 8x8')).toStrictEqual({
+      prompt: 'a fox',
+      negativePrompt: '',
+      steps: 20,
+      sampler: 'Euler',
+      width: 8,
+      height: 8,
+      fields: { Steps: '20', Sampler: 'Euler', 'Schedule type': '', Size: '8x8' },
     });
   });
 

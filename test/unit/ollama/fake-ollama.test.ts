@@ -106,7 +106,7 @@ describe('fake Ollama: model endpoints', () => {
   });
 
   it('answers a known route with the wrong method with gin\'s plain-text 405 (HandleMethodNotAllowed)', async () => {
-    for (const [method, path] of [['GET', '/api/chat'], ['POST', '/api/tags'], ['DELETE', '/api/ps'], ['GET', '/api/show']] as const) {
+    for (const [method, path] of [['GET', '/api/chat'], ['POST', '/api/tags'], ['DELETE', '/api/ps'], ['GET', '/api/show'], ['GET', '/api/pull']] as const) {
       const response = await fetch(`${fake.url}${path}`, { method });
       expect(response.status, `${method} ${path}`).toBe(405);
       expect(response.headers.get('content-type')).toBe('text/plain');
@@ -495,6 +495,77 @@ describe('fake Ollama: control', () => {
       { method: 'POST', path: '/api/show', body: { model: 'mistral:7b' }, aborted: false },
     ]);
     expect(fake.requests[0]?.receivedAt).toEqual(expect.any(Number));
+  });
+});
+
+describe('fake Ollama: models described one by one, and /api/pull', () => {
+  it('lists and shows each model with its own details, capabilities and context length', async () => {
+    fake.setModels(['mistral:7b', { name: 'qwen3:8b', family: 'qwen3', capabilities: ['completion', 'tools'], contextLength: 40_960, sizeBytes: 5_225_376_047, parameterSize: '8.2B', quantization: 'Q4_K_M' }]);
+
+    const tags = (await (await fetch(`${fake.url}/api/tags`)).json()) as { models: Array<Record<string, unknown>> };
+    expect(tags.models[1]).toMatchObject({ name: 'qwen3:8b', size: 5_225_376_047, details: { family: 'qwen3', families: ['qwen3'], parameter_size: '8.2B', quantization_level: 'Q4_K_M' } });
+    const shown = (await (await post('/api/show', { model: 'qwen3:8b' })).json()) as Record<string, unknown>;
+    expect(shown).toMatchObject({ capabilities: ['completion', 'tools'], model_info: { 'general.architecture': 'qwen3', 'qwen3.context_length': 40_960 } });
+    expect(shown.model_info).not.toHaveProperty('llama.context_length');
+  });
+
+  it('leaves out empty capabilities and a null context length, and fails a show on request', async () => {
+    fake.setModels([{ name: 'odd:1b', capabilities: [], contextLength: null }, { name: 'broken:1b', showError: { message: 'bad manifest' } }]);
+
+    const shown = (await (await post('/api/show', { model: 'odd:1b' })).json()) as Record<string, unknown>;
+    expect(shown).not.toHaveProperty('capabilities');
+    expect(shown.model_info).not.toHaveProperty('llama.context_length');
+    await expectError(await post('/api/show', { model: 'broken:1b' }), 500, 'bad manifest');
+  });
+
+  it('streams a pullable name\'s progress (taking `name` as ollama-js sends it), then installs it', async () => {
+    fake.setPullable({ tinyllama: { totalBytes: 1000, steps: 2 } });
+
+    const response = await post('/api/pull', { name: 'tinyllama', stream: true });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/x-ndjson');
+    const lines = await readLines(response);
+
+    const digest = lines[1]?.digest as string;
+    expect(lines[0]).toEqual({ status: 'pulling manifest' });
+    expect(lines.slice(1, 4)).toEqual([
+      { status: `pulling ${digest.slice(7, 19)}`, digest, total: 1000 },
+      { status: `pulling ${digest.slice(7, 19)}`, digest, total: 1000, completed: 500 },
+      { status: `pulling ${digest.slice(7, 19)}`, digest, total: 1000, completed: 1000 },
+    ]);
+    // The small layers (template, license, params, config), each reported whole.
+    for (const line of lines.slice(4, 8)) {
+      expect(line).toMatchObject({ status: `pulling ${(line.digest as string).slice(7, 19)}`, digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+      expect(line.completed).toBe(line.total);
+    }
+    expect(lines.slice(8)).toEqual([{ status: 'verifying sha256 digest' }, { status: 'writing manifest' }, { status: 'success' }]);
+    const tags = (await (await fetch(`${fake.url}/api/tags`)).json()) as { models: Array<{ name: string }> };
+    expect(tags.models.map((model) => model.name)).toEqual(['mistral:7b', 'tinyllama:latest']);
+  });
+
+  it('streams Ollama\'s error line for an unknown name, answers stream:false with one object, and 400s no name', async () => {
+    const unknown = await post('/api/pull', { model: 'nope:1b' });
+    expect(unknown.status).toBe(200);
+    expect(await readLines(unknown)).toEqual([{ status: 'pulling manifest' }, { error: 'pull model manifest: file does not exist' }]);
+
+    await expectError(await post('/api/pull', { model: 'nope:1b', stream: false }), 500, 'pull model manifest: file does not exist');
+    fake.setPullable({ 'tinyllama:latest': {} });
+    expect(await (await post('/api/pull', { model: 'tinyllama', stream: false })).json()).toEqual({ status: 'success' });
+    await expectError(await post('/api/pull', { model: '' }), 400, 'invalid model name');
+    expect(fake.pullsCancelled).toEqual([]);
+  });
+
+  it('records a hang-up mid-pull as a cancel and does not install the model', async () => {
+    fake.setPullable({ tinyllama: { durationMs: 5000, steps: 5 } });
+    const response = await post('/api/pull', { model: 'tinyllama' });
+    const reader = response.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+
+    await fake.waitForPullCancelled();
+    expect(fake.pullsCancelled).toEqual(['tinyllama:latest']);
+    const tags = (await (await fetch(`${fake.url}/api/tags`)).json()) as { models: Array<{ name: string }> };
+    expect(tags.models.map((model) => model.name)).toEqual(['mistral:7b']);
   });
 });
 

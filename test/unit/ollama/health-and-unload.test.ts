@@ -43,7 +43,7 @@ describe('checkHealth', () => {
     expect(fake.requests.map((request) => request.path)).toEqual(['/api/version', '/api/tags']);
   });
 
-  it('says to pull the configured model when Ollama lacks it', async () => {
+  it('says to pull the configured model when Ollama lacks it, or to choose one it has', async () => {
     fake.setModels(['llama3.2:latest']);
     const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
 
@@ -53,8 +53,11 @@ describe('checkHealth', () => {
       model: 'mistral:7b',
       modelAvailable: false,
       remedy: 'ollama pull mistral:7b',
-      problem: 'The model "mistral:7b" is not pulled in Ollama. Run `ollama pull mistral:7b`.',
+      problem: 'The model "mistral:7b" is not pulled in Ollama. Run `ollama pull mistral:7b`, or choose one it has (llama3.2:latest) in Settings → Models or with --model.',
+      installed: ['llama3.2:latest'],
     });
+    fake.setModels([]);
+    expect(await model.checkHealth()).toMatchObject({ problem: 'The model "mistral:7b" is not pulled in Ollama. Run `ollama pull mistral:7b`.', installed: [] });
   });
 
   it('says to start Ollama when nothing listens', async () => {
