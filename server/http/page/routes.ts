@@ -481,17 +481,15 @@ export function createPageRoutes(deps: PageDeps): Hono {
   });
 
   // The status line; the page sends its conversation's chat model (`chatModel`, '' for the default). The health
-  // checked is the default model's (the service's checkHealth); when it is missing, Ollama's models are listed to
-  // say whether the conversation's own is there, or which to pick instead.
+  // checked is the default model's (the service's checkHealth); when it is missing, it says which models Ollama
+  // has, so the line can say whether the conversation's own is there, or which to pick instead.
   page.get('/status', async (c) => {
     const health = await withRequestSignal(c, (signal) => service.checkHealth(signal));
     const images = deps.imageStatus ? await deps.imageStatus() : health.images;
     knownImages = images;
-    const missing = health.ollama.reachable && !health.ollama.modelAvailable;
-    const listed = missing ? await withRequestSignal(c, (signal) => service.listModels(signal)) : undefined;
-    const models = listed
-      ? { installed: listed.chat.problem ? undefined : listed.chat.installed.map((model) => model.name), chatModel: c.req.query('chatModel') || null }
-      : undefined;
+    // A missing model's health lists the models Ollama has (`installed`): the conversation's own may be one.
+    const installed = health.ollama.installed;
+    const models = installed === undefined ? undefined : { installed, chatModel: c.req.query('chatModel') || null };
     return sendHtml(c, joinHtml([renderStatus(health.ollama, images, models), renderGenerateState(images)]));
   });
 
