@@ -73,7 +73,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     imagesDir,
     writer: `Easel ${VERSION}`,
     maxImagePixels: config.maxImagePixels,
-    ...(config.unloadLlm ? { unloadLlm: (model: string | undefined) => llm.unload(undefined, model) } : {}),
+    ...(config.unloadLlm ? { unloadLlm: async () => void (await llm.unloadAll()) } : {}),
   });
   const replyTimeouts = {
     firstTokenMs: config.firstTokenTimeout * 1000,
@@ -125,6 +125,8 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     else if (status.reachable) logger.info(`Image backend ${status.backend}${server}: ${status.detail}`);
     else logger.warn(`Image backend ${status.backend} at ${status.url}: ${status.detail} Chat works meanwhile.`);
   });
+  // What the servers offer, asked once now: the family of the checkpoint that paints is known from the first turn.
+  void service.listModels();
   // Not fatal: Easel starts anyway and re-checks on every turn, so starting Ollama later just works.
   void service.checkHealth().then(({ ollama }) => {
     if (ollama.reachable && ollama.modelAvailable) logger.info(describeModelHealth(ollama));

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OLLAMA_MODEL_NAME } from '../core/settings.ts';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -62,7 +63,7 @@ const configSchema = z.object({
     .optional(),
   port: intFlag(0, 65535),
   ollamaUrl: httpUrl,
-  model: z.string().regex(/^[\w.\-/:]+$/, 'must be an Ollama model name such as mistral:7b'),
+  model: z.string().regex(OLLAMA_MODEL_NAME, 'must be an Ollama model name such as mistral:7b'),
   llmSeed: intFlag(0, 2_147_483_647).optional(),
   numCtx: intFlag(512, 1_048_576),
   firstTokenTimeout: secondsFlag(86_400),
@@ -207,7 +208,7 @@ const FLAGS: Record<string, FlagSpec> = {
     help: `the most pixels (width × height) an image from the backend or an import may have, ${MIN_IMAGE_PIXELS}–${MAX_IMAGE_PIXELS_CEILING} (default ${DEFAULT_MAX_IMAGE_PIXELS} = 8192×8192)`,
     fallback: () => String(DEFAULT_MAX_IMAGE_PIXELS),
   },
-  'unload-llm': { key: 'unloadLlm', env: 'EASEL_UNLOAD_LLM', help: 'unload the chat model from the GPU before each image (for small GPUs)', boolean: true },
+  'unload-llm': { key: 'unloadLlm', env: 'EASEL_UNLOAD_LLM', help: 'unload every model Ollama has in memory before each image (for small GPUs)', boolean: true },
 };
 
 export type ParseConfigResult =

@@ -227,12 +227,14 @@ function checkUserText(turn: { role: 'user' | 'assistant'; text: string }, conte
   if (!checked.success) context.addIssue({ code: 'custom', path: ['text'], message: checked.error.issues[0]?.message ?? 'is not valid' });
 }
 
-// What an image was made with, by the one schema of an image's settings; a version 1 export may lack its sampler.
+// What an image was made with, by the one schema of an image's settings; a version 1 export may lack its sampler,
+// and one made before the scheduler was recorded lacks its scheduler (both read as null: not said).
 const imageSchema = imageMadeWithSchema
   .extend({
     file: z.string().regex(/^images\/[^/]+\.png$/, 'must be a PNG in the images/ folder'),
     turn: z.int().min(0).nullable(),
     sampler: imageMadeWithSchema.shape.sampler.default(null),
+    scheduler: imageMadeWithSchema.shape.scheduler.default(null),
     createdAt: isoDate,
   })
   .strict();

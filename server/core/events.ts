@@ -50,6 +50,7 @@ export interface ImageEvent {
   steps?: number;
   cfg?: number;
   sampler?: string;
+  scheduler?: string;
   model?: string;
   /** The prompt version it was made from, when its prompt was one. */
   promptVersion?: number;

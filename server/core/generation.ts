@@ -62,8 +62,11 @@ export interface ImageGeneratorDeps {
   removeFile?(name: string): Promise<void>;
   /** Where images are saved, named in the message when a write fails. */
   imagesDir?: string;
-  /** Frees the GPU before an image (--unload-llm): the conversation's chat model, or the default one. */
-  unloadLlm?: (model: string | undefined) => Promise<void>;
+  /**
+   * Frees the GPU before an image (--unload-llm): every chat model Ollama holds, not only this conversation's
+   * (with a chat model per conversation, the one in memory may be another conversation's).
+   */
+  unloadLlm?: () => Promise<void>;
   /** A random seed from `min` to `max`, both included. */
   randomSeed?: (range: SeedRange) => number;
   /** Written as the PNG text's Version field ("Easel 0.1.0") when Easel writes that text. */
@@ -95,6 +98,7 @@ interface MadeWith {
   steps?: number;
   cfg?: number;
   sampler?: string;
+  scheduler?: string;
   model?: string;
 }
 
@@ -113,6 +117,7 @@ function readOwnParameters(png: Uint8Array): ReturnType<typeof parseA1111Paramet
  */
 function describeMadeWith(request: ImageRequest, result: ImageResult, own: ReturnType<typeof readOwnParameters>): MadeWith {
   const sampler = own?.sampler !== undefined && own.sampler !== 'NONE' ? own.sampler : result.sampler;
+  const scheduler = own?.scheduler ?? result.scheduler;
   const pick = <T>(value: T | undefined, fallback: T | undefined): T | undefined => value ?? fallback;
   const madeWith: MadeWith = { prompt: result.prompt ?? request.prompt, negativePrompt: result.negativePrompt ?? request.negativePrompt };
   const seed = pick(own?.seed, result.seed);
@@ -124,6 +129,8 @@ function describeMadeWith(request: ImageRequest, result: ImageResult, own: Retur
   if (cfg !== undefined) madeWith.cfg = cfg;
   // Stryker disable next-line ConditionalExpression: a key holding undefined is left out by every reader (the event, the record's null, the PNG text)
   if (sampler !== undefined && sampler !== '') madeWith.sampler = sampler;
+  // Stryker disable next-line ConditionalExpression: a key holding undefined is left out by every reader (the event, the record's null, the PNG text)
+  if (scheduler !== undefined && scheduler !== '') madeWith.scheduler = scheduler;
   // Stryker disable next-line ConditionalExpression: a key holding undefined is left out by every reader (the event, the record's null, the PNG text)
   if (model !== undefined && model !== '') madeWith.model = model;
   return madeWith;
@@ -172,7 +179,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       yield { type: 'generation', id, ...(queued ? { queued: true } : {}) };
       await waitOrAbort(previous, signal);
       if (deps.unloadLlm) {
-        await deps.unloadLlm(input.settings.chatModel ?? undefined).catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
+        await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
       }
       if (backend.prepare !== undefined) await waitOrAbort(backend.prepare(signal), signal);
       const { settings } = input;
@@ -233,6 +240,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         cfg: madeWith.cfg ?? null,
         seed: madeWith.seed ?? null,
         sampler: madeWith.sampler ?? null,
+        scheduler: madeWith.scheduler ?? null,
         width,
         height,
         model: madeWith.model ?? null,

@@ -14,6 +14,8 @@ export const imageMadeWithSchema = z.object({
   cfg: z.number().min(LIMITS.cfg.min).max(LIMITS.cfg.max).nullable(),
   seed: z.int().min(0).max(LIMITS.seed.max).nullable(),
   sampler: oneLineText(z.string().max(200), 'The sampler').nullable(),
+  /** A1111's "Schedule type" (e.g. "Karras"), ComfyUI's KSampler scheduler, sd-server's; null when the server did not say. */
+  scheduler: oneLineText(z.string().max(200), 'The scheduler').nullable(),
   width: z.int().min(1),
   height: z.int().min(1),
   model: oneLineText(z.string().max(500), 'The model name').nullable(),

@@ -32,7 +32,7 @@ export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from
 export type { DoneEvent, ImageEvent, ImageNotMadeEvent, LibraryEvent, LiveEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
 // The families of checkpoints, for the page's lists and labels (the rules stay in server/protocol).
 export { FAMILY_STYLES, IMAGE_FAMILIES, type ImageFamily } from '../protocol/index.ts';
-export { createModelCatalog, OLLAMA_NAME, type ListedCheckpoint, type ModelCatalog, type ModelsView, type PullEvent } from './model-catalog.ts';
+export { createModelCatalog, type ListedCheckpoint, type ModelCatalog, type ModelsView, type PullEvent } from './model-catalog.ts';
 export { createLiveFeed, MAX_UNREAD, REPLAYED_EVENTS, type FeedEntry, type FollowOptions, type LiveFeed } from './live-feed.ts';
 export {
   applyReplyPane,

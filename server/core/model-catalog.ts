@@ -5,7 +5,7 @@ import { detectFamily, type ImageFamily } from '../protocol/index.ts';
 import { isChatModelError, isImageBackendError } from './errors.ts';
 import type { ImageGenerator } from './generation.ts';
 import type { Logger } from './logger.ts';
-import type { ChatModel, ImageBackend, InstalledChatModel, PullProgress } from './ports.ts';
+import type { ChatModel, ImageBackend, ImageModelOptions, InstalledChatModel, PullProgress } from './ports.ts';
 import { refuse, type Result } from './results.ts';
 import type { ModelChoice } from './settings.ts';
 
@@ -32,18 +32,20 @@ export interface ModelsView {
 export type PullEvent = ({ type: 'progress' } & PullProgress) | { type: 'done'; name: string } | { type: 'error'; code: 'pull_failed'; message: string };
 
 export interface ModelCatalog {
-  /** Asks both servers now (in parallel) and keeps the answer. Never throws. */
+  /** Asks both servers now (in parallel). Never throws. */
   list(signal?: AbortSignal): Promise<ModelsView>;
-  /** The image server's current checkpoint as last asked; null before the first asking or when it cannot tell. */
+  /** The image server's current checkpoint as last heard; null before the first answer or when it cannot tell. */
   serverCheckpoint(): string | null;
   /**
-   * The model choices of a settings change, checked against the last listing: a name the server did not list is
-   * refused ('invalid', 422). Names the listing does not know are asked for again first (a model pulled in a
-   * terminal since), so only a name the server really lacks is refused.
+   * Asks the servers again when the choice names something the last answers did not list (a model pulled in a
+   * terminal, a checkpoint copied in since), so that checkChoice then decides on what they have now.
    */
-  checkChoice(choice: Partial<ModelChoice>, signal?: AbortSignal): Promise<Result<void>>;
-  /** Checks against the last listing only (for commands that cannot wait): unknown names are refused. */
-  checkChoiceNow(choice: Partial<ModelChoice>): Result<void>;
+  refreshFor(choice: Partial<ModelChoice>, signal?: AbortSignal): Promise<void>;
+  /**
+   * The model choices of a settings change, checked against what the servers last listed: a name a server lacks
+   * is refused ('invalid', 422). The value is the choice with the chat model named as Ollama lists it.
+   */
+  checkChoice(choice: Partial<ModelChoice>): Result<Partial<ModelChoice>>;
   /** Pulls a model through Ollama; the stream ends with `done` or `error`. Aborting `signal` cancels the pull. */
   pull(name: string, signal: AbortSignal): AsyncGenerator<PullEvent>;
 }
@@ -54,30 +56,40 @@ export interface ModelCatalogDeps {
   logger: Logger;
 }
 
-/** How a chat model or a pull is named to Ollama (the --model flag's rule). */
-export const OLLAMA_NAME = /^[\w.\-/:]+$/;
 
-const EMPTY_IMAGE = { checkpoints: [], current: null, samplers: [], schedulers: [] };
+const NO_IMAGE_OPTIONS: ImageModelOptions = { checkpoints: [], current: null, samplers: [], schedulers: [] };
 
 export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
-  let last: ModelsView | undefined;
+  // What each server last listed, kept through a failed or cancelled asking (the lists do not vanish because
+  // a server was slow once), with the problem of its latest answer. An older asking never overwrites a newer one.
+  const chat = { installed: undefined as InstalledChatModel[] | undefined, problem: null as string | null, asked: 0, stored: 0 };
+  const image = { listed: undefined as Omit<ModelsView['image'], 'problem'> | undefined, problem: null as string | null, asked: 0, stored: 0 };
 
   async function listChat(signal: AbortSignal | undefined): Promise<ModelsView['chat']> {
+    const asking = ++chat.asked;
+    let answer: ModelsView['chat'];
     try {
-      return { default: deps.llm.model, installed: await deps.llm.listModels(signal), problem: null };
+      answer = { default: deps.llm.model, installed: await deps.llm.listModels(signal), problem: null };
     } catch (error) {
       if (!isChatModelError(error)) throw error;
-      return { default: deps.llm.model, installed: [], problem: error.message };
+      answer = { default: deps.llm.model, installed: [], problem: error.message };
     }
+    if (signal?.aborted !== true && asking > chat.stored) {
+      chat.stored = asking;
+      chat.problem = answer.problem;
+      if (answer.problem === null) chat.installed = answer.installed;
+    }
+    return answer;
   }
 
   async function listImage(signal: AbortSignal | undefined): Promise<ModelsView['image']> {
+    const asking = ++image.asked;
+    let answer: ModelsView['image'];
     try {
       const listed = await deps.images.listModels(signal ?? new AbortController().signal);
-      if (listed === null) return { backend: 'none', ...EMPTY_IMAGE, problem: null };
-      const { options } = listed;
-      return {
-        backend: listed.backend,
+      const options = listed?.options ?? NO_IMAGE_OPTIONS;
+      answer = {
+        backend: listed?.backend ?? 'none',
         checkpoints: options.checkpoints.map((name) => ({ name, family: detectFamily(name) })),
         current: options.current,
         samplers: options.samplers,
@@ -86,37 +98,51 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
       };
     } catch (error) {
       if (!isImageBackendError(error)) throw error;
-      return { backend: last?.image.backend ?? 'none', ...EMPTY_IMAGE, problem: error.message };
+      answer = { backend: image.listed?.backend ?? 'none', checkpoints: [], current: null, samplers: [], schedulers: [], problem: error.message };
     }
+    if (signal?.aborted !== true && asking > image.stored) {
+      image.stored = asking;
+      image.problem = answer.problem;
+      if (answer.problem === null) image.listed = answer;
+    }
+    return answer;
   }
 
   async function list(signal?: AbortSignal): Promise<ModelsView> {
-    const [chat, image] = await Promise.all([listChat(signal), listImage(signal)]);
-    last = { chat, image };
-    return last;
+    const [chatAnswer, imageAnswer] = await Promise.all([listChat(signal), listImage(signal)]);
+    return { chat: chatAnswer, image: imageAnswer };
   }
 
-  /** What is wrong with the choice against `view`, or undefined. A server that could not be asked is said as such. */
-  function findProblem(choice: Partial<ModelChoice>, view: ModelsView | undefined): { field: keyof ModelChoice; message: string } | undefined {
+  const isSame = (a: string, b: string) => deps.llm.isSameModel?.(a, b) ?? a === b;
+
+  /** What is wrong with the choice against what the servers last listed, or undefined. */
+  function findProblem(choice: Partial<ModelChoice>): { field: keyof ModelChoice; message: string } | undefined {
     const chatModel = choice.chatModel;
-    const same = (a: string, b: string) => deps.llm.isSameModel?.(a, b) ?? a === b;
-    if (chatModel != null && !view?.chat.installed.some((model) => same(model.name, chatModel))) {
-      const why = view?.chat.problem;
-      return {
-        field: 'chatModel',
-        message: why ? `Easel could not ask Ollama for its models, so ${chatModel} cannot be chosen now: ${why}` : `Ollama has no model ${chatModel}: pull it first (\`ollama pull ${chatModel}\` or the Pull button), or pick an installed one.`,
-      };
+    if (chatModel != null) {
+      const listed = chat.installed?.find((model) => isSame(model.name, chatModel));
+      if (listed === undefined) {
+        const message = chat.problem
+          ? `Easel could not ask Ollama for its models, so ${chatModel} cannot be chosen now: ${chat.problem}`
+          : chat.installed === undefined
+            ? `Easel has not heard from Ollama yet, so ${chatModel} cannot be chosen now; try again in a moment.`
+            : `Ollama has no model ${chatModel}: pull it first (\`ollama pull ${chatModel}\` or the Pull button), or pick an installed one.`;
+        return { field: 'chatModel', message };
+      }
+      // Ollama reports what a model can do: one that cannot complete text (an embedding model) cannot chat.
+      if (listed.capabilities.length > 0 && !listed.capabilities.includes('completion')) {
+        return { field: 'chatModel', message: `${listed.name} cannot chat (it can: ${listed.capabilities.join(', ')}); pick a chat model.` };
+      }
     }
-    const image = view?.image;
     const lists: Array<[keyof ModelChoice, string | null | undefined, string[] | undefined, string]> = [
-      ['checkpoint', choice.checkpoint, image?.checkpoints.map((entry) => entry.name), 'checkpoint'],
-      ['sampler', choice.sampler, image?.samplers, 'sampler'],
-      ['scheduler', choice.scheduler, image?.schedulers, 'scheduler'],
+      ['checkpoint', choice.checkpoint, image.listed?.checkpoints.map((entry) => entry.name), 'checkpoint'],
+      ['sampler', choice.sampler, image.listed?.samplers, 'sampler'],
+      ['scheduler', choice.scheduler, image.listed?.schedulers, 'scheduler'],
     ];
     for (const [field, name, names, what] of lists) {
       if (name == null || names?.includes(name)) continue;
-      if (image?.problem) return { field, message: `Easel could not ask the image server for its ${what}s, so ${JSON.stringify(name)} cannot be chosen now: ${image.problem}` };
-      if (image === undefined || image.backend === 'none') return { field, message: `No image server is configured, so there is no ${what} to choose; start Easel with --image-url.` };
+      if (image.problem) return { field, message: `Easel could not ask the image server for its ${what}s, so ${JSON.stringify(name)} cannot be chosen now: ${image.problem}` };
+      if (image.listed === undefined) return { field, message: `Easel has not heard from the image server yet, so ${JSON.stringify(name)} cannot be chosen now; try again in a moment.` };
+      if (image.listed.backend === 'none') return { field, message: `No image server is configured, so there is no ${what} to choose; start Easel with --image-url.` };
       return {
         field,
         message: names === undefined || names.length === 0
@@ -127,17 +153,19 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
     return undefined;
   }
 
-  function toResult(problem: ReturnType<typeof findProblem>): Result<void> {
-    return problem === undefined ? { ok: true, value: undefined } : refuse('invalid', problem.message, { [problem.field]: problem.message });
-  }
-
   return {
     list,
-    serverCheckpoint: () => last?.image.current ?? null,
-    checkChoiceNow: (choice) => toResult(findProblem(choice, last)),
-    async checkChoice(choice, signal) {
-      if (findProblem(choice, last) === undefined) return { ok: true, value: undefined };
-      return toResult(findProblem(choice, await list(signal)));
+    serverCheckpoint: () => image.listed?.current ?? null,
+    async refreshFor(choice, signal) {
+      if (findProblem(choice) !== undefined) await list(signal);
+    },
+    checkChoice(choice) {
+      const problem = findProblem(choice);
+      if (problem !== undefined) return refuse('invalid', problem.message, { [problem.field]: problem.message });
+      // Stored as Ollama names it: `mistral` is kept as the `mistral:latest` the list shows.
+      const chatModel = choice.chatModel;
+      const listed = chatModel == null ? undefined : chat.installed?.find((model) => isSame(model.name, chatModel));
+      return { ok: true, value: listed === undefined ? choice : { ...choice, chatModel: listed.name } };
     },
     async *pull(name, signal) {
       try {
@@ -149,9 +177,7 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
         return;
       }
       // The new model is listed at once, so it can be chosen without another asking.
-      await listChat(signal).then((chat) => {
-        if (last !== undefined) last = { ...last, chat };
-      }, () => {});
+      await listChat(signal);
       yield { type: 'done', name };
     },
   };

@@ -110,9 +110,9 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
       const parsed = settingsPatchSchema.safeParse(values);
       if (!parsed.success) return invalid(parsed.error);
       // A model, checkpoint or sampler the server did not list is refused before anything is stored.
-      const choice = state.catalog.checkChoiceNow(parsed.data);
+      const choice = state.catalog.checkChoice(parsed.data);
       if (!choice.ok) return choice;
-      const saved = tryWrite('change', () => state.saveUserSettings(record, parsed.data, unpin.value));
+      const saved = tryWrite('change', () => state.saveUserSettings(record, { ...parsed.data, ...choice.value }, unpin.value));
       return saved.ok ? { ok: true, value: saved.value.settings } : saved;
     },
 

@@ -212,8 +212,8 @@ export function applyUserSettings(
 
 /**
  * A new family (another checkpoint, or the user's family choice) brings the settings it was trained for: its
- * steps and CFG where the user has not pinned them, and the size of its bucket nearest the current aspect
- * ratio, unless this very change sets them.
+ * steps and CFG where the user has not pinned them, and, when the size is one of the old family's own (not
+ * one the user typed), its bucket nearest that aspect ratio; never what this very change sets.
  */
 function applyFamilyDefaults(state: Pick<PaneState, 'settings' | 'pinned'>, settings: Settings, patch: SettingsPatch, serverCheckpoint: string | null): void {
   const before = describeFamily(state.settings, serverCheckpoint).id;
@@ -223,7 +223,9 @@ function applyFamilyDefaults(state: Pick<PaneState, 'settings' | 'pinned'>, sett
   for (const field of ['steps', 'cfg'] as const) {
     if (!(field in patch) && !state.pinned.includes(field)) settings[field] = style[field];
   }
-  if (!('width' in patch) && !('height' in patch)) Object.assign(settings, fitSizeToFamily(settings, style));
+  const oldBuckets = FAMILY_STYLES[before].buckets;
+  const isBucket = oldBuckets.some((bucket) => bucket.width === settings.width && bucket.height === settings.height);
+  if (isBucket && !('width' in patch) && !('height' in patch)) Object.assign(settings, fitSizeToFamily(settings, style));
 }
 
 /** On the empty page every value the user changed from the defaults was set by hand. */

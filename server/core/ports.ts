@@ -80,6 +80,12 @@ export interface ChatModel {
   isLoaded(signal?: AbortSignal, model?: string): Promise<boolean | undefined>;
   /** Asks Ollama to unload the model now (keep_alive: 0) to free GPU memory. */
   unload(signal?: AbortSignal, model?: string): Promise<void>;
+  /**
+   * Asks Ollama to unload every model it has in memory now (each listed by /api/ps, keep_alive: 0), whichever
+   * conversation loaded it; the names unloaded. Throws ChatModelError when Ollama cannot be asked or one
+   * would not unload (after trying the others).
+   */
+  unloadAll(signal?: AbortSignal): Promise<string[]>;
   /** Every model Ollama has, with /api/show's details. Throws ChatModelError when Ollama cannot be asked. */
   listModels(signal?: AbortSignal): Promise<InstalledChatModel[]>;
   /**

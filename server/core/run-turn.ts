@@ -312,7 +312,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
           messages: buildMetadataRequest(
             baseMessages,
             shownSoFar,
-            buildMetadataReminder({ prompt: input.prompt, settings: input.settings }),
+            buildMetadataReminder({ prompt: input.prompt, settings: input.settings, ...(input.family ? { style: input.family } : {}) }),
           ),
           format: metadataJsonSchema,
           options: { ...METADATA_OPTIONS },
@@ -332,6 +332,7 @@ export async function* runTurn(deps: TurnDeps, input: TurnInput): AsyncGenerator
                 settings: input.settings,
                 latestUserText: latestUserText(turnContext),
                 systemPrompt,
+                ...(input.family ? { style: input.family } : {}),
               }),
               format: metadataJsonSchema,
               options: { ...COMPACTION_OPTIONS },

@@ -12,19 +12,18 @@ import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import { endImageStream, type ImageActivity } from './image-activities.ts';
-import { pinChangedFrom } from './pane.ts';
+import { applyUserSettings, pinChangedFrom, type PinnableField } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, refuse, type Result } from './results.ts';
 import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
-import { DEFAULT_SETTINGS, MODEL_CHOICE_FIELDS, modelChoiceSchema, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
+import { DEFAULT_SETTINGS, OLLAMA_MODEL_NAME, pickChoices, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
 import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
 
 export type { Result, ServiceError, ServiceErrorCode } from './results.ts';
 export type { ConversationView, ServiceDeps } from './service-state.ts';
 export type { OnScreen, SettingsOptions } from './pane-commands.ts';
-import type { SettingsOptions } from './pane-commands.ts';
-import { OLLAMA_NAME, type ModelsView, type PullEvent } from './model-catalog.ts';
+import type { ModelsView, PullEvent } from './model-catalog.ts';
 
 export interface Health {
   ollama: ModelHealth;
@@ -109,10 +108,11 @@ export interface EaselService extends LibraryCommands, PaneCommands, ArchiveComm
   /** What Ollama and the image server offer now (GET /api/models); a server that cannot be asked says why. Never throws. */
   listModels(signal?: AbortSignal): Promise<ModelsView>;
   /**
-   * setSettings, after asking the servers again about a model, checkpoint, sampler or scheduler the last listing
-   * did not know (one pulled or copied in since): only a name the server really lacks is refused.
+   * Asks the servers again when a settings patch names a model, checkpoint, sampler or scheduler their last
+   * answers did not list (one pulled or copied in since), so that the command that follows (setSettings,
+   * generate, sendMessage, each checking the choice) refuses only a name the server really lacks. Never throws.
    */
-  changeSettings(id: string, patch: unknown, options?: SettingsOptions, signal?: AbortSignal): Promise<Result<Settings>>;
+  prepareModelChoice(patch: unknown, signal?: AbortSignal): Promise<void>;
   /** Pulls a chat model through Ollama: progress, then `done` or `error`. Aborting `signal` cancels the pull. */
   pullModel(name: unknown, signal: AbortSignal): Result<AsyncIterable<PullEvent>>;
   /**
@@ -265,15 +265,21 @@ export function createEaselService(deps: ServiceDeps): EaselService {
   }
 
   const pane = createPaneCommands(state);
-  async function changeSettings(id: string, patch: unknown, options: SettingsOptions = {}, signal?: AbortSignal): Promise<Result<Settings>> {
-    const named = typeof patch === 'object' && patch !== null ? Object.fromEntries(Object.entries(patch).filter(([key]) => (MODEL_CHOICE_FIELDS as string[]).includes(key))) : {};
-    const parsed = modelChoiceSchema.partial().safeParse(named);
-    // The servers are asked only about names in the change: setSettings then says every other refusal.
-    if (parsed.success) {
-      const choice = await state.catalog.checkChoice(parsed.data, signal);
-      if (!choice.ok && findRecord(id)) return choice;
-    }
-    return service.setSettings(id, patch, options);
+  /** The model choices of a settings patch, checked (a name the servers lack refused) and named as they list them. */
+  function checkChoices<T extends SettingsPatch>(patch: T): Result<T> {
+    const choice = state.catalog.checkChoice(pickChoices(patch));
+    return choice.ok ? { ok: true, value: { ...patch, ...choice.value } } : choice;
+  }
+
+  /**
+   * A new conversation's settings: what the screen set, with the family's size, steps and CFG where it set none
+   * (a checkpoint picked on the empty page brings its family as a change of it would); pinned is what was set.
+   */
+  function newSettings(patch: SettingsPatch): { settings: Settings; pinned: PinnableField[] } {
+    // The empty page sends its whole form: a value still the default's was not set.
+    const set = pickChanged(DEFAULT_SETTINGS, patch);
+    const { settings } = applyUserSettings({ settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {} }, set, [], state.catalog.serverCheckpoint());
+    return { settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, ...set }) };
   }
 
   const service: EaselService = {
@@ -306,17 +312,19 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (!fresh.ok) return fresh;
       const prompt = options.prompt === undefined ? undefined : promptSchema.safeParse(options.prompt);
       if (prompt && !prompt.success) return invalid(prompt.error, 'prompt');
-      const patch = options.settings === undefined ? undefined : settingsPatchSchema.safeParse(options.settings);
-      if (patch && !patch.success) return invalid(patch.error);
+      const parsedPatch = options.settings === undefined ? undefined : settingsPatchSchema.safeParse(options.settings);
+      if (parsedPatch && !parsedPatch.success) return invalid(parsedPatch.error);
+      // The model choices on screen are checked as a settings change's (those unchanged are not asked about).
+      const patch = parsedPatch === undefined ? undefined : checkChoices(record ? pickChanged(record.settings, parsedPatch.data) : parsedPatch.data);
+      if (patch && !patch.ok) return patch;
       // A new message waits for a stopped turn, or runs beside an image; an edit rewrites the last exchange, so needs none.
       const turn = turnStateOf(id);
       if (options.replaceLast ? turn !== 'idle' : turn === 'replying') return busy();
 
       const plan: TurnPlan = { kind: 'send', text: parsed.data, replaces: [] };
       if (creating) {
-        const settings = { ...DEFAULT_SETTINGS, ...patch?.data };
         // On the empty page every value changed from the defaults was set by hand.
-        plan.create = { prompt: prompt?.data ?? '', settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, settings) };
+        plan.create = { prompt: prompt?.data ?? '', ...newSettings(patch?.value ?? {}) };
       } else if (record) {
         // What is on screen and not saved yet is saved first, so the model hears of it in this turn: an
         // edit it sees, which its next prompt supersedes.
@@ -324,7 +332,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
           const saved = state.saveScreenPrompt(id, prompt.data, 'message');
           if (!saved.ok) return saved;
         }
-        const changed = patch ? pickChanged(record.settings, patch.data) : {};
+        const changed = patch ? patch.value : {};
         // Stryker disable next-line ConditionalExpression,EqualityOperator: the same settings written again tell the model nothing (tellModel is false when they are the same)
         if (Object.keys(changed).length > 0) {
           const saved = tryWrite('message', () => state.saveUserSettings(record, changed, []));
@@ -380,16 +388,17 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (!prompt.success) return invalid(prompt.error, 'prompt');
       const patch = overrides.settings === undefined ? { success: true as const, data: {} } : settingsPatchSchema.safeParse(overrides.settings);
       if (!patch.success) return invalid(patch.error);
-      const choice = state.catalog.checkChoiceNow(patch.data);
-      if (!choice.ok) return choice;
+      const checked = checkChoices(patch.data);
+      if (!checked.ok) return checked;
       if (prompt.data.trim() === '') {
         return refuse('invalid', 'The prompt is empty: write one or chat until the assistant suggests one.', { prompt: 'The prompt is empty.' });
       }
-      const settings = { ...base.settings, ...patch.data };
+      const made = creating ? newSettings(checked.value) : { settings: { ...base.settings, ...checked.value }, pinned: [] };
+      const settings = made.settings;
       if (creating) {
         // A first Generate makes the conversation, holding what was on screen.
         const created = tryWrite('change', () =>
-          deps.store.createConversation({ id, createdAt: isoNow(), settings, prompt: prompt.data as string, pinned: pinChangedFrom(DEFAULT_SETTINGS, settings) }),
+          deps.store.createConversation({ id, createdAt: isoNow(), settings, prompt: prompt.data as string, pinned: made.pinned }),
         );
         if (!created.ok) return created;
         record = created.value;
@@ -435,11 +444,15 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
     stop,
     stopReply,
-    changeSettings,
     listModels: (signal) => state.catalog.list(signal),
+    prepareModelChoice: async (patch, signal) => {
+      const parsed = settingsPatchSchema.safeParse(patch);
+      // Only a valid change is worth asking the servers about: every refusal is said by the command itself.
+      if (parsed.success) await state.catalog.refreshFor(pickChoices(parsed.data), signal);
+    },
 
     pullModel(name, signal) {
-      if (typeof name !== 'string' || !OLLAMA_NAME.test(name)) {
+      if (typeof name !== 'string' || !OLLAMA_MODEL_NAME.test(name)) {
         const message = 'name must be an Ollama model name such as mistral:7b or gemma3:4b.';
         return refuse('invalid', message, { name: message });
       }

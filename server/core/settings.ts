@@ -21,13 +21,16 @@ const choiceName = (name: string) =>
     .regex(/^[^\u0000-\u001f\u007f]+$/u, `${name} must be one line of text.`)
     .nullable();
 
+/** How Ollama names a model (`mistral:7b`, `hf.co/user/repo:Q4_K_M`): --model, a conversation's chatModel and a pull. */
+export const OLLAMA_MODEL_NAME = /^[\w.\-/:]+$/;
+
 /** Longer than any checkpoint path a server lists (A1111 titles hold a folder, a file name and a hash). */
 const MAX_CHOICE_CHARS = 500;
 
 /** What paints and what chats: each null until the user picks, meaning "the server's own" (or --model). */
 export const modelChoiceSchema = z.object({
   /** The Ollama model this conversation talks to; null: the --model default. */
-  chatModel: choiceName('chatModel').refine((name) => name === null || /^[\w.\-/:]+$/.test(name), 'chatModel must be an Ollama model name such as mistral:7b.'),
+  chatModel: choiceName('chatModel').refine((name) => name === null || OLLAMA_MODEL_NAME.test(name), 'chatModel must be an Ollama model name such as mistral:7b.'),
   /** The checkpoint as the image server names it; null: the server's current one. */
   checkpoint: choiceName('checkpoint'),
   sampler: choiceName('sampler'),
@@ -41,6 +44,11 @@ export type ModelChoice = z.infer<typeof modelChoiceSchema>;
 export const DEFAULT_MODEL_CHOICE: ModelChoice = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null };
 
 export const MODEL_CHOICE_FIELDS = Object.keys(DEFAULT_MODEL_CHOICE) as (keyof ModelChoice)[];
+
+/** Only the model choices of a settings patch. */
+export function pickChoices(patch: Partial<ModelChoice>): Partial<ModelChoice> {
+  return Object.fromEntries(MODEL_CHOICE_FIELDS.filter((field) => field in patch).map((field) => [field, patch[field]]));
+}
 
 export const settingsSchema = z.object({
   ...modelChoiceSchema.shape,

@@ -1,7 +1,7 @@
 // A turn from the message to its image: begin (the message and its context stored in one transaction, before
 // Ollama is asked) → run (the reply and the recovery ladder) → finish (the reply, the pane and the context
 // stored) → the pane's change → the automatic image. The working context is computed once, here.
-import { FAMILY_STYLES, formatUserNote, type ContextEntry, type FamilyStyle } from '../protocol/index.ts';
+import { FAMILY_STYLES, fitMetadataToFamily, formatUserNote, type ContextEntry, type FamilyStyle } from '../protocol/index.ts';
 import { appendUserEntry, describeContextChange, dropTrailingReplies, rewindToBefore } from './context-change.ts';
 import type { StartedTurn } from './conversation.ts';
 import { isLoggedByStore, isStorageError } from './errors.ts';
@@ -135,9 +135,11 @@ export function createTurnPipeline(
       // Stryker restore BlockStatement
       saver.stop();
     }
-    const metadata = outcome.metadata;
     // Read, decided and written without an await in between: no edit can slip between the three.
     const before = deps.store.getConversation(id);
+    // Fitted to the family that paints now: a checkpoint changed while the reply was written wins over the one it began with.
+    const family = before ? familyOf(before.settings).family : undefined;
+    const metadata = outcome.metadata && family ? fitMetadataToFamily(outcome.metadata, family) : outcome.metadata;
     const change = metadata && before ? decideReplyPane(paneStateOf(before), metadata, started.promptVersion, started.turnId) : undefined;
     const after = change && before ? applyReplyPane(paneStateOf(before), change) : undefined;
     const decision = metadata && after ? decideReplyImage(metadata, after, deps.images.configured) : { kind: 'none' as const };

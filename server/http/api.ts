@@ -24,6 +24,9 @@ function renderEntryJson(entry: FeedEntry<LiveEvent | LibraryEvent>): { id: stri
   return { id: entry.id, event: type, data: JSON.stringify(fields) };
 }
 
+/** What a pull's stream ends with when Easel itself fails in the middle of it. */
+const PULL_STREAM_FAILURE: readonly PullEvent[] = [{ type: 'error', code: 'pull_failed', message: 'Something went wrong inside Easel during the pull; the details are in the server log. Pull again.' }];
+
 /** A pull's event: `progress`, `done` or `error`, the rest as JSON. */
 function renderPullJson(event: PullEvent): { event: string; data: string } {
   const { type, ...data } = event;
@@ -51,7 +54,7 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const hangup = new AbortController();
     const result = deps.service.pullModel(isPlainObject(body.value) ? body.value.name : undefined, hangup.signal);
     if (!result.ok) return respondError(c, result.error);
-    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderPullJson, endAfter: (event) => event.type !== 'progress', ...keepAlive });
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderPullJson, endAfter: (event) => event.type !== 'progress', failure: PULL_STREAM_FAILURE, ...keepAlive });
   });
 
   api.get('/conversations', (c) => {
@@ -181,7 +184,9 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     if (!body.ok) return body.response;
     // baseRevision goes beside the settings, not into them.
     const { baseRevision, ...patch } = isPlainObject(body.value) ? body.value : { baseRevision: undefined };
-    const result = await withRequestSignal(c, (signal) => deps.service.changeSettings(c.req.param('id'), isPlainObject(body.value) ? patch : body.value, { baseRevision }, signal));
+    const values = isPlainObject(body.value) ? patch : body.value;
+    await withRequestSignal(c, (signal) => deps.service.prepareModelChoice(values, signal));
+    const result = deps.service.setSettings(c.req.param('id'), values, { baseRevision });
     return result.ok ? c.json(result.value) : respondError(c, result.error);
   });
 
@@ -203,8 +208,10 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
     if (!isPlainObject(body.value)) return c.json({ error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }, 422);
+    const { prompt, settings, baseRevision } = body.value;
     const hangup = new AbortController();
-    const result = deps.service.generate(c.req.param('id'), { prompt: body.value.prompt, settings: body.value.settings }, hangup.signal, { baseRevision: body.value.baseRevision });
+    await withRequestSignal(c, (signal) => deps.service.prepareModelChoice(settings, signal));
+    const result = deps.service.generate(c.req.param('id'), { prompt, settings }, hangup.signal, { baseRevision });
     if (!result.ok) return respondError(c, result.error);
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });

@@ -193,11 +193,42 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     }
   }
 
+  /**
+   * Every model in memory, unloaded one after the other. GET /api/ps lists each runner Ollama has loaded, a loading
+   * one included, by its short name in both `name` and `model` (server/routes.go PsHandler: s.sched.loaded, v0.12.6
+   * :1758; api.ProcessResponse, api/types.go:627). A model that fails to unload does not keep the others in memory.
+   */
+  async function unloadAll(signal?: AbortSignal): Promise<string[]> {
+    const listContext = { host, model: defaultModel, action: 'unload', signal, phase: 'request' as const };
+    if (signal?.aborted) throw toChatModelError(signal.reason, listContext);
+    const timeout = AbortSignal.timeout(healthTimeoutMs);
+    let names: string[];
+    try {
+      const { models } = await createClient(signal ? AbortSignal.any([signal, timeout]) : timeout).ps();
+      const listed = (Array.isArray(models) ? models : []).map((entry) => entry.model || entry.name || '').filter((name) => name !== '');
+      names = [...new Set(listed)];
+    } catch (error) {
+      throw toChatModelError(error, listContext);
+    }
+    const unloaded: string[] = [];
+    let failure: unknown;
+    for (const name of names) {
+      try {
+        await unload(signal, name);
+        unloaded.push(name);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== undefined) throw failure;
+    return unloaded;
+  }
+
   const modelsContext: ModelsContext = { host, fetch: baseFetch, healthTimeoutMs, createClient, loadDispatcher: loadChatDispatcher };
   const listModels = (signal?: AbortSignal): Promise<InstalledChatModel[]> => listInstalledModels(modelsContext, signal);
   const pull = (name: string, signal: AbortSignal): AsyncIterable<PullProgress> => pullModel(modelsContext, name, signal);
 
-  return { model, chat, checkHealth, isLoaded, unload, listModels, pull, isSameModel };
+  return { model, chat, checkHealth, isLoaded, unload, unloadAll, listModels, pull, isSameModel };
 }
 
 /**

@@ -152,10 +152,10 @@ export interface CompactionRequestInput extends CompactionInput {
  * user message is needed because Ollama's Mistral template renders system text only into the
  * last user turn; without one the compaction message would never reach the model.
  */
-export function buildCompactionRequest({ userWords, prompt, settings, latestUserText, systemPrompt }: CompactionRequestInput): ChatMessage[] {
+export function buildCompactionRequest({ userWords, prompt, settings, latestUserText, systemPrompt, style }: CompactionRequestInput): ChatMessage[] {
   return [
     { role: 'system', content: systemPrompt ?? SYSTEM_PROMPT },
-    { role: 'system', content: buildCompactionMessage({ userWords, prompt, settings }) },
+    { role: 'system', content: buildCompactionMessage({ userWords, prompt, settings, ...(style ? { style } : {}) }) },
     { role: 'user', content: latestUserText },
   ];
 }

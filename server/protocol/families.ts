@@ -100,8 +100,11 @@ const NAME_RULES: ReadonlyArray<[RegExp, ImageFamily]> = [
   [/(?:^|[^a-z])(?:sd[-_ ]?3(?:[._]5)?|stable[-_ ]?diffusion[-_ ]?3)(?:[^0-9]|$)/i, 'sd3'],
   [/pony|pdxl/i, 'pony'],
   [/illustrious|noob|(?:^|[^a-z])ilxl|(?:^|[^a-z])il[-_ ]?xl/i, 'illustrious'],
-  [/sdxl|sd[-_ ]xl|xl(?:[^a-z]|$)|(?:^|[^a-z])xl/i, 'sdxl'],
-  [/v2[-_.]?[01]|sd[-_ ]?2(?:[^0-9]|$)|768-v-ema|512-base-ema/i, 'sd2'],
+  // "XL" as a word or before a version ("animagineXLV31"), not inside one.
+  [/sdxl|sd[-_ ]xl|xl(?:[^a-z]|v\d|$)|(?:^|[^a-z])xl/i, 'sdxl'],
+  // Stability's own SD 2 files ("v2-1_768-ema-pruned", "768-v-ema", "512-base-ema") or a name that says SD 2: a
+  // fine-tune's own "v20" or "v21" is its version, not the base model's.
+  [/(?:^|[^a-z0-9])v2[-_][01][-_](?:512|768)|768-v-ema|512-base-ema|(?:^|[^a-z])sd[-_ ]?2(?:[._][01])?(?:[^0-9]|$)|stable[-_ ]?diffusion[-_ ]?2/i, 'sd2'],
   [/v1[-_.]?[45]|sd[-_ ]?1[-_.]?5|sd15/i, 'sd15'],
 ];
 
@@ -158,17 +161,23 @@ export function fitSizeToFamily(size: ImageSize, style: FamilyStyle): ImageSize 
 }
 
 /**
- * About how many tokens the family's text encoder reads a prompt as. CLIP: one per word of up to 10 letters (one
- * more per 10 further letters), one per digit and per punctuation mark (web/js/prompt-count.js counts the same way
- * on the page). T5's sentencepiece: about 1.3 per word, one per punctuation mark.
+ * About how many tokens the family's text encoder reads a prompt as, counted as the page's counter counts them
+ * (web/js/prompt-count.js, the same two rules). CLIP: one per word of up to 10 letters (one more per 10 further
+ * letters), one per digit and per punctuation mark. T5's sentencepiece: about 1.3 per word, one per punctuation mark.
  */
 export function estimateEncoderTokens(text: string, encoder: FamilyStyle['encoder']): number {
-  let tokens = 0;
-  for (const [part] of text.matchAll(/\p{L}+|\p{N}|[^\s\p{L}\p{N}]/gu)) {
-    if (!/^\p{L}/u.test(part)) tokens += 1;
-    else tokens += encoder === 'clip' ? Math.ceil(part.length / 10) : part.length > 6 ? 2 : 1.3;
+  if (encoder === 't5') {
+    let words = 0;
+    let marks = 0;
+    for (const [part] of text.matchAll(/[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu)) {
+      if (/^[\p{L}\p{N}]/u.test(part)) words++;
+      else marks++;
+    }
+    return Math.round(words * 1.3) + marks;
   }
-  return Math.round(tokens);
+  let tokens = 0;
+  for (const [part] of text.matchAll(/\p{L}+|\p{N}|[^\s\p{L}\p{N}]/gu)) tokens += /^\p{L}/u.test(part) ? Math.ceil(part.length / 10) : 1;
+  return tokens;
 }
 
 /**

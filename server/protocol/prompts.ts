@@ -42,10 +42,16 @@ function describeFamily(style: FamilyStyle): string {
   return lines.join('\n');
 }
 
+/** How long the prompt may be, as every message to the model says it: a family's encoder decides. */
+function describePromptLength(style: FamilyStyle | undefined, clip = `within about ${style?.tokenBudget ?? 75} tokens`): string {
+  if (style === undefined) return 'under 200 characters';
+  return style.encoder === 'clip' ? clip : 'a few sentences';
+}
+
 /** The system prompt; with the family of the checkpoint that paints, the prompt style it needs and an example in it. */
 export function buildSystemPrompt(style?: FamilyStyle): string {
   const ready = formatReadyExample(style?.example ?? 'a tabby cat wearing a blue wizard hat');
-  const length = style === undefined ? 'under 200 characters' : style.encoder === 'clip' ? 'within the token budget below' : 'a few sentences';
+  const length = describePromptLength(style, 'within the token budget below');
   return `You are Easel, a friendly assistant who helps the user write a prompt for an image generator. Chat briefly: ask a few short questions when the request is vague, then write the image prompt.
 
 FORMAT. End EVERY message with ---\\n{JSON}:
@@ -94,6 +100,8 @@ export interface MetadataReminderInput {
   /** The current image prompt ('' when there is none yet), possibly edited by the user. */
   prompt: string;
   settings: GenerationSettings;
+  /** The family of the checkpoint that paints, when known: the prompt's length is said as the system prompt says it. */
+  style?: FamilyStyle;
 }
 
 /**
@@ -101,13 +109,13 @@ export interface MetadataReminderInput {
  * the system prompt only into a final user turn, so the request must end with one. The call's `format`
  * (the metadata JSON Schema) makes the model write nothing but the JSON.
  */
-export function buildMetadataReminder({ prompt, settings }: MetadataReminderInput): string {
+export function buildMetadataReminder({ prompt, settings, style }: MetadataReminderInput): string {
   const example: Metadata = { prompt, generate_image: false, ...pickSettings(settings) };
   return [
     'Your reply above is missing its JSON. Do not write your reply again: write ONLY the JSON object for it, on one line, with all five fields.',
     `Current prompt: ${prompt === '' ? '(none yet)' : JSON.stringify(prompt)}`,
     `Current settings: ${describeSettings(settings)} (keep them unless the user asked to change them)`,
-    'prompt: the image prompt (under 200 characters) from what the user wants and your reply, or "" while you are still asking questions. generate_image: true only when the prompt is ready and the user wants the image now.',
+    `prompt: the image prompt (${describePromptLength(style)}) from what the user wants and your reply, or "" while you are still asking questions. generate_image: true only when the prompt is ready and the user wants the image now.`,
     `For example: ${formatMetadataJson(example)}`,
   ].join('\n');
 }
@@ -124,13 +132,15 @@ export interface CompactionInput {
   /** The current image prompt ('' when there is none yet). */
   prompt: string;
   settings: GenerationSettings;
+  /** As MetadataReminderInput's. */
+  style?: FamilyStyle;
 }
 
 /**
  * The compacted context: deterministic extraction, no LLM summary. Seed 003: a summary can drop
  * facts, while the user's own words, the prompt and the settings are the skeleton to keep.
  */
-export function buildCompactionMessage({ userWords, prompt, settings }: CompactionInput): string {
+export function buildCompactionMessage({ userWords, prompt, settings, style }: CompactionInput): string {
   const words = userWords.length > 0 ? userWords.map((words) => `- ${JSON.stringify(words)}`).join('\n') : '- (nothing yet)';
   const example: Metadata = { prompt, generate_image: false, ...pickSettings(settings) };
   return [
@@ -138,7 +148,7 @@ export function buildCompactionMessage({ userWords, prompt, settings }: Compacti
     words,
     `Current prompt: ${prompt === '' ? '(none yet)' : JSON.stringify(prompt)}`,
     `Current settings: ${describeSettings(settings)}`,
-    'Write the image prompt (under 200 characters) from what the user wants, keeping the details of the current prompt.',
+    `Write the image prompt (${describePromptLength(style)}) from what the user wants, keeping the details of the current prompt.`,
     `Respond with ONLY JSON (no conversational text): ${formatMetadataJson(example)}`,
   ].join('\n');
 }

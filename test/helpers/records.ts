@@ -14,6 +14,7 @@ export function makeImageRecord(over: Partial<ImageRecord> = {}): ImageRecord {
     cfg: 7,
     seed: 5,
     sampler: null,
+    scheduler: null,
     width: 8,
     height: 8,
     model: null,

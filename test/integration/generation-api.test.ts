@@ -85,19 +85,26 @@ describe('automatic generation after a ready reply', () => {
     expect(txt2img(a1111)).toHaveLength(0);
   });
 
-  it('--unload-llm asks Ollama to free the GPU before the image', async () => {
+  it('--unload-llm asks Ollama to free the GPU before the image: every chat model it holds, another conversation\'s too', async () => {
     const { ollama, a1111, easel } = await setUp({ flags: ['--unload-llm'] });
     ollama.enqueue(scriptReply('Go!', READY));
     const id = await easel.newConversation();
     await chat(easel, id, 'a cat');
     expect(ollama.unloads).toEqual(['mistral:7b']);
     expect(txt2img(a1111)).toHaveLength(1);
-    // A conversation with its own chat model frees that one.
+    // Another conversation chats with its own model and paints nothing: its model stays in memory.
     ollama.setModels(['mistral:7b', 'qwen2.5:7b']);
-    await easel.put(`/api/conversations/${id}/settings`, { chatModel: 'qwen2.5:7b' });
+    const other = await easel.newConversation();
+    expect((await easel.put(`/api/conversations/${other}/settings`, { chatModel: 'qwen2.5:7b' })).status).toBe(200);
+    ollama.enqueue(scriptReply('Which cat?', { ...READY, generate_image: false }));
+    await chat(easel, other, 'a cat');
+    expect(ollama.unloads).toEqual(['mistral:7b']);
+    // The first conversation's next image frees its own model (its chat loaded it again) and the other's.
     ollama.enqueue(scriptReply('Again!', READY));
     await chat(easel, id, 'another');
-    expect(ollama.unloads).toEqual(['mistral:7b', 'qwen2.5:7b']);
+    expect(txt2img(a1111)).toHaveLength(2);
+    expect(ollama.unloads.slice(1).sort()).toEqual(['mistral:7b', 'qwen2.5:7b']);
+    expect((await (await fetch(`${ollama.url}/api/ps`)).json()) as unknown).toEqual({ models: [] });
   });
 });
 

@@ -37,7 +37,7 @@ async function makeImage(easel: TestEasel, body: { prompt: string; settings?: Re
 function expectAgreement({ event, record, parameters }: Made): void {
   // sd.cpp writes "Sampler: NONE" when it picked the model's default itself: no sampler is claimed.
   const parsed = parseA1111Parameters(parameters.replace(/, Sampler: NONE,/, ','));
-  for (const key of ['seed', 'steps', 'cfg', 'sampler', 'model'] as const) {
+  for (const key of ['seed', 'steps', 'cfg', 'sampler', 'scheduler', 'model'] as const) {
     expect(record[key], `record ${key}`).toEqual(event[key] ?? null);
     expect(parsed[key], `PNG ${key}`).toEqual(event[key]);
   }
@@ -61,7 +61,8 @@ describe('AUTOMATIC1111', () => {
     const a1111 = await track(createFakeA1111({ stepDelayMs: 2, enablePnginfo: false } satisfies FakeA1111Options));
     const easel = await easelWith(['--image-backend', 'a1111', '--image-url', a1111.url]);
     const made = await makeImage(easel, { prompt: 'a red fox', settings: { steps: 5, cfg: 6, seed: 42, negativePrompt: 'blur, noise' } });
-    expect(made.parameters).toMatch(/^a red fox\nNegative prompt: blur, noise\nSteps: 5, Sampler: Euler, CFG scale: 6\.0, Seed: 42, Size: 512x512, Model: v1-5-pruned-emaonly, Version: Easel \d+\.\d+\.\d+$/);
+    // A1111's info still says the scheduler (its infotexts), and Easel's text says it where A1111's would.
+    expect(made.parameters).toMatch(/^a red fox\nNegative prompt: blur, noise\nSteps: 5, Sampler: Euler, Schedule type: Automatic, CFG scale: 6\.0, Seed: 42, Size: 512x512, Model: v1-5-pruned-emaonly, Version: Easel \d+\.\d+\.\d+$/);
     expectAgreement(made);
   });
 });
@@ -219,7 +220,26 @@ describe('the checkpoint and sampler chosen per conversation reach each server, 
     const nodes = Object.values(graph.prompt);
     expect(nodes.find((node) => node.class_type === 'CheckpointLoaderSimple')?.inputs['ckpt_name']).toBe('SDXL/sd_xl_base_1.0.safetensors');
     expect(nodes.find((node) => node.class_type === 'KSampler')?.inputs).toMatchObject({ sampler_name: 'dpmpp_2m', scheduler: 'karras' });
-    expect(events.find((event) => event.type === 'image')?.data).toMatchObject({ model: 'sd_xl_base_1.0', sampler: 'dpmpp_2m' });
+    expect(events.find((event) => event.type === 'image')?.data).toMatchObject({ model: 'sd_xl_base_1.0', sampler: 'dpmpp_2m', scheduler: 'karras' });
+  });
+
+  it('AUTOMATIC1111: the scheduler chosen is sent, and the one it says it used is in the event, the record and the PNG', async () => {
+    const a1111 = await track(createFakeA1111({ stepDelayMs: 2 }));
+    const easel = await easelWith(['--image-backend', 'a1111', '--image-url', a1111.url]);
+    const image = await listed(easel);
+    expect(image.schedulers).toContain('Karras');
+    expect(image.samplers).toContain('DPM++ 2M');
+    const id = await choose(easel, { sampler: 'DPM++ 2M', scheduler: 'Karras', steps: 4, seed: 11 });
+    const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox' }));
+    expect(a1111.requests.find((request) => request.path === '/sdapi/v1/txt2img')?.body).toMatchObject({ sampler_name: 'DPM++ 2M', scheduler: 'Karras' });
+    const event = events.find((e) => e.type === 'image')?.data;
+    expect(event).toMatchObject({ sampler: 'DPM++ 2M', scheduler: 'Karras' });
+    const conversation = (await (await easel.get(`/api/conversations/${id}`)).json()) as { images: Record<string, unknown>[] };
+    expect(conversation.images[0]).toMatchObject({ sampler: 'DPM++ 2M', scheduler: 'Karras' });
+    const png = new Uint8Array(await (await easel.get(String(event!['url']))).arrayBuffer());
+    const parameters = readPngText(png)['parameters'] ?? '';
+    expect(parameters).toContain('Sampler: DPM++ 2M, Schedule type: Karras,');
+    expectAgreement({ event: event!, record: conversation.images[0]!, parameters });
   });
 
   it('LocalAI: the image models it lists, the one chosen sent as `model`', async () => {

@@ -177,3 +177,46 @@ describe('a checkpoint per conversation, and its family', () => {
     expect(String(refused.body.error)).toContain('sdxl');
   });
 });
+
+describe('what the review found', () => {
+  it('a checkpoint copied in since the last listing is taken by a Generate override, as by PUT settings', async () => {
+    await models();
+    a1111.setCheckpoints([SD15, SDXL, 'new_model_xl.safetensors']);
+    const id = await easel.newConversation();
+    await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a red fox' });
+    const response = await easel.post(`/api/conversations/${id}/generations`, { settings: { checkpoint: 'new_model_xl', steps: 2 } });
+    expect(response.status).toBe(200);
+    await readSse(response);
+    const txt2img = a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').at(-1);
+    expect((txt2img?.body as { override_settings?: Record<string, unknown> }).override_settings?.sd_model_checkpoint).toBe('new_model_xl');
+  });
+
+  it('a size typed by hand is kept when the family changes; a family size moves to the new family’s', async () => {
+    const id = await easel.newConversation();
+    await putSettings(id, { width: 640, height: 448 });
+    expect((await putSettings(id, { family: 'sdxl' })).body).toMatchObject({ width: 640, height: 448 });
+    await putSettings(id, { width: 512, height: 768, family: 'sd15' });
+    expect((await putSettings(id, { family: 'flux' })).body).toMatchObject({ width: 832, height: 1216 });
+  });
+
+  it('a change of family while the reply is written wins: the reply’s CFG is fitted to Flux', async () => {
+    const id = await easel.newConversation();
+    let release!: () => void;
+    fake.enqueue({ chunks: ['Here', ' it is.\n---\n', JSON.stringify(replyMeta('a red fox', { cfg: 7 }))], gate: new Promise<void>((resolve) => (release = resolve)) });
+    const reply = easel.post(`/api/conversations/${id}/messages`, { text: 'a fox' }).then(readSse);
+    await fake.waitForRequests(1, '/api/chat');
+    expect((await putSettings(id, { family: 'flux' })).body).toMatchObject({ cfg: 1 });
+    release();
+    await reply;
+    expect((await pane(id)).settings).toMatchObject({ cfg: 1 });
+  });
+
+  it('a chat model is stored as Ollama names it, and one that cannot chat is refused', async () => {
+    fake.setModels(['mistral:latest', { name: 'nomic-embed-text:latest', capabilities: ['embedding'] }]);
+    const id = await easel.newConversation();
+    expect((await putSettings(id, { chatModel: 'mistral' })).body).toMatchObject({ chatModel: 'mistral:latest' });
+    const refused = await putSettings(id, { chatModel: 'nomic-embed-text:latest' });
+    expect(refused.status).toBe(422);
+    expect(String(refused.body.error)).toContain('cannot chat');
+  });
+});

@@ -2,7 +2,10 @@
 // lists (GET /c/:id/models), a choice saved through PUT /c/:id/settings (checked with the servers, as the API's),
 // a pull streamed as the page's HTML (POST /c/:id/models/pull), and the status line when the default model is missing.
 // The browser suite (test/browser/models.test.ts) has what a person sees.
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { replyMeta } from '../helpers/replies.ts';
 import { useEasel } from '../helpers/easel.ts';
 import { find, partials, read } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
@@ -129,6 +132,22 @@ describe('choosing from the page', () => {
     const page = read(await (await getPage(`/c/${id}`)).text());
     expect(find(page, '#prompt-count').attributes).toMatchObject({ 'data-token-limit': '512', 'data-encoder': 't5' });
     expect(find(page, '#family-hint-cfg').text).toBe('Flux ignores CFG.');
+  });
+
+  it('a checkpoint picked on the empty page brings its family to the conversation its first message makes', async () => {
+    const id = randomUUID();
+    const listed = ((await (await easel.get('/api/models')).json()) as { image: { checkpoints: Array<{ name: string; family: string }> } }).image.checkpoints;
+    const sdxl = listed.find((checkpoint) => checkpoint.family === 'sdxl')!.name;
+    // The model keeps the settings it is told (the system prompt asks it to).
+    fake.enqueue(scriptReply('Hello!', replyMeta('', { steps: 30, cfg: 6 })));
+    // The empty page sends its whole form: the defaults as they are, and the checkpoint picked.
+    const form = { text: 'a fox', sendKey: randomUUID(), startNew: '1', steps: '20', cfg: '7', seed: '-1', width: '512', height: '512', negativePrompt: '', autoGenerate: 'on', checkpoint: sdxl };
+    const response = await send('POST', `/c/${id}/messages`, form);
+    expect(response.status, await response.clone().text()).toBe(200);
+    await response.text();
+    // SDXL's steps and CFG, told to the model with the first message, and its square for the default square.
+    expect(fake.chatRequests()[0]?.messages?.at(-1)?.content).toContain('steps 30, cfg 6');
+    expect(await storedSettings(id)).toMatchObject({ checkpoint: sdxl, steps: 30, cfg: 6, width: 1024, height: 1024 });
   });
 });
 

@@ -223,7 +223,7 @@ function describeImage(image: ImageDetails): string {
 function renderImageData(image: ImageDetails): Html {
   const optional = (name: string, value: string | number | null | undefined) =>
     value === undefined || value === null ? EMPTY : html` data-${name}="${value}"`;
-  return html`data-image-view data-url="${image.url}" data-download="${describeDownload(image)}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('model', image.model)}`;
+  return html`data-image-view data-url="${image.url}" data-download="${describeDownload(image)}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('sampler', image.sampler)}${optional('scheduler', image.scheduler)}${optional('model', image.model)}`;
 }
 
 /** `easel-<seed>-<first words>.png`: what the browser saves a downloaded image as. */

@@ -105,18 +105,6 @@ export function createPageRoutes(deps: PageDeps): Hono {
     return result;
   }
 
-  /**
-   * changeFromPage for a change the service checks with the servers first (a model or checkpoint it has not
-   * listed yet): the revisions it makes are remembered once it is stored. A change another tab stores while the
-   * servers are asked makes this one stale (its base is older), and the answer shows the newer pane.
-   */
-  async function changeFromPageAsync<T>(id: string, form: Record<string, unknown>, run: (baseRevision: unknown) => Promise<T>): Promise<T> {
-    const change = beginChange(id, form);
-    const result = await run(change.baseRevision);
-    change.end();
-    return result;
-  }
-
   /** The revision a change from a page is made from, and, once it is made, the revisions it made noted as the page's own. */
   function beginChange(id: string, form: Record<string, unknown>): { baseRevision: unknown; end(): void } {
     const own = ownWorkOf(form.viewId);
@@ -276,10 +264,12 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const own = ownWorkOf(form.viewId);
     expectOwn(own.pendingTurns, id, 1);
     // An unsaved prompt edit travels with the message, so the model hears of it in this very turn; on the
-    // empty page the settings too (there is nothing to save them into yet).
+    // empty page the settings too (there is nothing to save them into yet), its model choices asked about first.
+    const settings = creating ? readSettingsForm(form) : undefined;
+    if (settings) await withRequestSignal(c, (signal) => service.prepareModelChoice(settings, signal));
     const result = changeFromPage(id, form, (baseRevision) =>
       service.sendMessage(id, form.text, hangup.signal, {
-        ...(creating ? { create: true, settings: readSettingsForm(form) } : {}),
+        ...(settings ? { create: true, settings } : {}),
         // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
         ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
         ...(form.replaceLast === '1' ? { replaceLast: true } : {}),
@@ -355,6 +345,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     expectOwn(own.pendingImages, id, 1);
     // The page's image is the server's, like its replies: closing or reloading the page ends only this stream
     // (the image goes on, shown in every page and after a reload); Cancel and Stop end it.
+    if (overrides.settings) await withRequestSignal(c, (signal) => service.prepareModelChoice(overrides.settings, signal));
     const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true, baseRevision, outlivesReader: true }));
     if (!result.ok) {
       expectOwn(own.pendingImages, id, -1);
@@ -426,12 +417,11 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const form = body.value;
     // `changed` names the fields the user changed (web/easel.js): only those are set by hand, and pinned.
     const only = typeof form.changed === 'string' ? form.changed.split(',') : undefined;
-    // A model or checkpoint the servers did not list yet is asked about (changeSettings, as the API's PUT): only
-    // the choices the user changed, so a server that is down refuses nothing else.
+    // Only the choices the user changed are checked, so a server that is down refuses nothing else; one the
+    // servers did not list yet is asked about first, as the API's PUT does.
     const patch = withoutUnchangedChoices(readSettingsForm(form), service.getPane(id)?.settings, only);
-    const result = await changeFromPageAsync(id, form, (baseRevision) =>
-      withRequestSignal(c, (signal) => service.changeSettings(id, patch, { ...(only ? { only } : {}), baseRevision }, signal)),
-    );
+    await withRequestSignal(c, (signal) => service.prepareModelChoice(patch, signal));
+    const result = changeFromPage(id, form, (baseRevision) => service.setSettings(id, patch, { ...(only ? { only } : {}), baseRevision }));
     if (!result.ok && result.error.code === 'stale') return sendHtml(c, joinHtml([renderSettingsSaved({}, `Not saved: ${result.error.message}`), renderStalePane(id, result)]), 409);
     if (result.ok) {
       const pane = service.getPane(id);

@@ -125,7 +125,7 @@ describe('parseConfig', () => {
       expect(help).toMatch(new RegExp(`^  ${flag} ${value}  `, 'm'));
     }
     expect(help).not.toContain('VALUE');
-    expect(help).toMatch(/^ {2}--unload-llm {2,}unload the chat model/m);
+    expect(help).toMatch(/^ {2}--unload-llm {2,}unload every model Ollama has/m);
     // Words are kept whole when wrapped: the environment variable's name and a URL too.
     expect(formatHelp(60)).toMatch(/\[\$EASEL_ALLOWED_HOSTS\]/);
     expect(formatHelp(60)).toContain('http://127.0.0.1:11434)');

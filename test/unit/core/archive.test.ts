@@ -34,7 +34,7 @@ const source: ArchiveSource = {
     { kind: 'user', text: 'and snow' },
     { kind: 'assistant', text: 'Here.', metadata: META },
   ],
-  images: [image({}), image({ id: 'gone', file: 'gone.png', turnId: null, promptVersion: null })],
+  images: [image({ sampler: 'DPM++ 2M', scheduler: 'Karras' }), image({ id: 'gone', file: 'gone.png', turnId: null, promptVersion: null })],
   promptVersions: [
     { id: 30, parentId: null, prompt: 'a fox', source: 'model', turnId: 12, createdAt: AT },
     { id: 31, parentId: 30, prompt: 'a fox', source: 'user', turnId: null, createdAt: AT },
@@ -77,7 +77,7 @@ describe('an export', () => {
     expect(manifest).toMatchObject({ promptVersion: 1, suggestion: { prompt: 'a fox in snow', turn: 3 }, pinned: ['steps'], settingSuggestions: { steps: 25 } });
     // The image whose file is gone is left out; the other keeps its turn and version by position.
     expect(manifest.images).toEqual([
-      { file: 'images/01-a-fox-seed-5.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: null, width: 8, height: 8, model: null, promptVersion: 1, createdAt: AT },
+      { file: 'images/01-a-fox-seed-5.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, createdAt: AT },
     ]);
   });
 
@@ -99,7 +99,7 @@ describe('an import', () => {
     // toStrictEqual: a key holding undefined (a note, a negative prompt) is not the same entry.
     expect(conversation.context).toStrictEqual(source.context);
     expect(conversation.images).toEqual([
-      { id: 'new-image', file: 'new-image.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: null, width: 8, height: 8, model: null, promptVersion: 1, createdAt: AT },
+      { id: 'new-image', file: 'new-image.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, createdAt: AT },
     ]);
     expect(conversation.pane).toEqual({
       versions: [
@@ -111,6 +111,16 @@ describe('an import', () => {
       pinned: ['steps'],
       settingSuggestions: { steps: 25 },
     });
+  });
+
+  it('an image exported before the scheduler (or the sampler) was recorded imports with null for it', async () => {
+    const files = await exportSource();
+    const manifest = manifestOf(files);
+    const [exported] = manifest.images as Array<Record<string, unknown>>;
+    const { scheduler: _scheduler, sampler: _sampler, ...older } = exported!;
+    const read = await readArchiveFiles(new Map([...files, ['conversation.json', new TextEncoder().encode(JSON.stringify({ ...manifest, images: [older] }))]]), ids);
+    if (!read.ok) throw new Error(read.error.message);
+    expect(read.value.conversation.images).toEqual([expect.objectContaining({ id: 'new-image', seed: 5, sampler: null, scheduler: null })]);
   });
 
   it('an empty notices list is not kept', async () => {

@@ -169,3 +169,46 @@ describe('unload', () => {
     expect(error.message).toContain('ollama pull phi3:mini');
   });
 });
+
+describe('unloadAll', () => {
+  it('unloads every model /api/ps lists, whichever conversation loaded it, and says which', async () => {
+    const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
+    fake.setLoaded(['llama3.2', 'mistral:7b']);
+
+    expect(await model.unloadAll()).toEqual(['llama3.2:latest', 'mistral:7b']);
+
+    expect(fake.unloads).toEqual(['llama3.2:latest', 'mistral:7b']);
+    expect(fake.requests).toMatchObject([
+      { path: '/api/ps' },
+      { path: '/api/generate', body: { model: 'llama3.2:latest', prompt: '', keep_alive: 0, stream: false } },
+      { path: '/api/generate', body: { model: 'mistral:7b', prompt: '', keep_alive: 0, stream: false } },
+    ]);
+    expect(await model.isLoaded(undefined, 'llama3.2')).toBe(false);
+    expect(await model.isLoaded()).toBe(false);
+  });
+
+  it('asks for nothing more when nothing is in memory', async () => {
+    const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
+
+    expect(await model.unloadAll()).toEqual([]);
+
+    expect(fake.requests.map((request) => request.path)).toEqual(['/api/ps']);
+  });
+
+  it('still unloads the others when one will not, then throws its error', async () => {
+    const model = createOllamaChatModel({ host: fake.url, model: 'mistral:7b' });
+    fake.setLoaded(['phi3:mini', 'mistral:7b']);
+
+    const error = await catchChatModelError(() => model.unloadAll());
+
+    expect(error.code).toBe('model_not_found');
+    expect(fake.unloads).toEqual(['mistral:7b']);
+  });
+
+  it('throws "unreachable" when Ollama is not running, and "aborted" when cancelled', async () => {
+    expect((await catchChatModelError(() => createOllamaChatModel({ host: fake.url, model: 'mistral:7b' }).unloadAll(AbortSignal.abort()))).code).toBe('aborted');
+    const { url } = fake;
+    await fake.close();
+    expect((await catchChatModelError(() => createOllamaChatModel({ host: url, model: 'mistral:7b' }).unloadAll())).code).toBe('unreachable');
+  });
+});

@@ -29,12 +29,20 @@ describe('detectFamily reads the names checkpoints are shipped with', () => {
     ['sd3.5_large.safetensors', 'sd3'],
     ['sd3_medium_incl_clips.safetensors', 'sd3'],
     ['stable-diffusion-3-medium', 'sd3'],
+    ['animagineXLV31.safetensors', 'sdxl'],
+    ['v2-1_512-ema-pruned.ckpt', 'sd2'],
+    ['768-v-ema.ckpt', 'sd2'],
+    ['sd2.1-base.safetensors', 'sd2'],
   ])('%s → %s', (name, family) => {
     expect(detectFamily(name)).toBe(family);
   });
 
   it('says nothing for a name that tells no family, or none at all', () => {
     expect(detectFamily('dreamshaper_8.safetensors')).toBeNull();
+    // A fine-tune's own version is not SD 2's: these are SD 1.5 models.
+    expect(detectFamily('realisticVisionV20_v20.safetensors')).toBeNull();
+    expect(detectFamily('ghostmix_v20Bakedvae.safetensors')).toBeNull();
+    expect(detectFamily('cyberrealistic_v21.safetensors')).toBeNull();
     expect(detectFamily('sd-cpp-local')).toBeNull();
     expect(detectFamily('')).toBeNull();
     expect(detectFamily(null)).toBeNull();

@@ -37,7 +37,7 @@ function exchange(store: ConversationStore, id: string, message: string, answer:
 function image(conversationId: string, turnId: number | null, file: string): ImageRecord {
   return {
     id: file.slice(0, 8), conversationId, turnId, file, url: '', prompt: 'p', negativePrompt: '',
-    steps: 20, cfg: 7, seed: 5, sampler: null, width: 512, height: 512, model: null, promptVersion: null, createdAt: at,
+    steps: 20, cfg: 7, seed: 5, sampler: null, scheduler: null, width: 512, height: 512, model: null, promptVersion: null, createdAt: at,
   };
 }
 
@@ -357,11 +357,11 @@ describe('the SQLite store', () => {
     const store = createSqliteStore({ path });
     store.addImage({
       id: 'i2', conversationId: 'c1', turnId: null, file: 'new.png', url: '', prompt: 'q', negativePrompt: '',
-      steps: null, cfg: null, seed: null, sampler: null, width: 64, height: 64, model: null, promptVersion: null, createdAt: at,
+      steps: null, cfg: null, seed: null, sampler: null, scheduler: null, width: 64, height: 64, model: null, promptVersion: null, createdAt: at,
     });
     store.addImage({
       id: 'i3', conversationId: 'c1', turnId: null, file: 'euler.png', url: '', prompt: 'r', negativePrompt: '',
-      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', width: 64, height: 64, model: null, promptVersion: null, createdAt: at,
+      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', scheduler: null, width: 64, height: 64, model: null, promptVersion: null, createdAt: at,
     });
     expect(store.listImages('c1').map(({ id, steps, cfg, seed, sampler, negativePrompt, model }) => ({ id, steps, cfg, seed, sampler, negativePrompt, model }))).toEqual([
       { id: 'i1', steps: 20, cfg: 7.5, seed: 42, sampler: null, negativePrompt: 'n', model: 'm' },
@@ -369,6 +369,31 @@ describe('the SQLite store', () => {
       { id: 'i3', steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', negativePrompt: '', model: null },
     ]);
     store.close();
+  });
+
+  it('migration 008 gives the images of a version-7 database no scheduler (null), and then keeps the one an image was made with', () => {
+    const path = tempPath();
+    const old = new Database(path);
+    for (const file of ['001-init.sql', '002-images.sql', '003-library.sql', '004-image-parameters.sql', '005-prompt-versions.sql', '006-turn-notices.sql', '007-pane-revision.sql']) {
+      old.exec(readFileSync(join(MIGRATIONS, file), 'utf8'));
+    }
+    old.pragma('user_version = 7');
+    old.prepare("INSERT INTO conversations (id, created_at, updated_at, settings) VALUES ('c1', ?, ?, ?)").run(at, at, JSON.stringify(DEFAULT_SETTINGS));
+    old
+      .prepare("INSERT INTO images (id, conversation_id, turn_id, file, prompt, negative_prompt, steps, cfg, seed, sampler, width, height, model, created_at) VALUES ('i1', 'c1', NULL, 'old.png', 'p', '', 20, 7, 42, 'Euler', 512, 512, NULL, ?)")
+      .run(at);
+    old.close();
+
+    const store = createSqliteStore({ path });
+    store.addImage({ ...image('c1', null, 'karras.png'), id: 'i2', sampler: 'DPM++ 2M', scheduler: 'Karras' });
+    expect(store.listImages('c1').map(({ id, sampler, scheduler }) => ({ id, sampler, scheduler }))).toEqual([
+      { id: 'i1', sampler: 'Euler', scheduler: null },
+      { id: 'i2', sampler: 'DPM++ 2M', scheduler: 'Karras' },
+    ]);
+    store.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare("SELECT scheduler FROM images WHERE id = 'i2'").get()).toEqual({ scheduler: 'Karras' });
+    db.close();
   });
 
   it('refuses a turn for an unknown conversation', () => {
