@@ -18,15 +18,20 @@ function switchTo(path: string): Html {
   return html`hx-get="${path}" hx-target="#conversation" hx-swap="outerHTML settle:0" hx-push-url="${path}" hx-include="#conversation-search"`;
 }
 
+/**
+ * The sidebar. Its refreshes (a live event, a search) share one queue where the newest replaces any in flight: a
+ * refresh asked before the marker of the current conversation changed must never land after one asked after it.
+ */
 export function renderLibrary(state: LibraryState): Html {
   return html`<nav id="library" class="library" aria-label="Conversations">
 <a href="/" class="button new-conversation" ${switchTo('/')}>New conversation</a>
+<a href="/gallery" class="button quiet gallery-link">Gallery</a>
 <div class="library-search" role="search">
 <label for="conversation-search" class="visually-hidden">Search conversations</label>
-<input type="search" id="conversation-search" name="q" value="${state.query}" placeholder="Search conversations" autocomplete="off" hx-get="/conversations" hx-trigger="input changed delay:250ms, search" hx-target="#conversation-list" hx-swap="innerMorph" hx-include="#conversation-search, #current-conversation">
+<input type="search" id="conversation-search" name="q" value="${state.query}" placeholder="Search conversations" autocomplete="off" hx-get="/conversations" hx-trigger="input changed delay:250ms, search" hx-target="#conversation-list" hx-swap="innerMorph" hx-include="#conversation-search, #current-conversation" hx-sync="#conversation-list:replace">
 ${renderCurrentMarker(state.currentId)}
 </div>
-<ul id="conversation-list" class="conversation-list" hx-get="/conversations" hx-trigger="easel:list from:body" hx-include="#conversation-search, #current-conversation" hx-swap="innerMorph">
+<ul id="conversation-list" class="conversation-list" hx-get="/conversations" hx-trigger="easel:list from:body" hx-include="#conversation-search, #current-conversation" hx-swap="innerMorph" hx-sync="replace">
 ${renderConversationItems(state)}
 </ul>
 <form id="import-form" class="import-form" hx-post="/c/import" hx-encoding="multipart/form-data" hx-swap="none" hx-disable="#import-button">
