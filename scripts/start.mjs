@@ -64,8 +64,9 @@ async function build() {
     minifySyntax: true,
     write: false,
     logLevel: 'warning',
-    // A native addon, an asset path resolved at run time, and two packages loaded only when first needed.
-    external: ['better-sqlite3', 'htmx.org', 'undici', 'ws'],
+    // Two native addons (sharp, loaded at the first thumbnail, with its libvips binaries), an asset path resolved at
+    // run time, and two packages loaded only when first needed.
+    external: ['better-sqlite3', 'htmx.org', 'sharp', 'undici', 'ws'],
     // CommonJS packages in an ES module bundle still call require() for Node's own modules.
     banner: { js: "import { createRequire as __easelRequire } from 'node:module'; const require = __easelRequire(import.meta.url);" },
     plugins: [keepModuleUrls(), withoutHttp2()],

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { AUTO_IMAGE_URLS, CHECKOUT_INVOCATION, formatHelp, installedInvocation, isLoopbackHost, parseConfig, type Config } from './config/index.ts';
 import { createA1111Backend } from './a1111/index.ts';
-import { createComfyUiBackend, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
+import { createComfyUiBackend, DEFAULT_IMG2IMG_WORKFLOW_PATH, DEFAULT_WORKFLOW_PATH, loadWorkflow } from './comfyui/index.ts';
 import {
   createEaselService,
   createImageGenerator,
@@ -22,6 +22,7 @@ import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
 import { createOllamaChatModel } from './ollama/index.ts';
 import { createSqliteStore, StoreOpenError } from './sqlite/index.ts';
+import { createThumbnailer } from './sharp/index.ts';
 import { createImageFiles, writeFileAtomically } from './util/index.ts';
 import { createZipArchive } from './zip/index.ts';
 
@@ -70,6 +71,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     clock: Date,
     saveFile: (name, bytes) => writeFileAtomically(join(imagesDir, name), bytes),
     removeFile: (name) => imageFiles.remove(name),
+    readFile: (name) => imageFiles.read(name),
     imagesDir,
     writer: `Easel ${VERSION}`,
     maxImagePixels: config.maxImagePixels,
@@ -80,11 +82,14 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     stallMs: config.stallTimeout * 1000,
     statusAfterMs: timing.statusAfterMs ?? DEFAULT_REPLY_TIMEOUTS.statusAfterMs,
   };
+  // The gallery's thumbnails, kept beside the images folder (thumbs/<image id>.webp), which holds the PNGs alone.
+  const thumbnails = createThumbnailer({ imagesDir, thumbsDir: join(config.dataDir, 'thumbs'), logger, maxPixels: config.maxImagePixels });
   const service = createEaselService({
     store,
     llm,
     images,
     imageFiles,
+    thumbnails,
     archive: createZipArchive(),
     logger,
     clock: Date,
@@ -151,6 +156,8 @@ export async function startServer(config: Config, logger: Logger, timing: Server
         clearInterval(flushed);
         connections.closeAllConnections?.();
         await closed;
+        // A thumbnail being made is finished (or given up) before the data folder may go.
+        await thumbnails.settled();
         store.close();
       })()),
   };
@@ -200,8 +207,11 @@ async function createImageBackend(config: Config, logger: Logger): Promise<Image
   const timeoutMs = config.imageTimeout * 1000;
   const model = config.imageModel ? { model: config.imageModel } : {};
   // Read at start for auto too, so a broken --comfy-workflow is said now and finding ComfyUI later needs no I/O.
-  const workflow = config.imageBackend === 'comfyui' || config.imageBackend === 'auto' ? await loadWorkflow(config.comfyWorkflow ?? DEFAULT_WORKFLOW_PATH) : undefined;
+  const comfy = config.imageBackend === 'comfyui' || config.imageBackend === 'auto';
+  const workflow = comfy ? await loadWorkflow(config.comfyWorkflow ?? DEFAULT_WORKFLOW_PATH) : undefined;
   if (workflow !== undefined && !workflow.ok) throw new StartupError(workflow.error.message);
+  const img2imgWorkflow = comfy ? await loadWorkflow(config.comfyImg2imgWorkflow ?? DEFAULT_IMG2IMG_WORKFLOW_PATH, 'img2img') : undefined;
+  if (img2imgWorkflow !== undefined && !img2imgWorkflow.ok) throw new StartupError(img2imgWorkflow.error.message.replace('--comfy-workflow', '--comfy-img2img-workflow'));
   const createAdapter = (backend: Exclude<Config['imageBackend'], 'none' | 'auto'>, url: string): ImageBackend => {
     switch (backend) {
       // The progress endpoint is local and cheap: a quarter second keeps the bar smooth.
@@ -211,7 +221,12 @@ async function createImageBackend(config: Config, logger: Logger): Promise<Image
       case 'localai':
         return createOpenAiImagesBackend({ url, timeoutMs, dialect: backend, ...model });
       case 'comfyui':
-        return createComfyUiBackend({ url, timeoutMs, workflow: workflow?.ok === true ? workflow.value : {} });
+        return createComfyUiBackend({
+          url,
+          timeoutMs,
+          workflow: workflow?.ok === true ? workflow.value : {},
+          ...(img2imgWorkflow?.ok === true ? { img2imgWorkflow: img2imgWorkflow.value } : {}),
+        });
     }
   };
   if (config.imageBackend !== 'auto') return config.imageUrl === undefined ? null : createAdapter(config.imageBackend, config.imageUrl);

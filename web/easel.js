@@ -6,6 +6,7 @@
 import { onComposerClick, onSendBeforeRequest, onSendConfigRequest, onSendFinished, watchComposerInbox } from './composer.js';
 import { showConversation } from './conversation.js';
 import { onImageClick, wireImageDialog } from './dialog.js';
+import { startGallery } from './gallery.js';
 import { byId } from './dom.js';
 import { onEditClick } from './edit.js';
 import { onGenerateConfigRequest, onGenerateFinished, updateGenerateState } from './generate.js';
@@ -21,7 +22,8 @@ import { keyOneShot } from './send-key.js';
 import { applySizePreset, markChangedSetting, onSettingsAfterRequest, onSettingsClick, onSettingsConfigRequest, onSettingsInput } from './settings.js';
 import { onVisibilityChange } from './tab-title.js';
 
-if (byId('composer')) start(); // else not a conversation page
+if (byId('composer')) start();
+else if (byId('gallery')) startGallery(); // the gallery's own page (web/js/gallery.js)
 
 function start() {
   // Every listener on the document is added here, one per event type, calling the modules' handlers in the

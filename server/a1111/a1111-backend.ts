@@ -103,11 +103,14 @@ function readName(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' && value !== 'NONE' ? value : undefined;
 }
 
-/** The first image's infotext (Processed.js() `infotexts`, processing.py:571-607; sd-server's, routes_sdapi.cpp:386). */
-function readInfotext(info: Record<string, unknown>): ReturnType<typeof parseA1111Parameters> | undefined {
+/**
+ * The infotext of the image at `position` of `images` (Processed.js() `infotexts`, processing.py:571-607, one per
+ * image, a returned grid's first: processing.py:1053-1059 at A1111 45b8a499; sd-server's, routes_sdapi.cpp:386).
+ */
+function readInfotext(info: Record<string, unknown>, position: number): ReturnType<typeof parseA1111Parameters> | undefined {
   const infotexts = info['infotexts'];
-  const first: unknown = Array.isArray(infotexts) ? infotexts[0] : undefined;
-  return typeof first === 'string' ? parseA1111Parameters(first) : undefined;
+  const text: unknown = Array.isArray(infotexts) ? infotexts[position] : undefined;
+  return typeof text === 'string' ? parseA1111Parameters(text) : undefined;
 }
 
 /**
@@ -123,12 +126,15 @@ function readInfotext(info: Record<string, unknown>): ReturnType<typeof parseA11
  *   processing.py:773, the label fix_p_invalid_sampler_and_scheduler settled on, sd_samplers.py:125-129), sd-server in
  *   extra_generation_params["Schedule type"] when one was chosen (routes_sdapi.cpp:283-286).
  */
-function readUsedSettings(info: Record<string, unknown>): Omit<ImageResult, 'png'> {
+function readUsedSettings(info: Record<string, unknown>, index = 0, position = index): Omit<ImageResult, 'png'> {
   const allSeeds = info['all_seeds'];
   const used: Omit<ImageResult, 'png'> = {};
-  const infotext = readInfotext(info);
+  const infotext = readInfotext(info, position);
   const extra = isRecord(info['extra_generation_params']) ? info['extra_generation_params'] : {};
-  const seed = readNumber(info['seed']) ?? readNumber(Array.isArray(allSeeds) ? allSeeds[0] : undefined);
+  // A batch's image `index` has all_seeds[index] (seed + index, processing.py:835-838 at A1111 45b8a499;
+  // routes_sdapi.cpp:387): no grid there. `seed` is the first image's.
+  const listed = readNumber(Array.isArray(allSeeds) ? allSeeds[index] : undefined);
+  const seed = index === 0 ? (readNumber(info['seed']) ?? listed) : listed;
   const steps = readNumber(info['steps']);
   const cfg = readNumber(info['cfg_scale']);
   const sampler = readName(info['sampler_name']);
@@ -156,6 +162,34 @@ function describeChoices(request: ImageRequest): Record<string, unknown> {
     ...(request.checkpoint === undefined ? {} : { override_settings: { sd_model_checkpoint: request.checkpoint }, override_settings_restore_afterwards: true }),
     ...(request.sampler === undefined ? {} : { sampler_name: request.sampler }),
     ...(request.scheduler === undefined ? {} : { scheduler: request.scheduler }),
+  };
+}
+
+/** txt2img, or img2img for a Vary (ImageRequest.init). */
+function routeOf(request: ImageRequest): 'txt2img' | 'img2img' {
+  return request.init === undefined ? 'txt2img' : 'img2img';
+}
+
+/**
+ * A Vary's fields of an /sdapi/v1/img2img body; none for txt2img.
+ * - A1111 (api.py:492-563 in v1.10.1, the same lines in Forge's import of it, 04c6ab68): `init_images` is a list of
+ *   base64 images, each read by decode_base64_to_image (api.py:77-99: a data: URL's prefix is dropped; what does not
+ *   decode is HTTP 500 "Invalid encoded image"); without it the request is refused with HTTP 404 "Init image not
+ *   found" (api.py:495-497). `denoising_strength` is a float, 0.75 when absent (models.py:115-133 at A1111 45b8a499),
+ *   and comes back in info and the infotext as "Denoising strength" (processing.py:1507, :738). `resize_mode` 1 is
+ *   "Crop and resize" (StableDiffusionProcessingImg2Img.resize_mode, processing.py:1463; images.resize_image): an
+ *   image of another shape is cropped to the size asked, not stretched.
+ * - sd-server (routes_sdapi.cpp:196-237 at 97d29908): the first of `init_images`, a data: prefix dropped
+ *   (common.cpp:1716-1747), cropped and resized to width × height (media_io.cpp:559-580); `denoising_strength`
+ *   taken when ≥ 0 and capped at 1 (routes_sdapi.cpp:233-236), and said in info (:287-289). An image it cannot
+ *   decode is skipped without a word, leaving text-to-image.
+ */
+function describeInit(request: ImageRequest): Record<string, unknown> {
+  if (request.init === undefined) return {};
+  return {
+    init_images: [Buffer.from(request.init.png).toString('base64')],
+    denoising_strength: request.init.strength,
+    resize_mode: 1,
   };
 }
 
@@ -276,34 +310,60 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     }
   }
 
-  function readResult(text: string, request: ImageRequest): ImageResult {
+  /**
+   * The images of an answer, in seed order, a grid never among them: A1111 puts one first only when the request
+   * saves its images and its "Always return a grid" is on (do_not_save_grid = not save_images, api.py:446, 514;
+   * processing.py:1048-1059 at A1111 45b8a499), and says so in info.index_of_first_image; Easel never asks to save,
+   * and skips whatever comes before the first image all the same (a server that does not say: the last `count`).
+   */
+  function readResults(text: string, request: ImageRequest, count: number): ImageResult[] {
     const body = parseJson(text);
     const images = isRecord(body) ? body['images'] : undefined;
-    const first: unknown = Array.isArray(images) ? images[0] : undefined;
-    if (typeof first !== 'string' || first === '') {
-      throw new ImageBackendError(
-        'bad_response',
-        `AUTOMATIC1111 at ${url} answered txt2img without an image (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that --image-url points to an AUTOMATIC1111-compatible API.`,
-      );
-    }
-    // Stryker disable next-line Regex: base64 has no : or ,, so only a prefix can match
-    const png = new Uint8Array(Buffer.from(first.replace(/^data:[^,]*,/, ''), 'base64'));
-    const chunks = readPngChunks(png);
-    if (!chunks.ok) {
-      const format = describeImageBytes(png);
-      const hint = format === 'JPEG' || format === 'WebP' ? ' Set Settings → Saving images → File format to png.' : '';
-      throw new ImageBackendError('bad_response', `${label()} at ${url} sent an image Easel cannot use: ${chunks.error.message}${hint}`);
-    }
+    const listed: unknown[] = Array.isArray(images) ? images : [];
     const info = readInfo(isRecord(body) ? body['info'] : undefined);
     if (info['version'] === 'stable-diffusion.cpp') isSdServer = true;
-    // A server of this API that says nothing still honours what it was sent: seed, steps, cfg_scale.
-    return { png, seed: request.seed, steps: request.steps, cfg: request.cfg, ...readUsedSettings(info) };
+    const said = readNumber(info['index_of_first_image']);
+    const firstImage = said !== undefined && Number.isInteger(said) && said >= 0 ? said : Math.max(0, listed.length - count);
+    const made = listed.slice(firstImage, firstImage + count);
+    if (made.length === 0 || made.some((image) => typeof image !== 'string' || image === '')) {
+      throw new ImageBackendError(
+        'bad_response',
+        `AUTOMATIC1111 at ${url} answered ${routeOf(request)} without an image (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that --image-url points to an AUTOMATIC1111-compatible API.`,
+      );
+    }
+    return made.map((image, index) => {
+      // Stryker disable next-line Regex: base64 has no : or ,, so only a prefix can match
+      const png = new Uint8Array(Buffer.from(String(image).replace(/^data:[^,]*,/, ''), 'base64'));
+      const chunks = readPngChunks(png);
+      if (!chunks.ok) {
+        const format = describeImageBytes(png);
+        const hint = format === 'JPEG' || format === 'WebP' ? ' Set Settings → Saving images → File format to png.' : '';
+        throw new ImageBackendError('bad_response', `${label()} at ${url} sent an image Easel cannot use: ${chunks.error.message}${hint}`);
+      }
+      // A server of this API that says nothing still honours what it was sent: seed (+ its place in the batch), steps, cfg_scale.
+      return { png, seed: request.seed + index, steps: request.steps, cfg: request.cfg, ...readUsedSettings(info, index, firstImage + index) };
+    });
   }
 
-  async function generate(
+  async function generate(request: ImageRequest, options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult> {
+    const [result] = await run(request, 1, options);
+    return result as ImageResult;
+  }
+
+  /**
+   * A batch in one request: batch_size images sampled together, seeds seed, seed + 1, … (A1111: p.all_seeds,
+   * processing.py:835-838 at A1111 45b8a499; sd-server: batch_size is its batch_count, 1–8, and all_seeds seed + i,
+   * routes_sdapi.cpp:106, 127, 360-390). One job: /progress covers all of it (job_count is n_iter, 1).
+   */
+  function generateBatch(request: ImageRequest & { count: number }, options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult[]> {
+    return run(request, request.count, options);
+  }
+
+  async function run(
     request: ImageRequest,
+    count: number,
     { signal, onProgress }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
-  ): Promise<ImageResult> {
+  ): Promise<ImageResult[]> {
     const polling = new AbortController();
     let poller: Promise<void> = Promise.resolve();
     try {
@@ -316,7 +376,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
             } catch {}
           });
         }
-        const response = await fetchImpl(`${url}/sdapi/v1/txt2img`, {
+        const response = await fetchImpl(`${url}/sdapi/v1/${routeOf(request)}`, {
           method: 'POST',
           // Stryker disable next-line StringLiteral: FastAPI reads a body with an empty content type as JSON (fastapi/routing.py), and sd-server ignores the header
           headers: { 'content-type': 'application/json' },
@@ -328,9 +388,10 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
             seed: request.seed,
             width: request.width,
             height: request.height,
-            batch_size: 1,
+            batch_size: count,
             n_iter: 1,
             ...describeChoices(request),
+            ...describeInit(request),
           }),
           signal: jobSignal,
         });
@@ -349,7 +410,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
         if (response.status === 404 && !(isRecord(parsed) && typeof parsed['error'] === 'string')) {
           throw new ImageBackendError(
             'backend_error',
-            `The server at ${url} has no /sdapi/v1/txt2img (HTTP 404: ${describeA1111Error(text)}). Start AUTOMATIC1111 with --api, or point --image-url at it.`,
+            `The server at ${url} has no /sdapi/v1/${routeOf(request)} (HTTP 404: ${describeA1111Error(text)}). Start AUTOMATIC1111 with --api, or point --image-url at it.`,
           );
         }
         if (!response.ok) {
@@ -358,7 +419,7 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
             `${label()} at ${url} refused the image (HTTP ${response.status}): ${describeA1111Error(text)}. Check its console and the generation settings.`,
           );
         }
-        return readResult(text, request);
+        return readResults(text, request, count);
       });
     } finally {
       // After the job, whose timer is gone by then: a timeout while polling ends cannot stop a finished image.
@@ -459,5 +520,6 @@ export function createA1111Backend(options: A1111BackendOptions): ImageBackend {
     });
   }
 
-  return { name: 'a1111', url, generate, checkHealth, listModels };
+  // Both servers of this API have /sdapi/v1/img2img: A1111 (api.py:492-563) and sd-server (routes_sdapi.cpp:411-413).
+  return { name: 'a1111', url, canVary: true, generate, generateBatch, checkHealth, listModels };
 }

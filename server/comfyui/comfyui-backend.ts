@@ -1,6 +1,6 @@
 // ComfyUI: queue an API-format workflow over HTTP, follow it over the WebSocket, fetch the
 // saved image from /history and /view. Line numbers cite ComfyUI 0.3.64 (a125cd84).
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type WebSocket from 'ws';
 import { ImageBackendError } from '../core/errors.ts';
@@ -21,7 +21,7 @@ import {
 } from '../image-backend/index.ts';
 import { describeImageBytes, readPngChunks } from '../png/index.ts';
 import { readComboOptions } from './object-info.ts';
-import { applyModelChoices, fillWorkflow, findCheckpointName, findChoiceTarget, findOwnChoice, findSamplerSettings, MODEL_CHOICE_INPUTS, type ModelChoice } from './workflow.ts';
+import { applyModelChoices, fillWorkflow, findCheckpointName, findChoiceTarget, findOwnChoice, findSamplerSettings, MODEL_CHOICE_INPUTS, takesBatchSize, type ModelChoice } from './workflow.ts';
 import { describeTooLarge, isRecord, parseJson, readCappedBytes, readCappedText, readTextPrefix, truncate } from '../util/index.ts';
 
 export interface ComfyUiBackendOptions {
@@ -29,6 +29,11 @@ export interface ComfyUiBackendOptions {
   url: string;
   /** API-format workflow with %placeholders%; see loadWorkflow. */
   workflow: unknown;
+  /**
+   * The image-to-image workflow (Vary): the bundled default-img2img-workflow.json or --comfy-img2img-workflow, with
+   * %init_image% and %denoise%. Absent: this backend cannot vary an image.
+   */
+  img2imgWorkflow?: unknown;
   /** WebSocket client id; a fresh one per generation by default. */
   clientId?: string;
   /** After this long the job is interrupted and generate rejects with 'timeout'. Default 10 minutes. */
@@ -49,6 +54,9 @@ interface OutputImage {
   subfolder: string;
   type: string;
 }
+
+/** Said when Easel's ComfyUI backend was made without an image-to-image workflow (main.ts always gives one). */
+const CANNOT_VARY = 'Easel has no image-to-image workflow for ComfyUI, so it cannot start an image from another one: give one with --comfy-img2img-workflow.';
 
 const HISTORY_ATTEMPTS = 5;
 const HISTORY_RETRY_MS = 100;
@@ -407,10 +415,66 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     return png;
   }
 
-  async function generate(
+  /**
+   * The starting image of a Vary, uploaded into ComfyUI's input folder as LoadImage reads it: POST /upload/image,
+   * multipart with the file in `image`, `type` input and `subfolder` easel, answered {name, subfolder, type}
+   * (server.py:316-367; no file or no filename: a bare 400). The name is the PNG's hash, and `overwrite` lets the same
+   * bytes replace themselves rather than gather "name (1).png" copies (server.py:341-351). LoadImage then takes
+   * "subfolder/name" below the input folder (folder_paths.py:192-201; its VALIDATE_INPUTS checks only that the file
+   * exists, nodes.py:1699-1704, so the combo list of the folder's top level does not refuse it).
+   */
+  async function uploadInitImage(png: Uint8Array, signal: AbortSignal): Promise<string> {
+    const name = `easel-${createHash('sha256').update(png).digest('hex').slice(0, 32)}.png`;
+    const form = new FormData();
+    form.append('image', new Blob([png as Uint8Array<ArrayBuffer>], { type: 'image/png' }), name);
+    form.append('type', 'input');
+    form.append('subfolder', 'easel');
+    form.append('overwrite', 'true');
+    const response = await fetchImpl(`${url}/upload/image`, { method: 'POST', body: form, signal });
+    const text = await readAnswer(response, '/upload/image');
+    if (!response.ok) {
+      throw new ImageBackendError('backend_error', `ComfyUI at ${url} refused the image to vary (POST /upload/image, HTTP ${response.status}${text.trim() === '' ? '' : `: ${truncate(text)}`}).`);
+    }
+    const body = parseJson(text);
+    const uploaded = isRecord(body) ? body['name'] : undefined;
+    if (typeof uploaded !== 'string' || uploaded === '') {
+      throw new ImageBackendError('bad_response', `ComfyUI at ${url} answered /upload/image without the file's name (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that --image-url points to ComfyUI.`);
+    }
+    const subfolder = isRecord(body) && typeof body['subfolder'] === 'string' ? body['subfolder'] : '';
+    return subfolder === '' ? uploaded : `${subfolder}/${uploaded}`;
+  }
+
+  async function generate(request: ImageRequest, options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult> {
+    const [result] = await run(request, 1, options);
+    return result as ImageResult;
+  }
+
+  /**
+   * A batch as one prompt with a latent batch of `count` (the graph's %batch_size%: EmptyLatentImage.batch_size,
+   * nodes.py:1164-1186, or RepeatLatentBatch.amount after an encoded image, nodes.py:1221-1236): SaveImage writes
+   * one file per item (nodes.py, SaveImage.save_images) and the history lists them all in its output. The items'
+   * noise comes from one generator seeded once with the KSampler's seed (comfy/sample.py:8-25, prepare_noise): only
+   * the first image is the seed's own image; the others have no seed that makes them alone, so none is claimed.
+   * A graph without %batch_size% (a workflow of the user's) makes one prompt per image instead, seed after seed.
+   */
+  async function generateBatch(request: ImageRequest & { count: number }, jobOptions: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult[]> {
+    const graph = request.init === undefined ? options.workflow : options.img2imgWorkflow;
+    if (takesBatchSize(graph)) return run(request, request.count, jobOptions);
+    const results: ImageResult[] = [];
+    for (let index = 0; index < request.count; index++) {
+      const share = (progress: ImageProgress) => jobOptions.onProgress(progress.fraction === undefined ? {} : { fraction: (index + progress.fraction) / request.count });
+      const [result] = await run({ ...request, seed: request.seed + index }, 1, { signal: jobOptions.signal, onProgress: share });
+      results.push(result as ImageResult);
+    }
+    return results;
+  }
+
+  async function run(
     request: ImageRequest,
+    count: number,
     { signal, onProgress }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
-  ): Promise<ImageResult> {
+  ): Promise<ImageResult[]> {
+    if (request.init !== undefined && options.img2imgWorkflow === undefined) throw new ImageBackendError('backend_error', CANNOT_VARY);
     // Ours from the start: a cancel before /prompt answers can name it.
     let promptId: string = randomUUID();
     // Only our own prompt is stopped: a bare /interrupt would stop whatever runs, maybe someone else's job.
@@ -423,7 +487,10 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         // combo list and refuses a name it lacks with HTTP 400, node_errors of type value_not_in_list
         // (execution.py:896-920, server.py:710-712), which queuePrompt quotes. A choice the workflow has no node for
         // fails here, before anything is sent.
-        const chosen = applyModelChoices(fillWorkflow(options.workflow, request), request);
+        // A Vary runs the image-to-image graph with the uploaded image in its LoadImage.
+        const initImage = request.init === undefined ? undefined : await uploadInitImage(request.init.png, jobSignal);
+        const graph = initImage === undefined ? options.workflow : options.img2imgWorkflow;
+        const chosen = applyModelChoices(fillWorkflow(graph, request, { batchSize: count, ...(initImage === undefined ? {} : { initImage }) }), request);
         if (!chosen.ok) throw new ImageBackendError('backend_error', chosen.error.message);
         const workflow = chosen.value;
         // The socket opens first so that no progress message can come before we listen.
@@ -453,17 +520,23 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
           );
         }
         const history = await readHistory(promptId, jobSignal);
-        const image = history.images[0] ?? announced[0];
-        if (image === undefined) {
+        // The history's outputs, SaveImage's first (readOutputImages): a batch's files in the order it saved them.
+        const images = (history.images.length > 0 ? history.images : announced).slice(0, count);
+        if (images.length === 0) {
           throw new ImageBackendError('bad_response', `ComfyUI at ${url} finished the workflow but it saved no image. End the workflow in a SaveImage node.`);
         }
-        const png = await downloadImage(image, jobSignal);
         // What ran is the workflow in the history (it is the one we sent): its sampler's own inputs, which a
         // custom workflow may fix instead of taking our placeholders.
         const ran = history.workflow ?? workflow;
         const model = findCheckpointName(ran);
-        // Stryker disable next-line ConditionalExpression: its only reader (describeMadeWith) keeps a model only when it is defined
-        return { png, ...findSamplerSettings(ran), ...(model === undefined ? {} : { model }) };
+        const { seed, ...settings } = findSamplerSettings(ran);
+        const results: ImageResult[] = [];
+        for (const [index, image] of images.entries()) {
+          const png = await downloadImage(image, jobSignal);
+          // Stryker disable next-line ConditionalExpression: its only reader (describeMadeWith) keeps a model only when it is defined
+          results.push({ png, ...settings, ...(index === 0 && seed !== undefined ? { seed } : {}), ...(model === undefined ? {} : { model }) });
+        }
+        return results;
       });
     } finally {
       socket?.close();
@@ -546,5 +619,5 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     });
   }
 
-  return { name: 'comfyui', url, generate, checkHealth, listModels };
+  return { name: 'comfyui', url, canVary: options.img2imgWorkflow === undefined ? CANNOT_VARY : true, generate, generateBatch, checkHealth, listModels };
 }

@@ -5,24 +5,49 @@ import { fileURLToPath } from 'node:url';
 import type { ImageRequest } from '../core/ports.ts';
 
 export const DEFAULT_WORKFLOW_PATH: string = fileURLToPath(new URL('./default-workflow.json', import.meta.url));
+/**
+ * The image-to-image graph bundled beside it (Vary): LoadImage (nodes.py:1630-1704) → ImageScale to the request's
+ * size (nodes.py:1778-1793) → VAEEncode (nodes.py:333-344) → KSampler with `denoise` (nodes.py:1499-1525), the
+ * strength: "lower values will maintain the structure of the initial image allowing for image to image sampling".
+ */
+export const DEFAULT_IMG2IMG_WORKFLOW_PATH: string = fileURLToPath(new URL('./default-img2img-workflow.json', import.meta.url));
 
-export type WorkflowErrorCode = 'not_found' | 'unreadable' | 'invalid_json' | 'not_api_format' | 'no_prompt_placeholder';
+export type WorkflowErrorCode = 'not_found' | 'unreadable' | 'invalid_json' | 'not_api_format' | 'no_prompt_placeholder' | 'no_init_image_placeholder';
+
+/** A text-to-image workflow, or the image-to-image one (--comfy-img2img-workflow), which must take the starting image. */
+export type WorkflowKind = 'txt2img' | 'img2img';
+
+/** What a workflow is filled with besides the request: the name ComfyUI gave the uploaded starting image. */
+export interface WorkflowExtras {
+  initImage?: string;
+  /** How many images the latent batch holds (EmptyLatentImage.batch_size, RepeatLatentBatch.amount); default 1. */
+  batchSize?: number;
+}
 
 export type WorkflowResult =
   | { ok: true; value: Record<string, unknown> }
   | { ok: false; error: { code: WorkflowErrorCode; message: string } };
 
-const PLACEHOLDER = /%(prompt|negative_prompt|steps|cfg|seed|width|height)%/g;
-const EXACT_PLACEHOLDER = /^%(prompt|negative_prompt|steps|cfg|seed|width|height)%$/;
+const PLACEHOLDER = /%(prompt|negative_prompt|steps|cfg|seed|width|height|init_image|denoise|batch_size)%/g;
+const EXACT_PLACEHOLDER = /^%(prompt|negative_prompt|steps|cfg|seed|width|height|init_image|denoise|batch_size)%$/;
 
-type PlaceholderName = 'prompt' | 'negative_prompt' | 'steps' | 'cfg' | 'seed' | 'width' | 'height';
+type PlaceholderName = 'prompt' | 'negative_prompt' | 'steps' | 'cfg' | 'seed' | 'width' | 'height' | 'init_image' | 'denoise' | 'batch_size';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function readPlaceholder(request: ImageRequest, name: PlaceholderName): string | number {
+function readPlaceholder(request: ImageRequest, name: PlaceholderName, extras: WorkflowExtras): string | number {
   switch (name) {
+    // LoadImage's `image`: the uploaded file as /upload/image named it, "subfolder/name" below ComfyUI's input folder.
+    case 'init_image':
+      return extras.initImage ?? '';
+    // KSampler's denoise: the strength of a Vary; 1 (all of it, ComfyUI's default) for an image from the prompt.
+    case 'denoise':
+      return request.init?.strength ?? 1;
+    // EmptyLatentImage's batch_size (nodes.py:1164-1186) or RepeatLatentBatch's amount (nodes.py:1221-1236).
+    case 'batch_size':
+      return extras.batchSize ?? 1;
     case 'prompt':
       return request.prompt;
     case 'negative_prompt':
@@ -40,15 +65,15 @@ function readPlaceholder(request: ImageRequest, name: PlaceholderName): string |
   }
 }
 
-function fillValue(value: unknown, request: ImageRequest): unknown {
+function fillValue(value: unknown, request: ImageRequest, extras: WorkflowExtras): unknown {
   if (typeof value === 'string') {
     const exact = EXACT_PLACEHOLDER.exec(value);
-    if (exact !== null) return readPlaceholder(request, exact[1] as PlaceholderName);
+    if (exact !== null) return readPlaceholder(request, exact[1] as PlaceholderName, extras);
     // One pass, so a prompt that itself contains "%seed%" is not substituted again.
-    return value.replace(PLACEHOLDER, (_match, name: PlaceholderName) => String(readPlaceholder(request, name)));
+    return value.replace(PLACEHOLDER, (_match, name: PlaceholderName) => String(readPlaceholder(request, name, extras)));
   }
-  if (Array.isArray(value)) return value.map((item) => fillValue(item, request));
-  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fillValue(item, request)]));
+  if (Array.isArray(value)) return value.map((item) => fillValue(item, request, extras));
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fillValue(item, request, extras)]));
   return value;
 }
 
@@ -56,14 +81,19 @@ function fillValue(value: unknown, request: ImageRequest): unknown {
  * A deep copy of `workflow` where strings equal to a placeholder become the value (numbers stay
  * numbers) and placeholders inside longer strings are replaced as text.
  */
-export function fillWorkflow(workflow: unknown, request: ImageRequest): unknown {
-  return fillValue(workflow, request);
+export function fillWorkflow(workflow: unknown, request: ImageRequest, extras: WorkflowExtras = {}): unknown {
+  return fillValue(workflow, request, extras);
 }
 
-function containsPromptPlaceholder(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('%prompt%');
-  if (Array.isArray(value)) return value.some(containsPromptPlaceholder);
-  if (isRecord(value)) return Object.values(value).some(containsPromptPlaceholder);
+/** Whether a workflow makes a latent batch of the size Easel asks (a `%batch_size%` placeholder). */
+export function takesBatchSize(workflow: unknown): boolean {
+  return containsPlaceholder(workflow, '%batch_size%');
+}
+
+function containsPlaceholder(value: unknown, placeholder: string): boolean {
+  if (typeof value === 'string') return value.includes(placeholder);
+  if (Array.isArray(value)) return value.some((item) => containsPlaceholder(item, placeholder));
+  if (isRecord(value)) return Object.values(value).some((item) => containsPlaceholder(item, placeholder));
   return false;
 }
 
@@ -204,8 +234,11 @@ export function applyModelChoices(workflow: unknown, request: Pick<ImageRequest,
   return { ok: true, value: copy };
 }
 
-/** Reads an API-format workflow file and checks that Easel can drive it. */
-export async function loadWorkflow(path: string): Promise<WorkflowResult> {
+/**
+ * Reads an API-format workflow file and checks that Easel can drive it: every workflow takes %prompt%, and an
+ * image-to-image one (`kind` img2img) also %init_image% (LoadImage's image) and %denoise% (KSampler's denoise).
+ */
+export async function loadWorkflow(path: string, kind: WorkflowKind = 'txt2img'): Promise<WorkflowResult> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -243,12 +276,21 @@ export async function loadWorkflow(path: string): Promise<WorkflowResult> {
       },
     };
   }
-  if (!containsPromptPlaceholder(workflow)) {
+  if (!containsPlaceholder(workflow, '%prompt%')) {
     return {
       ok: false,
       error: {
         code: 'no_prompt_placeholder',
         message: `The ComfyUI workflow file ${path} has no "%prompt%" placeholder, so Easel's prompt would be ignored. Set the positive CLIPTextEncode text to %prompt% (and optionally %negative_prompt%, %seed%, %steps%, %cfg%, %width%, %height%).`,
+      },
+    };
+  }
+  if (kind === 'img2img' && (!containsPlaceholder(workflow, '%init_image%') || !containsPlaceholder(workflow, '%denoise%'))) {
+    return {
+      ok: false,
+      error: {
+        code: 'no_init_image_placeholder',
+        message: `The ComfyUI image-to-image workflow file ${path} needs "%init_image%" (a LoadImage node's image) and "%denoise%" (the KSampler's denoise), so Easel can hand it the image to vary and how much to change it.`,
       },
     };
   }

@@ -74,6 +74,7 @@ const configSchema = z.object({
   imageUrl: httpUrl.optional(),
   imageModel: z.string().min(1).optional(),
   comfyWorkflow: z.string().min(1).optional(),
+  comfyImg2imgWorkflow: z.string().min(1).optional(),
   imageTimeout: intFlag(1, 86_400),
   maxImagePixels: intFlag(MIN_IMAGE_PIXELS, MAX_IMAGE_PIXELS_CEILING),
   unloadLlm: z.boolean(),
@@ -200,6 +201,12 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'image-model': { key: 'imageModel', env: 'EASEL_IMAGE_MODEL', value: 'NAME', help: 'model name sent to an openai or localai backend' },
   'comfy-workflow': { key: 'comfyWorkflow', env: 'EASEL_COMFY_WORKFLOW', value: 'FILE', help: 'ComfyUI API-format workflow file (default: bundled SD 1.5 graph)' },
+  'comfy-img2img-workflow': {
+    key: 'comfyImg2imgWorkflow',
+    env: 'EASEL_COMFY_IMG2IMG_WORKFLOW',
+    value: 'FILE',
+    help: 'ComfyUI API-format workflow for Vary (image to image), with %init_image% and %denoise% (default: bundled SD 1.5 graph)',
+  },
   'image-timeout': { key: 'imageTimeout', env: 'EASEL_IMAGE_TIMEOUT', value: 'SECONDS', help: 'seconds before an image generation is given up (default 600)', fallback: () => '600' },
   'max-image-pixels': {
     key: 'maxImagePixels',
@@ -286,7 +293,7 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
     const arg = argv[i] as string;
     if (arg === '--help' || arg === '-h') return { ok: true, value: null, exit: 'help' };
     if (arg === '--version' || arg === '-v') return { ok: true, value: null, exit: 'version' };
-    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const match = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(arg);
     const spec = match ? FLAGS[match[1] as string] : undefined;
     if (!match || !spec) return fail(`Unknown flag ${arg}. Run with --help to see the flags.`);
     if (spec.boolean) {

@@ -6,7 +6,7 @@ import { checkPngImage } from '../png/index.ts';
 import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
 import { turnErrorCodeSchema } from './error-codes.ts';
 import { turnStatusSchema, type ConversationImport, type TranscriptTurn } from './conversation.ts';
-import { imageMadeWithSchema, pickMadeWith, type ImageRecord } from './image-record.ts';
+import { imageMadeWithSchema, imageSourceSchema, pickMadeWith, type ImageRecord, type ImageSource } from './image-record.ts';
 import { imageSkipReasonSchema, PINNABLE_FIELDS, promptSourceSchema, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
 import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
 import { toContextEntry } from './context-change.ts';
@@ -95,6 +95,8 @@ export async function buildArchiveFiles(
   const versionIndex = new Map(source.promptVersions.map((version, index) => [version.id, index]));
   const indexOf = (map: ReadonlyMap<number, number>, id: number | null) => (id === null ? null : (map.get(id) ?? null));
   const suggestionTurn = source.suggestion ? indexOf(turnIndex, source.suggestion.turnId) : null;
+  // A Vary's starting image, by its position when it is exported too (an import gives it a new id), else by its id.
+  const pictureIndex = new Map(pictures.map(({ image }, index) => [image.id, index]));
   const manifest = {
     format: ARCHIVE_FORMAT,
     version: ARCHIVE_VERSION,
@@ -131,6 +133,7 @@ export async function buildArchiveFiles(
       turn: image.turnId === null ? null : (turnIndex.get(image.turnId) ?? null),
       ...pickMadeWith(image),
       promptVersion: indexOf(versionIndex, image.promptVersion),
+      source: image.source === null ? null : { ...image.source, image: pictureIndex.get(image.source.imageId) ?? null },
       createdAt: image.createdAt,
     })),
   };
@@ -274,13 +277,23 @@ const promptVersionSchema = z
   })
   .strict();
 
+/**
+ * A version-2 image: its prompt version, and (since Vary) the image it was made from, by its position among the
+ * exported images when it is one of them (`image`), its id otherwise. An export made before Vary has no `source`:
+ * read as null.
+ */
+const imageV2Schema = imageSchema.extend({
+  promptVersion: position.nullable(),
+  source: imageSourceSchema.extend({ image: position.nullable() }).strict().nullable().default(null),
+});
+
 const pinnableSettingsSchema = settingsSchema.pick({ steps: true, cfg: true, seed: true, negativePrompt: true });
 
 const manifestV2Schema = manifestV1Schema
   .extend({
     version: z.literal(2),
     transcript: z.array(turnV2Schema).max(MAX_TURNS),
-    images: z.array(imageSchema.extend({ promptVersion: position.nullable() })).max(MAX_IMAGES),
+    images: z.array(imageV2Schema).max(MAX_IMAGES),
     promptVersions: z.array(promptVersionSchema).max(MAX_PROMPT_VERSIONS),
     promptVersion: position.nullable(),
     suggestion: z.object({ prompt: promptSchema, turn: position }).strict().nullable(),
@@ -307,7 +320,7 @@ const manifestShellSchema = z.discriminatedUnion('version', [
 ]);
 const LIST_ELEMENTS = {
   1: { transcript: turnSchema.superRefine(checkUserText), context: contextEntrySchema, images: imageSchema },
-  2: { transcript: turnV2Schema, context: contextEntrySchema, images: imageSchema.extend({ promptVersion: position.nullable() }), promptVersions: promptVersionSchema },
+  2: { transcript: turnV2Schema, context: contextEntrySchema, images: imageV2Schema, promptVersions: promptVersionSchema },
 } as const;
 /** Elements checked between two turns of the event loop. */
 const ELEMENTS_PER_TURN = 500;
@@ -356,6 +369,9 @@ function checkPositions(manifest: Manifest): string | undefined {
   }
   if (manifest.suggestion && manifest.suggestion.turn >= turns) return `suggestion.turn is ${manifest.suggestion.turn}, but the transcript has ${turns} turns.`;
   for (const [index, image] of manifest.images.entries()) {
+    if (image.source !== null && image.source.image !== null && image.source.image >= manifest.images.length) {
+      return `images.${index}.source.image is ${image.source.image}, but there are ${manifest.images.length} images.`;
+    }
     if (image.promptVersion !== null && image.promptVersion >= versions.length) {
       return `images.${index}.promptVersion is ${image.promptVersion}, but there are ${versions.length} prompt versions.`;
     }
@@ -426,6 +442,8 @@ export async function readArchiveFiles(
   const written: ImportedArchive['files'] = [];
   const images: ConversationImport['images'] = [];
   const seen = new Set<string>();
+  // New ids first: a Vary's starting image among them is named by its new id.
+  const newIds = manifest.images.map(() => ids.newImageId());
   for (const [index, image] of manifest.images.entries()) {
     if (image.turn !== null && image.turn >= manifest.transcript.length) {
       return refuse(`Image ${index + 1} (${image.file}) belongs to turn ${image.turn + 1}, but the transcript has ${manifest.transcript.length}.`);
@@ -436,11 +454,11 @@ export async function readArchiveFiles(
     if (!bytes) return refuse(`${image.file} is listed in ${ARCHIVE_MANIFEST} but missing from the file.`);
     const checked = await checkPngImage(bytes, { maxPixels: ids.maxPixels });
     if (!checked.ok) return refuse(`${image.file} is not an image Easel can use: ${checked.error.message}`);
-    const id = ids.newImageId();
+    const id = newIds[index] as string;
     const name = `${id}.png`;
     written.push({ name, bytes });
-    const { file: _file, ...record } = image;
-    images.push({ promptVersion: null, ...record, id, file: name, width: checked.value.width, height: checked.value.height });
+    const { file: _file, source: imageSource, ...record } = { source: null, ...image };
+    images.push({ promptVersion: null, ...record, source: toImageSource(imageSource, newIds), id, file: name, width: checked.value.width, height: checked.value.height });
   }
   return {
     ok: true,
@@ -481,6 +499,13 @@ export async function readArchiveFiles(
       files: written,
     },
   };
+}
+
+/** A Vary's starting image as stored: the new id of an imported one (by its position), else the id it had. */
+function toImageSource(source: (ImageSource & { image: number | null }) | null, newIds: readonly string[]): ImageSource | null {
+  if (source === null) return null;
+  const imageId = source.image === null ? source.imageId : (newIds[source.image] ?? source.imageId);
+  return { imageId, strength: source.strength };
 }
 
 /** Zod's partial output has `key?: T | undefined`; the store keeps only the keys that hold a value. */

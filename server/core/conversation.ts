@@ -136,6 +136,39 @@ export interface ConversationImport {
   };
 }
 
+/**
+ * Where a page of the gallery ends, in its order (newest first: the time it was made, then the order it was
+ * stored in, `seq`): the next page starts after it. The service hands it out as an opaque cursor.
+ */
+export interface ImageCursor {
+  createdAt: string;
+  seq: number;
+}
+
+/** Which images the gallery shows: every conversation's, newest first, narrowed by what is given. */
+export interface ImageListQuery {
+  /** Each word must appear in the prompt, in any case (as a word or a part of one). Empty: no condition. */
+  words: readonly string[];
+  conversationId?: string;
+  /** The checkpoint the image server said it used (the image's `model`). */
+  model?: string;
+  /** Only images after this one in the order (the next page). */
+  before?: ImageCursor;
+  limit: number;
+}
+
+export interface ImageList {
+  images: ImageRecord[];
+  /** Where the next page starts; null when this page is the last. */
+  next: ImageCursor | null;
+}
+
+/** What the gallery can be narrowed to: the conversations that have images (newest activity first) and the checkpoints images were made with. */
+export interface ImageFacets {
+  conversations: ConversationListing[];
+  models: string[];
+}
+
 export interface ConversationStore {
   /** Creates an empty conversation (POST /api/conversations, scripts); a prompt becomes its first version. */
   createConversation(input: { id: string; createdAt: string; settings: Settings; prompt?: string; pinned?: PinnableField[] }): ConversationRecord;
@@ -188,6 +221,14 @@ export interface ConversationStore {
   addImage(image: ImageRecord): void;
   /** Every image of the conversation, oldest first (also those made by the Generate button, turnId null). */
   listImages(conversationId: string): ImageRecord[];
+  /** One image by its id, whichever conversation holds it (the starting image of a Vary); undefined when there is none. */
+  getImage(id: string): ImageRecord | undefined;
+  /** Every conversation's images for the gallery, newest first (one read). */
+  listAllImages(query: ImageListQuery): ImageList;
+  /** The conversations and checkpoints the gallery can be narrowed to (one read). */
+  listImageFacets(): ImageFacets;
+  /** Deletes one image's record in one transaction; answers it (its file, its conversation), undefined when there was none. The file is the caller's. */
+  deleteImage(id: string): ImageRecord | undefined;
   /** Stores a whole conversation in one transaction (an import). */
   importConversation(conversation: ConversationImport): void;
   close(): void;

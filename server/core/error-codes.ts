@@ -29,6 +29,8 @@ export const TURN_ERROR_CODES = [
   'image_disk_full',
   'image_save_failed',
   'image_seed_out_of_range',
+  'image_cannot_vary',
+  'image_source_unreadable',
   'image_failed',
 ] as const;
 

@@ -54,6 +54,13 @@ export interface ImageEvent {
   model?: string;
   /** The prompt version it was made from, when its prompt was one. */
   promptVersion?: number;
+  /** The image it was made from (Vary) and the strength it was changed with; absent: made from the prompt alone. */
+  source?: { imageId: string; strength: number };
+  /**
+   * One of a batch (`count` > 1 in POST …/generations): its place (0-based) and the batch's size. The batch's first
+   * image has the `generation` event's id; each other its own. Absent for a single image.
+   */
+  batch?: { index: number; count: number };
 }
 
 /** The prompt pane and settings as the reply left them, as stored: the page shows exactly this. */
@@ -118,6 +125,8 @@ export function isShownTextEvent(event: TurnEvent): boolean {
 export type LiveEvent =
   | (TurnEvent extends infer E ? (E extends { turnId: number } ? E : E & { turnId?: number | null; imageId?: string }) : never)
   | { type: 'title'; title: string }
+  /** One of its images was deleted (from the gallery, or the API): pages drop it. */
+  | { type: 'image_deleted'; imageId: string }
   | { type: 'deleted' };
 
 /** What every page's library list receives: a conversation created, renamed, updated (a message, an image), or deleted. */

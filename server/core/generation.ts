@@ -1,8 +1,8 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
+import { addDenoisingStrength, checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore } from './conversation.ts';
-import type { ImageRecord } from './image-record.ts';
+import type { ImageRecord, ImageSource } from './image-record.ts';
 import { ImageBackendError, isImageBackendError, isLoggedByStore, isStorageError } from './errors.ts';
 import type { ImageEvent, TurnEvent } from './events.ts';
 import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';
@@ -21,6 +21,8 @@ export interface ImageBackendStatus {
   server?: string;
   /** True when --image-backend auto chose `backend` by asking the server. */
   auto?: true;
+  /** Whether it can start an image from another one (Vary): true, or why not; absent while that cannot be told. */
+  canVary?: true | string;
 }
 
 export interface GenerateInput {
@@ -31,6 +33,10 @@ export interface GenerateInput {
   settings: Settings;
   /** The prompt version `prompt` is; null when it is none (an API override). */
   promptVersion: number | null;
+  /** Vary: the stored image to start from (its record's id and file) and how much of it to change. */
+  from?: ImageSource & { file: string };
+  /** How many images (1–8, default 1): seeds seed, seed + 1, …; each its own record and `image` event. */
+  count?: number;
   signal: AbortSignal;
 }
 
@@ -39,6 +45,11 @@ export interface ImageGenerator {
   /** Yields `generation`, then `progress`…, then `image` or `error`. Never throws. */
   generate(input: GenerateInput): AsyncGenerator<TurnEvent>;
   checkHealth(signal?: AbortSignal): Promise<ImageBackendStatus>;
+  /**
+   * Whether the backend can start an image from another one (Vary): true, or the one sentence saying why not
+   * (no backend: how to configure one); undefined while that cannot be told yet (see ImageBackend.canVary).
+   */
+  canVary(): true | string | undefined;
   /**
    * What the image server can paint with, asked now; null without a backend. The adapter's name comes with it
    * (with --image-backend auto, the one it found). Throws ImageBackendError when the server cannot be asked.
@@ -60,6 +71,8 @@ export interface ImageGeneratorDeps {
   saveFile(name: string, bytes: Uint8Array): Promise<void>;
   /** Removes a saved PNG whose record could not be stored (a file already gone is not an error). */
   removeFile?(name: string): Promise<void>;
+  /** Reads a stored PNG of the images folder: the starting image of a Vary. Absent: no image can be varied. */
+  readFile?(name: string): Promise<Uint8Array>;
   /** Where images are saved, named in the message when a write fails. */
   imagesDir?: string;
   /**
@@ -141,6 +154,16 @@ class SeedOutOfRangeError extends Error {
   override readonly name = 'SeedOutOfRangeError';
 }
 
+/** A Vary the backend cannot make (its canVary sentence): refused before anything is sent. */
+class CannotVaryError extends Error {
+  override readonly name = 'CannotVaryError';
+}
+
+/** The starting image of a Vary could not be read from the images folder: nothing was sent. */
+class SourceUnreadableError extends Error {
+  override readonly name = 'SourceUnreadableError';
+}
+
 /** A write of a finished image failed: the disk, not the backend, is at fault. */
 class ImageSaveError extends Error {
   override readonly name = 'ImageSaveError';
@@ -174,7 +197,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
     // Aborted when the caller stops iterating, so an abandoned job is interrupted rather than left running.
     const abandoned = new AbortController();
     const signal = AbortSignal.any([input.signal, abandoned.signal]);
-    let job: Promise<ImageResult> | undefined;
+    /** The backend job running now (the batch's, or the current image's when the core loops). */
+    let job: Promise<unknown> | undefined;
     try {
       yield { type: 'generation', id, ...(queued ? { queued: true } : {}) };
       await waitOrAbort(previous, signal);
@@ -183,13 +207,20 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       }
       if (backend.prepare !== undefined) await waitOrAbort(backend.prepare(signal), signal);
       const { settings } = input;
+      const count = input.count ?? 1;
       const range = backend.seedRange ?? DEFAULT_SEED_RANGE;
-      if (settings.seed !== -1 && (settings.seed < range.min || settings.seed > range.max)) {
+      // A batch takes seed, seed + 1, …: each of them must be one the backend takes as it is.
+      const last = settings.seed + count - 1;
+      if (settings.seed !== -1 && (settings.seed < range.min || last > range.max)) {
+        const asked = count === 1 ? `seed ${settings.seed}` : `a batch of ${count} from seed ${settings.seed} (seeds ${settings.seed} to ${last})`;
         throw new SeedOutOfRangeError(
-          `${BACKEND_LABELS[backend.name]} at ${backend.url} takes seeds from ${range.min} to ${range.max} only, so seed ${settings.seed} cannot be used: it would not make the image it names. Pick a seed in that range, or −1 for a random one.`,
+          `${BACKEND_LABELS[backend.name]} at ${backend.url} takes seeds from ${range.min} to ${range.max} only, so ${asked} cannot be used: it would not make the image it names. Pick a seed in that range, or −1 for a random one.`,
         );
       }
-      const seed = settings.seed === -1 ? randomSeed(range) : settings.seed;
+      // A random batch: a random first seed, and the ones after it, all in range and all different.
+      const seed = settings.seed === -1 ? randomSeed({ min: range.min, max: range.max - (count - 1) }) : settings.seed;
+      // Vary: read after `prepare`, when --image-backend auto knows its adapter; refused before anything is sent.
+      const init = input.from === undefined ? undefined : { png: await readSource(backend, input.from), strength: input.from.strength };
       const request: ImageRequest = {
         prompt: input.prompt,
         negativePrompt: settings.negativePrompt,
@@ -202,68 +233,113 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         ...(settings.checkpoint === null ? {} : { checkpoint: settings.checkpoint }),
         ...(settings.sampler === null ? {} : { sampler: settings.sampler }),
         ...(settings.scheduler === null ? {} : { scheduler: settings.scheduler }),
+        ...(init === undefined ? {} : { init }),
       };
-      const progress = createChannel<ImageProgress>();
-      job = backend.generate(request, { signal, onProgress: (p) => progress.push(p) });
-      onBackend++;
-      job.then(progress.close, progress.close).finally(() => onBackend--);
-      for await (const p of progress) yield { type: 'progress', id, ...p };
-      const result = await job;
+      const source: ImageSource | null = input.from === undefined ? null : { imageId: input.from.imageId, strength: input.from.strength };
+      // The images of a batch share the moment the first was saved: the page shows them as one entry.
+      let batchAt: string | undefined;
 
-      // One check for every backend, before anything is written: a broken image is refused whole.
-      const checked = await checkPngImage(result.png, { maxPixels: deps.maxImagePixels });
-      if (!checked.ok) {
-        throw new ImageBackendError(
-          'bad_response',
-          `${BACKEND_LABELS[backend.name]} at ${backend.url} sent an image Easel cannot use: ${checked.error.message} Nothing was saved; try again, and check the backend's console if it happens again.`,
-        );
-      }
-      const { width, height } = checked.value;
-      const own = readOwnParameters(result.png);
-      const madeWith = describeMadeWith(request, result, own);
-      // The backend's own text (A1111's, sd.cpp's with its SDCPP block) is richer than ours: keep it.
-      // Stryker disable next-line ConditionalExpression: formatA1111Parameters leaves out a field without a value, as A1111 does
-      const bytes = own === undefined ? writePngText(result.png, 'parameters', formatA1111Parameters({ ...madeWith, width, height, ...(deps.writer === undefined ? {} : { version: deps.writer }) })) : result.png;
-      const file = `${id}.png`;
-      await deps.saveFile(file, bytes).catch((error: unknown) => {
-        throw new ImageSaveError(`could not write ${file}`, { cause: error });
-      });
-      const image: ImageRecord = {
-        id,
-        conversationId: input.conversationId,
-        turnId: input.turnId,
-        file,
-        url: `/images/${file}`,
-        prompt: madeWith.prompt,
-        negativePrompt: madeWith.negativePrompt,
-        steps: madeWith.steps ?? null,
-        cfg: madeWith.cfg ?? null,
-        seed: madeWith.seed ?? null,
-        sampler: madeWith.sampler ?? null,
-        scheduler: madeWith.scheduler ?? null,
-        width,
-        height,
-        model: madeWith.model ?? null,
-        promptVersion: input.promptVersion,
-        createdAt: new Date(deps.clock.now()).toISOString(),
+      /** One finished image: checked, its parameters text, written, recorded; its event. */
+      const save = async (result: ImageResult, index: number, asked: ImageRequest): Promise<ImageEvent> => {
+        const imageId = index === 0 ? id : newImageId();
+        // One check for every backend, before anything is written: a broken image is refused whole.
+        const checked = await checkPngImage(result.png, { maxPixels: deps.maxImagePixels });
+        if (!checked.ok) {
+          throw new ImageBackendError(
+            'bad_response',
+            `${BACKEND_LABELS[backend.name]} at ${backend.url} sent an image Easel cannot use: ${checked.error.message} Nothing was saved; try again, and check the backend's console if it happens again.`,
+          );
+        }
+        const { width, height } = checked.value;
+        const own = readOwnParameters(result.png);
+        const madeWith = describeMadeWith(asked, result, own);
+        const strength = source === null ? {} : { denoisingStrength: source.strength };
+        // The backend's own text (A1111's, sd.cpp's with its SDCPP block) is richer than ours: keep it, with the
+        // strength of a Vary where it lacks one (sd.cpp's names none).
+        const ownText = own === undefined ? undefined : (readPngText(result.png)['parameters'] as string);
+        const bytes =
+          ownText === undefined
+            ? // Stryker disable next-line ConditionalExpression: formatA1111Parameters leaves out a field without a value, as A1111 does
+              writePngText(result.png, 'parameters', formatA1111Parameters({ ...madeWith, ...strength, width, height, ...(deps.writer === undefined ? {} : { version: deps.writer }) }))
+            : source === null
+              ? result.png
+              : writeIfChanged(result.png, ownText, addDenoisingStrength(ownText, source.strength));
+        const file = `${imageId}.png`;
+        await deps.saveFile(file, bytes).catch((error: unknown) => {
+          throw new ImageSaveError(`could not write ${file}`, { cause: error });
+        });
+        batchAt ??= new Date(deps.clock.now()).toISOString();
+        const image: ImageRecord = {
+          id: imageId,
+          conversationId: input.conversationId,
+          turnId: input.turnId,
+          file,
+          url: `/images/${file}`,
+          prompt: madeWith.prompt,
+          negativePrompt: madeWith.negativePrompt,
+          steps: madeWith.steps ?? null,
+          cfg: madeWith.cfg ?? null,
+          seed: madeWith.seed ?? null,
+          sampler: madeWith.sampler ?? null,
+          scheduler: madeWith.scheduler ?? null,
+          width,
+          height,
+          model: madeWith.model ?? null,
+          promptVersion: input.promptVersion,
+          source,
+          createdAt: count === 1 ? new Date(deps.clock.now()).toISOString() : batchAt,
+        };
+        try {
+          deps.store.addImage(image);
+        } catch (error) {
+          // No record, no file: an image the library does not know would never be shown or deleted.
+          await deps.removeFile?.(file).catch(noop);
+          throw error;
+        }
+        return {
+          type: 'image',
+          id: imageId,
+          url: image.url,
+          width,
+          height,
+          ...madeWith,
+          ...(input.promptVersion === null ? {} : { promptVersion: input.promptVersion }),
+          ...(source === null ? {} : { source }),
+          ...(count === 1 ? {} : { batch: { index, count } }),
+        };
       };
-      try {
-        deps.store.addImage(image);
-      } catch (error) {
-        // No record, no file: an image the library does not know would never be shown or deleted.
-        await deps.removeFile?.(file).catch(noop);
-        throw error;
+
+      /** Runs one backend job, its progress as events (scaled to the batch when the core loops), then its answer. */
+      async function* runJob<T>(start: (onProgress: (progress: ImageProgress) => void) => Promise<T>, share?: { index: number; count: number }): AsyncGenerator<TurnEvent, T> {
+        const progress = createChannel<ImageProgress>();
+        const current = start((p) => {
+          const shown = share === undefined ? p : scaleProgress(p, share);
+          if (Object.keys(shown).length > 0) progress.push(shown);
+        });
+        job = current;
+        onBackend++;
+        current.then(progress.close, progress.close).finally(() => onBackend--);
+        for await (const p of progress) yield { type: 'progress', id, ...p };
+        return await current;
       }
-      const event: ImageEvent = {
-        type: 'image',
-        id,
-        url: image.url,
-        width,
-        height,
-        ...madeWith,
-        ...(input.promptVersion === null ? {} : { promptVersion: input.promptVersion }),
-      };
-      yield event;
+
+      if (count > 1 && backend.generateBatch !== undefined) {
+        // One job for the whole batch (A1111's batch_size, ComfyUI's latent batch, `n`): its results in seed order.
+        const generateBatch = backend.generateBatch.bind(backend);
+        const batch = { ...request, count };
+        const results = yield* runJob((onProgress) => generateBatch(batch, { signal, onProgress }));
+        if (results.length === 0) {
+          throw new ImageBackendError('bad_response', `${BACKEND_LABELS[backend.name]} at ${backend.url} answered a batch of ${count} without an image. Try again, and check the backend's console if it happens again.`);
+        }
+        for (const [index, result] of results.slice(0, count).entries()) yield await save(result, index, { ...request, seed: seed + index });
+      } else {
+        // One job per image, seed after seed; each image is kept as it comes, and a cancel stops the rest.
+        for (let index = 0; index < count; index++) {
+          const asked = { ...request, seed: seed + index };
+          const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), count === 1 ? undefined : { index, count });
+          yield await save(result, index, asked);
+        }
+      }
     } catch (error) {
       if (isStorageError(error)) {
         // The database, not the image: said as every storage failure is (a vanished or damaged file is logged once by the store).
@@ -272,8 +348,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         return;
       }
       yield { type: 'error', ...describeImageFailure(error, signal, deps.imagesDir) };
-      if (error instanceof ImageSaveError) deps.logger.error('the finished image could not be saved', { error });
-      else if (!isImageBackendError(error) && !(error instanceof SeedOutOfRangeError) && !signal.aborted) deps.logger.error('image generation failed', { error });
+      if (error instanceof ImageSaveError || error instanceof SourceUnreadableError) deps.logger.error(error instanceof ImageSaveError ? 'the finished image could not be saved' : 'the image to vary could not be read', { error });
+      else if (!isImageBackendError(error) && !(error instanceof SeedOutOfRangeError) && !(error instanceof CannotVaryError) && !signal.aborted) deps.logger.error('image generation failed', { error });
       else deps.logger.warn('image generation did not finish', { error });
     } finally {
       pending--;
@@ -284,10 +360,25 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
     }
   }
 
+  /**
+   * The starting image of a Vary, read after `prepare`: a backend that says it cannot vary is refused in its own
+   * words; one that still cannot tell is sent the image, and its adapter refuses what it cannot make.
+   */
+  async function readSource(backend: ImageBackend, from: ImageSource & { file: string }): Promise<Uint8Array> {
+    if (typeof backend.canVary === 'string') throw new CannotVaryError(backend.canVary);
+    if (deps.readFile === undefined) throw new SourceUnreadableError(`no images folder to read ${from.file} from`);
+    try {
+      return await deps.readFile(from.file);
+    } catch (error) {
+      throw new SourceUnreadableError(`could not read ${from.file}`, { cause: error });
+    }
+  }
+
   return {
     configured: deps.backend !== null,
     generate,
     settled: () => queue,
+    canVary: () => (deps.backend === null ? NO_BACKEND_MESSAGE : deps.backend.canVary),
     async checkHealth(signal) {
       const backend = deps.backend;
       if (!backend) return { backend: 'none', url: null, configured: false, reachable: false, detail: NO_BACKEND_MESSAGE };
@@ -304,6 +395,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         ...(health.server === undefined ? {} : { server: health.server }),
         ...(health.found === undefined ? {} : { found: health.found }),
         ...(backend.auto === true ? { auto: true as const } : {}),
+        ...(backend.canVary === undefined ? {} : { canVary: backend.canVary }),
       };
     },
     async listModels(signal) {
@@ -318,6 +410,19 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
 }
 
 function noop(): void {}
+
+/**
+ * A loop's progress as the batch's: image `index` of `count` covers its share of the bar. Its step count is the
+ * image's own, not the batch's, so it is left out, and so is an estimate of the time left.
+ */
+function scaleProgress(progress: ImageProgress, share: { index: number; count: number }): ImageProgress {
+  return progress.fraction === undefined ? {} : { fraction: (share.index + progress.fraction) / share.count };
+}
+
+/** The PNG with its parameters text replaced, or as it came when the text is unchanged. */
+function writeIfChanged(png: Uint8Array, before: string, after: string): Uint8Array {
+  return after === before ? png : writePngText(png, 'parameters', after);
+}
 
 const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
@@ -338,6 +443,14 @@ function describeImageFailure(error: unknown, signal: AbortSignal, imagesDir: st
     };
   }
   if (error instanceof SeedOutOfRangeError) return { code: 'image_seed_out_of_range', message: `${error.message} ${keep}` };
+  if (error instanceof CannotVaryError) return { code: 'image_cannot_vary', message: `${error.message} Nothing was sent; Generate makes an image from the prompt alone.` };
+  if (error instanceof SourceUnreadableError) {
+    const code = (error.cause as NodeJS.ErrnoException | undefined)?.code;
+    return {
+      code: 'image_source_unreadable',
+      message: `The image to vary could not be read from ${imagesDir ?? 'the images folder of the data dir'}${code === undefined ? '' : ` (${code})`}: its file may have been removed. Nothing was sent; pick another image, or press Generate.`,
+    };
+  }
   if (signal.aborted || (isImageBackendError(error) && error.code === 'cancelled')) {
     return { code: 'image_cancelled', message: `Image generation was cancelled. ${keep}` };
   }

@@ -25,7 +25,10 @@ export interface ImageActivity {
   readonly id: string;
   readonly conversationId: string;
   readonly turnId: number | null;
-  /** The `generation` event and the latest `progress` first, then every event until `image` or `error`. */
+  /**
+   * The `generation` event, the images made so far (a batch's), the latest `progress`, then every event until the
+   * end: the last `image`, or an `error`.
+   */
   follow(): AsyncIterable<TurnEvent>;
   cancel(reason: Error): void;
   /** Settles once the image ended (made, failed or cancelled); never rejects. */
@@ -91,6 +94,9 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
     }
     const generation: GenerationEvent = first.value;
     let progress: ProgressEvent | undefined;
+    /** A batch's images made so far (one for a single image): a reader joining late sees them. */
+    const made: ImageEvent[] = [];
+    /** How it ended: its last image, or an error (set once the generator is done: a batch goes on after its first image). */
     let final: FinalEvent | undefined;
     const readers = new Set<EventBuffer<TurnEvent>>();
 
@@ -102,9 +108,13 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
         // Stryker disable next-line ArrowFunction: memory only until the image ends: a reader nobody reads is dropped with it
         const reader: EventBuffer<TurnEvent> = createEventBuffer<TurnEvent>(() => readers.delete(reader));
         reader.push(generation);
-        if (progress) reader.push(progress);
+        // Ended: its last progress, then what it made, as it happened; still running: what it made so far, then
+        // how far it is now.
+        if (progress && final) reader.push(progress);
+        for (const image of made) reader.push(image);
+        if (progress && !final) reader.push(progress);
         if (final) {
-          reader.push(final);
+          if (final.type === 'error') reader.push(final);
           reader.close();
         } else {
           readers.add(reader);
@@ -137,11 +147,14 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
     // The generator runs to its end on its own: no reader holds it up, none is needed for it to finish.
     (activity as { settled: Promise<void> }).settled = (async () => {
       try {
+        let ended: FinalEvent | undefined;
         for await (const event of { [Symbol.asyncIterator]: () => events }) {
           if (event.type === 'progress') progress = event;
-          if (event.type === 'image' || event.type === 'error') final = event;
+          if (event.type === 'image') made.push(event);
+          if (event.type === 'image' || event.type === 'error') ended = event;
           publish(event);
         }
+        final = ended;
       } catch (error) {
         deps.logger.error('an image activity failed unexpectedly', { conversationId: input.conversationId, error });
         final = { type: 'error', code: 'image_failed', message: 'The image could not be made; the details are in the server log. The prompt is kept: press Generate to try again.' };

@@ -23,6 +23,22 @@ export const imageMadeWithSchema = z.object({
 export type ImageMadeWith = z.infer<typeof imageMadeWithSchema>;
 export const IMAGE_MADE_WITH_FIELDS = imageMadeWithSchema.keyof().options;
 
+/** How much of a starting image a variation may change: A1111's denoising_strength, at least a little, at most all. */
+export const VARY_STRENGTH = { min: 0.05, max: 1 } as const;
+
+/**
+ * Where a picture came from when it was made from another one ("Vary", image-to-image): that image's id (in this
+ * conversation or any other; it may have been deleted since) and the strength it was changed with. Not part of
+ * what it was made with (imageMadeWithSchema): a record of its origin, kept beside it.
+ */
+export const imageSourceSchema = z
+  .object({
+    imageId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be the id of an image'),
+    strength: z.number().min(VARY_STRENGTH.min).max(VARY_STRENGTH.max),
+  })
+  .strict();
+export type ImageSource = z.infer<typeof imageSourceSchema>;
+
 /** A picture Easel keeps: where it is, which turn and prompt version it belongs to, and what it was made with. */
 export interface ImageRecord extends ImageMadeWith {
   id: string;
@@ -32,6 +48,8 @@ export interface ImageRecord extends ImageMadeWith {
   url: string;
   /** The prompt version it was made from; null when its prompt was no version (an API override). */
   promptVersion: number | null;
+  /** The image it was made from (Vary), or null: made from the prompt alone. */
+  source: ImageSource | null;
   createdAt: string;
 }
 

@@ -6,6 +6,10 @@ export type {
   ConversationRecord,
   ConversationStore,
   FinishPane,
+  ImageCursor,
+  ImageFacets,
+  ImageList,
+  ImageListQuery,
   ImageNote,
   NewTurn,
   StartedTurn,
@@ -13,7 +17,7 @@ export type {
   TurnStatus,
 } from './conversation.ts';
 export { TURN_STATUSES, turnStatusSchema } from './conversation.ts';
-export { IMAGE_MADE_WITH_FIELDS, imageMadeWithSchema, pickMadeWith, type ImageMadeWith, type ImageRecord } from './image-record.ts';
+export { IMAGE_MADE_WITH_FIELDS, imageMadeWithSchema, imageSourceSchema, pickMadeWith, VARY_STRENGTH, type ImageMadeWith, type ImageRecord, type ImageSource } from './image-record.ts';
 export {
   ARCHIVE_FORMAT,
   ARCHIVE_MANIFEST,
@@ -70,7 +74,9 @@ export { describeModelHealth } from './health.ts';
 export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_JSON_BYTES } from './image-limits.ts';
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
-export { createEaselService, isConversationId, REPLY_SAVE_INTERVAL_MS } from './service.ts';
+export { createEaselService, isConversationId, MAX_IMAGE_COUNT, REPLY_SAVE_INTERVAL_MS } from './service.ts';
+export { decodeCursor, encodeCursor, GALLERY_DEFAULT_LIMIT, GALLERY_MAX_LIMIT, toPromptWords, type GalleryCommands, type GalleryDeps, type GalleryFilters, type GalleryPage, type GalleryQuery } from './gallery-commands.ts';
+export { isImageId, THUMBNAIL_MAX_SIDE, thumbnailSize, thumbnailUrl, withThumbnails, type Thumbnailer } from './thumbnails.ts';
 export type { ConversationFollowing, ConversationSnapshot, LibraryFollowing } from './follow-commands.ts';
 export type { ConversationView, EaselService, Health, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';
 export { DEFAULT_SETTINGS, SETTING_LIMITS, settingsPatchSchema, settingsSchema, type Settings, type SettingsPatch } from './settings.ts';

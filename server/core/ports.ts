@@ -112,6 +112,19 @@ export interface ImageRequest {
   sampler?: string;
   /** The scheduler as `listModels` names it, on servers that have one; absent: the default. */
   scheduler?: string;
+  /**
+   * Image-to-image ("Vary"): the PNG to start from, as Easel stored it, and how much of it to change, 0.05–1
+   * (A1111's denoising_strength, ComfyUI's KSampler denoise, sd.cpp's strength). Absent: text-to-image. Sent only
+   * to a backend whose `canVary` is true; the image is made at `width` × `height` (the core defaults them to the
+   * starting image's size).
+   */
+  init?: ImageInit;
+}
+
+/** The starting image of an image-to-image request. */
+export interface ImageInit {
+  png: Uint8Array;
+  strength: number;
 }
 
 /** What an image server can paint with (GET /api/models `image`). */
@@ -191,6 +204,13 @@ export interface ImageBackend {
   /** True when --image-backend auto chose the adapter. */
   readonly auto?: boolean;
   /**
+   * Whether the server can start an image from another one (`ImageRequest.init`): true, or the one sentence
+   * saying why it cannot (shown on the page beside the disabled Vary buttons, and the API's 422). Absent while
+   * that cannot be told yet (--image-backend auto before it found its server; the OpenAI-compatible adapter
+   * before it knows whether sd-server answers): the core then asks again after `prepare`.
+   */
+  readonly canVary?: true | string;
+  /**
    * Awaited before each image, before its seed is drawn: lets --image-backend auto find its server first, so
    * `name` and `seedRange` are the real adapter's. Never throws.
    */
@@ -203,6 +223,17 @@ export interface ImageBackend {
     request: ImageRequest,
     options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
   ): Promise<ImageResult>;
+  /**
+   * Makes `count` images (2–8) in one job, seeded `request.seed`, `request.seed + 1`, … in order, where the server
+   * can (A1111's batch_size, ComfyUI's latent batch, sd-server's batch_count, an OpenAI-style `n` the server
+   * honours): the results in that order, each saying the seed it was made with when it has one of its own. Never
+   * a grid or anything but the images. Fewer results than asked (a job interrupted on the server) are the ones made.
+   * Absent: the core calls `generate` once per image, with each seed. Cancelling stops the whole batch.
+   */
+  generateBatch?(
+    request: ImageRequest & { count: number },
+    options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
+  ): Promise<ImageResult[]>;
   checkHealth(signal?: AbortSignal): Promise<ImageBackendHealth>;
   /**
    * The checkpoints, samplers and schedulers the server offers, read from it now. Throws ImageBackendError

@@ -8,6 +8,7 @@ import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 import { applyShownText, type TurnEvent } from './events.ts';
 import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
+import { createGalleryCommands, makeThumbnailsOnSave, removingThumbnails, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
@@ -18,6 +19,8 @@ import { busy, invalid, notFound, refuse, type Result } from './results.ts';
 import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, OLLAMA_MODEL_NAME, pickChoices, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
+import { imageSourceSchema, VARY_STRENGTH, type ImageRecord } from './image-record.ts';
+import { LIMITS } from '../protocol/limits.ts';
 import { createTurnPipeline, FAILED_DONE, type TurnPlan } from './turn-pipeline.ts';
 
 export type { Result, ServiceError, ServiceErrorCode } from './results.ts';
@@ -33,7 +36,14 @@ export interface Health {
 export interface GenerateOverrides {
   prompt?: unknown;
   settings?: unknown;
+  /** Vary: `{ imageId, strength }`, the stored image to start from (of any conversation) and how much to change it. */
+  from?: unknown;
+  /** How many images, 1–8 (default 1): a batch, seeds seed, seed + 1, …, each its own record. */
+  count?: unknown;
 }
+
+/** The most images one Generate makes. */
+export const MAX_IMAGE_COUNT = 8;
 
 export interface GenerateOptions {
   /** The page's empty page: the conversation is made first, with the overrides as its prompt and settings. */
@@ -69,7 +79,7 @@ export interface SendOptions {
 }
 
 /** What the page and the API ask of Easel: the library, the pane and the archive (their own modules), turns and images. */
-export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands {
+export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands, GalleryCommands {
   checkHealth(signal?: AbortSignal): Promise<Health>;
   /**
    * Starts a turn at once, as a task of its own: it runs, stores its outcome and frees the conversation
@@ -135,8 +145,29 @@ export function isConversationId(value: string): boolean {
 }
 
 
-export function createEaselService(deps: ServiceDeps): EaselService {
-  const state = createServiceState(deps);
+export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselService {
+  const state = createServiceState(makeThumbnailsOnSave(deps));
+
+  /**
+   * Vary's `from`: a stored image (of any conversation) and a strength, checked before anything is made or stored;
+   * refused in the backend's own words when it cannot start from an image.
+   */
+  function readVaryFrom(value: unknown): Result<{ image: ImageRecord; strength: number } | undefined> {
+    if (value === undefined) return { ok: true, value: undefined };
+    const parsed = imageSourceSchema.safeParse(value);
+    if (!parsed.success) {
+      const message = `from must be { "imageId": the id of a stored image, "strength": a number from ${VARY_STRENGTH.min} to ${VARY_STRENGTH.max} } (how much of the image to change).`;
+      return refuse('invalid', message, { from: message });
+    }
+    const image = deps.store.getImage(parsed.data.imageId);
+    if (!image) {
+      const message = `There is no image ${JSON.stringify(parsed.data.imageId)} to vary: it was deleted, or the id is wrong (GET a conversation to see its images' ids).`;
+      return refuse('invalid', message, { from: message });
+    }
+    const canVary = deps.images.canVary();
+    if (typeof canVary === 'string') return refuse('invalid', canVary, { from: canVary });
+    return { ok: true, value: { image, strength: parsed.data.strength } };
+  }
   const { running, activities, deleting, findRecord, tryWrite, logStorageFailure, isoNow, turnStateOf } = state;
   const replyTimeouts = deps.replyTimeouts ?? DEFAULT_REPLY_TIMEOUTS;
   // Generate's streams still open (they end with their own `done`): shutdown lets them write it.
@@ -282,8 +313,10 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     return { settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, ...set }) };
   }
 
+  const library = createLibraryCommands(state, { stop });
   const service: EaselService = {
-    ...createLibraryCommands(state, { stop }),
+    ...library,
+    deleteConversation: removingThumbnails(state, deps.thumbnails, library.deleteConversation),
     ...pane,
     setPrompt: announcing(pane.setPrompt),
     setSettings: announcing(pane.setSettings),
@@ -292,6 +325,7 @@ export function createEaselService(deps: ServiceDeps): EaselService {
     answerSuggestion: announcing(pane.answerSuggestion),
     takeSettingSuggestion: announcing(pane.takeSettingSuggestion),
     ...createArchiveCommands(state),
+    ...createGalleryCommands(state, deps.thumbnails),
     ...createFollowCommands(state, () => service.listConversations()),
 
     async checkHealth(signal) {
@@ -393,8 +427,18 @@ export function createEaselService(deps: ServiceDeps): EaselService {
       if (prompt.data.trim() === '') {
         return refuse('invalid', 'The prompt is empty: write one or chat until the assistant suggests one.', { prompt: 'The prompt is empty.' });
       }
+      const from = readVaryFrom(overrides.from);
+      if (!from.ok) return from;
+      const vary = from.value;
+      const count = overrides.count === undefined ? 1 : overrides.count;
+      if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_IMAGE_COUNT) {
+        const message = `count must be a whole number from 1 to ${MAX_IMAGE_COUNT}: how many images to make.`;
+        return refuse('invalid', message, { count: message });
+      }
+      const batchCount: number = count;
       const made = creating ? newSettings(checked.value) : { settings: { ...base.settings, ...checked.value }, pinned: [] };
-      const settings = made.settings;
+      // A variation keeps its starting image's shape unless the request names a size.
+      const settings = vary === undefined ? made.settings : { ...made.settings, ...sizeOf(vary.image, checked.value) };
       if (creating) {
         // A first Generate makes the conversation, holding what was on screen.
         const created = tryWrite('change', () =>
@@ -421,7 +465,8 @@ export function createEaselService(deps: ServiceDeps): EaselService {
         // Stryker disable next-line ObjectLiteral,BooleanLiteral: the signal aborts once; a late call cancels what has already ended
         signal.addEventListener('abort', onAbort, { once: true });
         try {
-          const begun = await activities.start({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, promptVersion });
+          const varied = vary === undefined ? {} : { from: { imageId: vary.image.id, strength: vary.strength, file: vary.image.file } };
+          const begun = await activities.start({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, promptVersion, ...varied, ...(batchCount === 1 ? {} : { count: batchCount }) });
           if (!begun.ok) yield (last = begun.event);
           else {
             activity = begun.activity;
@@ -495,6 +540,17 @@ export function createEaselService(deps: ServiceDeps): EaselService {
 
 
 
+
+/**
+ * A variation's size: its starting image's, to the nearest multiple of 8 within the settings' range, unless the
+ * request names a width or height itself.
+ */
+function sizeOf(image: ImageRecord, patch: SettingsPatch): Pick<Settings, 'width' | 'height'> | Record<string, never> {
+  if (patch.width !== undefined || patch.height !== undefined) return {};
+  const { min, max, multipleOf } = LIMITS.size;
+  const fit = (side: number) => Math.min(max, Math.max(min, Math.round(side / multipleOf) * multipleOf));
+  return { width: fit(image.width), height: fit(image.height) };
+}
 
 /** The fields of a patch whose value differs from the stored one. */
 function pickChanged(settings: Settings, patch: SettingsPatch): SettingsPatch {

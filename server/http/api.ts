@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { toPaneJson } from './pane-json.ts';
-import { pickMadeWith, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../core/index.ts';
+import { pickMadeWith, thumbnailUrl, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, readMediaType, respondError, type JsonBody } from './errors.ts';
 import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal } from './stream-events.ts';
 
@@ -55,6 +55,19 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const result = deps.service.pullModel(isPlainObject(body.value) ? body.value.name : undefined, hangup.signal);
     if (!result.ok) return respondError(c, result.error);
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderPullJson, endAfter: (event) => event.type !== 'progress', failure: PULL_STREAM_FAILURE, ...keepAlive });
+  });
+
+  // The gallery: every conversation's images, newest first, a page at a time (docs/API.md).
+  api.get('/images', (c) => {
+    const result = deps.service.listGallery(c.req.query());
+    if (!result.ok) return respondError(c, result.error);
+    return c.json({ images: result.value.images.map(toGalleryImageJson), next: result.value.next });
+  });
+
+  // One image goes: its record, its PNG and its thumbnail; its conversation's followers get `image_deleted`.
+  api.delete('/images/:id', async (c) => {
+    const result = await deps.service.deleteImage(c.req.param('id'));
+    return result.ok ? c.body(null, 204) : respondError(c, result.error);
   });
 
   api.get('/conversations', (c) => {
@@ -208,10 +221,10 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
     if (!isPlainObject(body.value)) return c.json({ error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }, 422);
-    const { prompt, settings, baseRevision } = body.value;
+    const { prompt, settings, baseRevision, from, count } = body.value;
     const hangup = new AbortController();
     await withRequestSignal(c, (signal) => deps.service.prepareModelChoice(settings, signal));
-    const result = deps.service.generate(c.req.param('id'), { prompt, settings }, hangup.signal, { baseRevision });
+    const result = deps.service.generate(c.req.param('id'), { prompt, settings, from, count }, hangup.signal, { baseRevision });
     if (!result.ok) return respondError(c, result.error);
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });
@@ -252,8 +265,14 @@ function toSummaryJson(summary: ConversationSummary) {
 
 /** null: the backend ignored that setting and did not say what it used, so Easel claims nothing. */
 function toImageJson(image: ImageRecord) {
-  const { id, url, promptVersion, createdAt } = image;
-  return { id, url, ...pickMadeWith(image), promptVersion, createdAt };
+  const { id, url, promptVersion, source, createdAt } = image;
+  return { id, url, ...pickMadeWith(image), promptVersion, source, createdAt };
+}
+
+/** An image as the gallery lists it: where it is, its thumbnail, and what it was made with. */
+function toGalleryImageJson(image: ImageRecord) {
+  const { id, conversationId, url, prompt, seed, width, height, model, sampler, createdAt } = image;
+  return { id, conversationId, url, thumbnailUrl: thumbnailUrl(id), prompt, seed, width, height, model, sampler, createdAt };
 }
 
 /** A body that may be left out (undo, redo): none is an empty object; one that is sent must be JSON. */

@@ -4,7 +4,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { describeStorageFailure, isLoggedByStore, isStorageError, MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
-import { isApiPath, respondMessage } from './errors.ts';
+import { isApiPath, respondMessage, STATUS } from './errors.ts';
+import { withRequestSignal } from './stream-events.ts';
 import { renderComposerStatus } from './page/index.ts';
 import { addSecurityHeaders, allowListedHosts, refuseCrossSiteWrites, requireToken } from './middleware/index.ts';
 
@@ -32,6 +33,7 @@ export interface AccessOptions {
 
 // Image names are 128 random bits: nobody can guess one, and nothing else can be traversed to.
 const IMAGE_NAME = /^[a-f0-9]{32}\.png$/;
+const THUMBNAIL_NAME = /^([a-f0-9]{32})\.webp$/;
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
@@ -53,6 +55,19 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.use('*', (c, next) => (c.req.method === 'POST' && IMPORT_PATHS.has(c.req.path) ? importLimit(c, next) : textLimit(c, next)));
   app.route('/api', createApiRoutes(deps));
+  // A picture's thumbnail for the gallery (WebP, made at its first request when it predates thumbnails): the same
+  // rules as the PNGs below; an image that is gone is 404, one whose file cannot be read as a picture 422.
+  app.get('/images/thumbs/:file', async (c) => {
+    const match = THUMBNAIL_NAME.exec(c.req.param('file'));
+    if (!match?.[1]) return c.text('Not found', 404);
+    const thumbnail = await withRequestSignal(c, (signal) => deps.service.readThumbnail(match[1] as string, signal));
+    if (!thumbnail.ok) return c.text(thumbnail.error.message, STATUS[thumbnail.error.code]);
+    return c.body(thumbnail.value as Uint8Array<ArrayBuffer>, 200, {
+      'content-type': 'image/webp',
+      // An image's thumbnail never changes, and an image id is never reused.
+      'cache-control': 'public, max-age=31536000, immutable',
+    });
+  });
   const imagesDir = deps.imagesDir;
   if (imagesDir) {
     app.get('/images/:file', async (c) => {

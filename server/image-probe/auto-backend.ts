@@ -98,11 +98,25 @@ export function createAutoImageBackend(options: AutoImageBackendOptions): ImageB
     get seedRange() {
       return chosen?.backend.seedRange;
     },
+    /** The found adapter's batch (read after `prepare`, which finds it); absent before, and for one without. */
+    get generateBatch() {
+      const backend = chosen?.backend;
+      const batch = backend?.generateBatch;
+      return backend === undefined || batch === undefined ? undefined : batch.bind(backend);
+    },
+    /** Unknown until the server is found; then the adapter's (Vary). */
+    get canVary() {
+      return chosen?.backend.canVary;
+    },
     /** Until found, present: asking finds the server. Once found, the adapter's: absent when it cannot list. */
     get listModels() {
       return chosen === undefined || chosen.backend.listModels !== undefined ? listModels : undefined;
     },
-    prepare: find,
+    // Found first, then the adapter's own preparation (the OpenAI-compatible one asks whether sd-server answers).
+    async prepare(signal: AbortSignal) {
+      await find();
+      await chosen?.backend.prepare?.(signal);
+    },
     generate,
     checkHealth,
   };

@@ -103,6 +103,8 @@ function embedSdCppExtraArgs(request: ImageRequest): string {
     seed: request.seed,
     negative_prompt: request.negativePrompt,
     sample_params: { sample_steps: request.steps, guidance: { txt_cfg: request.cfg } },
+    // A Vary's strength: SDGenerationParams' `strength` (common.cpp:1949), refused outside 0–1 (:2383-2386).
+    ...(request.init === undefined ? {} : { strength: request.init.strength }),
   }).replaceAll('<', '\\u003c');
   return `<sd_cpp_extra_args>${extra}</sd_cpp_extra_args>${request.prompt}`;
 }
@@ -123,6 +125,22 @@ export function describeOpenAiError(bodyText: string): string {
   if (typeof body['detail'] === 'string') return truncate(body['detail']);
   return truncate(bodyText);
 }
+
+/**
+ * Why a Vary cannot be made, per server:
+ * - LocalAI's /v1/images/generations takes a starting image (`file`, base64 or a URL: core/http/endpoints/openai/
+ *   image.go:91-98, 259-310) but no strength: its GenerateImageRequest has none (core/backend/image.go:29-48), and its
+ *   stable-diffusion.cpp backend always uses 0.75 (backend/go/stablediffusion-ggml/gosd.go:204-205; diffusers keeps
+ *   its pipeline's own default). A variation of the strength asked for cannot be made, so none is sent.
+ * - OpenAI's Images API edits an image by instruction (/v1/images/edits: image, prompt, mask, n, size) and has no
+ *   strength either.
+ * - sd-server's /v1/images/edits (routes_openai.cpp:80-221, 331-394) takes the image as `image[]` (or `image`) and
+ *   makes it the init image (:177-179); its strength travels in <sd_cpp_extra_args> (:208-212): it can vary.
+ */
+const LOCALAI_CANNOT_VARY =
+  'LocalAI cannot vary an image by a chosen strength: its image API takes a starting image but no strength (its stable-diffusion.cpp backend always changes it by 0.75), so Easel does not offer it.';
+const OPENAI_CANNOT_VARY =
+  "This server speaks OpenAI's Images API, whose edits take no strength, so Easel cannot vary an image with it (AUTOMATIC1111, ComfyUI or stable-diffusion.cpp's sd-server can).";
 
 /** The server's words as a sentence: a full stop only when they end without one ("…YOUR_KEY)." stays as it is). */
 function asSentence(words: string): string {
@@ -158,13 +176,13 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     return isSdServer === true;
   }
 
-  /** The body each dialect sends, and what the image is then known to be made with. */
-  function buildRequest(request: ImageRequest, sdServer: boolean): { body: Record<string, unknown>; claims: Omit<ImageResult, 'png'> } {
+  /** The body each dialect sends, and what the image is then known to be made with (a batch's first image). */
+  function buildRequest(request: ImageRequest, sdServer: boolean, count = 1): { body: Record<string, unknown>; claims: Omit<ImageResult, 'png'> } {
     // The checkpoint asked for, else --image-model; neither: the server's own choice, and none is claimed.
     const model = request.checkpoint !== undefined && request.checkpoint !== '' ? request.checkpoint : options.model;
     // Stryker disable next-line ConditionalExpression: { model: undefined }: JSON.stringify leaves an undefined field out
     const named = model === undefined ? {} : { model };
-    const common = { n: 1, size: `${request.width}x${request.height}`, response_format: 'b64_json', ...named };
+    const common = { n: count, size: `${request.width}x${request.height}`, response_format: 'b64_json', ...named };
     if (dialect === 'localai') {
       const prompt = escapeLocalAiPrompt(request.prompt);
       const negativePrompt = escapeLocalAiPrompt(request.negativePrompt);
@@ -195,13 +213,13 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     return new ImageBackendError('backend_error', `${label} at ${url} refused the API key (HTTP ${status}): ${asSentence(describeOpenAiError(text))} Check the image API key Easel was given.`);
   }
 
-  function toHttpError(status: number, text: string): ImageBackendError {
+  function toHttpError(status: number, text: string, route = 'generations'): ImageBackendError {
     const words = describeOpenAiError(text);
     if (status === 401 || status === 403) return keyRefused(status, text);
     // A 404 with an OpenAI error body is "model not found"; without one, the route is missing.
     const body = parseJson(text);
     if (status === 404 && !(isRecord(body) && isRecord(body['error']))) {
-      return new ImageBackendError('backend_error', `The server at ${url} has no ${apiBase}/images/generations (HTTP 404: ${words}). Check that --image-url points to an OpenAI-compatible image server.`);
+      return new ImageBackendError('backend_error', `The server at ${url} has no ${apiBase}/images/${route} (HTTP 404: ${words}). Check that --image-url points to an OpenAI-compatible image server.`);
     }
     return new ImageBackendError('backend_error', `${label} at ${url} refused the image (HTTP ${status}): ${asSentence(words)} Check its console and the model it serves.`);
   }
@@ -248,44 +266,82 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     return png;
   }
 
-  async function readImage(text: string, signal: AbortSignal): Promise<Uint8Array> {
+  /** The images of `data`, at most `count`, in order (a batch's: sd-server's seed + i, routes_openai.cpp:287-317). */
+  async function readImages(text: string, signal: AbortSignal, count: number): Promise<Uint8Array[]> {
     const body = parseJson(text);
-    const data = isRecord(body) ? body['data'] : undefined;
-    const first: unknown = Array.isArray(data) ? data[0] : undefined;
-    if (isRecord(first) && typeof first['b64_json'] === 'string' && first['b64_json'] !== '') {
-      // Stryker disable next-line Regex: base64 has no : or ,, so only a prefix can match
-      return checkPng(new Uint8Array(Buffer.from(first['b64_json'].replace(/^data:[^,]*,/, ''), 'base64')));
+    const data: unknown[] = isRecord(body) && Array.isArray(body['data']) ? body['data'].slice(0, count) : [];
+    const images: Uint8Array[] = [];
+    for (const item of data) {
+      if (isRecord(item) && typeof item['b64_json'] === 'string' && item['b64_json'] !== '') {
+        // Stryker disable next-line Regex: base64 has no : or ,, so only a prefix can match
+        images.push(checkPng(new Uint8Array(Buffer.from(item['b64_json'].replace(/^data:[^,]*,/, ''), 'base64'))));
+        // Some servers ignore response_format and answer with a link to the file.
+      } else if (isRecord(item) && typeof item['url'] === 'string' && item['url'] !== '') {
+        images.push(checkPng(await downloadLinkedImage(item['url'], signal)));
+      } else break;
     }
-    // Some servers ignore response_format and answer with a link to the file.
-    if (isRecord(first) && typeof first['url'] === 'string' && first['url'] !== '') {
-      return checkPng(await downloadLinkedImage(first['url'], signal));
+    if (images.length === 0) {
+      throw new ImageBackendError(
+        'bad_response',
+        `${label} at ${url} answered without an image (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that it serves an image model.`,
+      );
     }
-    throw new ImageBackendError(
-      'bad_response',
-      `${label} at ${url} answered without an image (${truncate(text.slice(0, 120)) || 'empty answer'}). Check that it serves an image model.`,
-    );
+    return images;
   }
 
-  async function generate(
-    request: ImageRequest,
-    { signal }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void },
-  ): Promise<ImageResult> {
+  async function generate(request: ImageRequest, options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult> {
+    const [result] = await run(request, 1, options);
+    return result as ImageResult;
+  }
+
+  /**
+   * A batch as one request with `n` (OpenAI's API; sd-server's batch_count, routes_openai.cpp:34, 64 and 118-124,
+   * 158, each image seeded seed + i, :288-296). Not LocalAI's: it runs the request n times with the same seed
+   * (core/http/endpoints/openai/image.go:155-160), n copies of one image, so the core asks once per seed instead.
+   */
+  function generateBatch(request: ImageRequest & { count: number }, options: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult[]> {
+    return run(request, request.count, options);
+  }
+
+  async function run(request: ImageRequest, count: number, { signal }: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult[]> {
     // No interrupt: a stop only abandons the request, and the server may finish the image anyway.
     const stopWords = () => ({ product: label, url, cannotStop: 'no-interrupt' as const });
     return runImageJob({ signal, timeoutMs, stopWords, connection }, async (jobSignal) => {
-      const { body: requestBody, claims } = buildRequest(request, await probeSdServer(AbortSignal.any([jobSignal, AbortSignal.timeout(healthTimeoutMs)])));
-      const response = await fetchImpl(`${apiBase}/images/generations`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...authorization },
-        body: JSON.stringify(requestBody),
-        signal: jobSignal,
-      });
+      const sdServer = await probeSdServer(AbortSignal.any([jobSignal, AbortSignal.timeout(healthTimeoutMs)]));
+      const { body: requestBody, claims } = buildRequest(request, sdServer, count);
+      if (request.init !== undefined && !sdServer) throw new ImageBackendError('backend_error', dialect === 'localai' ? LOCALAI_CANNOT_VARY : OPENAI_CANNOT_VARY);
+      const response =
+        request.init === undefined
+          ? await fetchImpl(`${apiBase}/images/generations`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', ...authorization },
+              body: JSON.stringify(requestBody),
+              signal: jobSignal,
+            })
+          : await fetchImpl(`${apiBase}/images/edits`, { method: 'POST', headers: authorization, body: toEditForm(requestBody, request.init.png), signal: jobSignal });
       // b64_json arrives inside JSON, so the cap counts the JSON; an error answer is only quoted.
-      if (!response.ok) throw toHttpError(response.status, await readTextPrefix(response, MAX_ERROR_TEXT_BYTES));
+      if (!response.ok) throw toHttpError(response.status, await readTextPrefix(response, MAX_ERROR_TEXT_BYTES), request.init === undefined ? 'generations' : 'edits');
       const body = await readCappedText(response, MAX_IMAGE_JSON_BYTES);
       if (!body.ok) throw toTooLargeError(body.error);
-      return { png: await readImage(body.value, jobSignal), ...claims };
+      const images = await readImages(body.value, jobSignal, count);
+      // A batch's image i has seed + i where a seed is claimed at all (sd-server).
+      return images.map((png, index) => ({ png, ...claims, ...(claims.seed === undefined ? {} : { seed: claims.seed + index }) }));
     });
+  }
+
+  /**
+   * sd-server's /v1/images/edits form (routes_openai.cpp:80-221): multipart (anything else is refused, :84-87), the
+   * prompt with its <sd_cpp_extra_args> (:89-93, :208-212), the image as `image[]` (:95-110), `n` (:118-124), `size`
+   * as WxH (:126-138) and output_format png (:140-142). It answers as /v1/images/generations does (:356-384).
+   */
+  function toEditForm(body: Record<string, unknown>, png: Uint8Array): FormData {
+    const form = new FormData();
+    form.append('prompt', String(body['prompt']));
+    form.append('image[]', new Blob([png as Uint8Array<ArrayBuffer>], { type: 'image/png' }), 'easel-init.png');
+    form.append('n', String(body['n']));
+    form.append('size', String(body['size']));
+    form.append('output_format', 'png');
+    return form;
   }
 
   /** LocalAI's readiness: 200 when ready, 503 {"status":"starting"} during a startup preload (routes/health.go:31-39). */
@@ -378,5 +434,20 @@ export function createOpenAiImagesBackend(options: OpenAiImagesBackendOptions): 
     });
   }
 
-  return { name: dialect, url, ...(dialect === 'localai' ? { seedRange: LOCALAI_SEEDS } : {}), generate, checkHealth, listModels };
+  return {
+    name: dialect,
+    url,
+    ...(dialect === 'localai' ? { seedRange: LOCALAI_SEEDS } : {}),
+    /** LocalAI and OpenAI's API cannot; sd-server can, once it is known to be the one answering. */
+    get canVary(): true | string | undefined {
+      if (dialect === 'localai') return LOCALAI_CANNOT_VARY;
+      return isSdServer === undefined ? undefined : isSdServer ? true : OPENAI_CANNOT_VARY;
+    },
+    // Before each image: whether sd-server answers, so canVary is known before a Vary is sent. Never throws.
+    ...(dialect === 'openai' ? { prepare: async (signal: AbortSignal) => void (await probeSdServer(AbortSignal.any([signal, AbortSignal.timeout(healthTimeoutMs)]))) } : {}),
+    generate,
+    ...(dialect === 'openai' ? { generateBatch } : {}),
+    checkHealth,
+    listModels,
+  };
 }

@@ -17,6 +17,12 @@ export interface A1111Parameters {
   width: number;
   height: number;
   model?: string;
+  /**
+   * An image made from another one (img2img): how much of it was changed, as A1111 writes it ("Denoising strength:
+   * 0.35", StableDiffusionProcessingImg2Img.init puts it in extra_generation_params, processing.py:1507 at A1111
+   * 45b8a499; create_infotext places it after the model, :738).
+   */
+  denoisingStrength?: number;
   /** What wrote the text, A1111's last field (add_version_to_infotext, on by default), e.g. "Easel 0.1.0". */
   version?: string;
 }
@@ -33,6 +39,8 @@ export interface ParsedA1111Parameters {
   width?: number;
   height?: number;
   model?: string;
+  /** "Denoising strength" (an img2img image's, or a hires pass's). */
+  denoisingStrength?: number;
   /** Every key of the parameters line with its unquoted value, including ones Easel does not use (Model hash, Version…). */
   fields: Record<string, string>;
 }
@@ -80,6 +88,7 @@ export function formatA1111Parameters(parameters: A1111Parameters): string {
     ['Seed', parameters.seed === undefined ? undefined : String(parameters.seed)],
     ['Size', `${parameters.width}x${parameters.height}`],
     ['Model', parameters.model === '' ? undefined : parameters.model],
+    ['Denoising strength', parameters.denoisingStrength === undefined ? undefined : formatPythonFloat(parameters.denoisingStrength)],
     ['Version', parameters.version === '' ? undefined : parameters.version],
   ];
   const line = fields
@@ -152,5 +161,30 @@ export function parseA1111Parameters(text: string): ParsedA1111Parameters {
     parsed.height = Number(size[2]);
   }
   if (fields['Model'] !== undefined) parsed.model = fields['Model'];
+  const strength = toNumber(fields['Denoising strength']);
+  if (strength !== undefined) parsed.denoisingStrength = strength;
   return parsed;
+}
+
+/**
+ * A server's own parameters text with "Denoising strength" added where it lacks one: sd.cpp's text names only a
+ * hires pass's (get_image_params, examples/common/common.cpp:3091-3096 at 97d29908), not an img2img strength. It
+ * goes where A1111 puts it, before "Version" (create_infotext's order), or at the end of the parameters line; a
+ * text that already says one (A1111's own) is kept as it is.
+ */
+export function addDenoisingStrength(text: string, strength: number): string {
+  const parsed = parseA1111Parameters(text);
+  if (parsed.fields['Denoising strength'] !== undefined) return text;
+  const field = `Denoising strength: ${formatPythonFloat(strength)}`;
+  const trimmed = text.trimEnd();
+  const cut = trimmed.lastIndexOf('\n');
+  const head = cut === -1 ? '' : trimmed.slice(0, cut + 1);
+  const line = cut === -1 ? trimmed : trimmed.slice(cut + 1);
+  // A last line that is no parameters line (prompt text only): the field starts a line of its own.
+  if (Object.keys(parsed.fields).length === 0) return `${trimmed}\n${field}`;
+  // The first ", Version: " of the line: sd.cpp's SDCPP block after it may hold anything.
+  const version = line.indexOf('Version: ') === 0 ? 0 : line.indexOf(', Version: ');
+  if (version === 0) return `${head}${field}, ${line}`;
+  if (version > 0) return `${head}${line.slice(0, version)}, ${field}${line.slice(version)}`;
+  return `${head}${line}, ${field}`;
 }

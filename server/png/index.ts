@@ -14,5 +14,5 @@ export type { PngChunk, PngErrorCode, PngResult } from './chunks.ts';
 export { checkPngImage, DEFAULT_MAX_PNG_PIXELS, expectedImageDataBytes, MAX_PNG_SIDE } from './check-image.ts';
 export type { CheckPngOptions, PngImageInfo } from './check-image.ts';
 export { readPngText, writePngText } from './text.ts';
-export { formatA1111Parameters, parseA1111Parameters } from './a1111-parameters.ts';
+export { addDenoisingStrength, formatA1111Parameters, parseA1111Parameters } from './a1111-parameters.ts';
 export type { A1111Parameters, ParsedA1111Parameters } from './a1111-parameters.ts';

@@ -132,6 +132,9 @@ export type ImageRow = {
   file: string;
   prompt_version_id: number | null;
   created_at: string;
+  /** Vary: the image it was made from and the strength (migration 009); NULL for one made from the prompt. */
+  source_image_id: string | null;
+  source_strength: number | null;
 } & { [Field in keyof ImageMadeWith as ToColumn<Field>]: ImageMadeWith[Field] };
 
 type ToColumn<Field extends string> = Field extends `${infer Head}${infer Tail}`
@@ -144,7 +147,7 @@ function toColumn<Field extends string>(field: Field): ToColumn<Field> {
 }
 
 /** The images table's columns, in the order of its INSERT. */
-export const IMAGE_COLUMNS = ['id', 'conversation_id', 'turn_id', 'file', ...IMAGE_MADE_WITH_FIELDS.map(toColumn), 'prompt_version_id', 'created_at'] as const;
+export const IMAGE_COLUMNS = ['id', 'conversation_id', 'turn_id', 'file', ...IMAGE_MADE_WITH_FIELDS.map(toColumn), 'prompt_version_id', 'created_at', 'source_image_id', 'source_strength'] as const;
 
 export function toConversation(row: ConversationRow): ConversationRecord {
   return {
@@ -210,7 +213,9 @@ export function toImageRow(image: ImageRecord): ImageRow {
     file: image.file,
     prompt_version_id: image.promptVersion,
     created_at: image.createdAt,
-    ...(madeWith as Omit<ImageRow, 'id' | 'conversation_id' | 'turn_id' | 'file' | 'prompt_version_id' | 'created_at'>),
+    source_image_id: image.source?.imageId ?? null,
+    source_strength: image.source?.strength ?? null,
+    ...(madeWith as Omit<ImageRow, 'id' | 'conversation_id' | 'turn_id' | 'file' | 'prompt_version_id' | 'created_at' | 'source_image_id' | 'source_strength'>),
   };
 }
 
@@ -224,6 +229,7 @@ export function toImage(row: ImageRow): ImageRecord {
     url: `/images/${row.file}`,
     ...madeWith,
     promptVersion: row.prompt_version_id,
+    source: row.source_image_id === null || row.source_strength === null ? null : { imageId: row.source_image_id, strength: row.source_strength },
     createdAt: row.created_at,
   };
 }

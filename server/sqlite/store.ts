@@ -9,6 +9,9 @@ import type {
   ConversationRecord,
   ConversationStore,
   FinishPane,
+  ImageFacets,
+  ImageList,
+  ImageListQuery,
   ImageNote,
   NewTurn,
   PendingNotes,
@@ -79,6 +82,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     ),
     listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
     listImageFiles: db.prepare<[string], { file: string }>('SELECT file FROM images WHERE conversation_id = ?'),
+    getImage: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE id = ?'),
     insertTurn: db.prepare(
       'INSERT INTO turns (conversation_id, role, text, metadata, status, error, notices, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -122,6 +126,9 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     (SELECT substr(t.text, 1, ${PREVIEW_CHARS}) FROM turns t WHERE t.conversation_id = c.id AND t.status != 'replaced' AND t.text != '' ORDER BY t.id DESC LIMIT 1) AS last_message`;
   const listAll = db.prepare<[number], ListingRow>(`SELECT ${LISTING_COLUMNS} FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?`);
   const listOne = db.prepare<[string], ListingRow>(`SELECT ${LISTING_COLUMNS} FROM conversations c WHERE c.id = ?`);
+  const listWithImages = db.prepare<[], ListingRow>(
+    `SELECT ${LISTING_COLUMNS} FROM conversations c WHERE c.id IN (SELECT conversation_id FROM images) ORDER BY c.updated_at DESC, c.rowid DESC`,
+  );
   // One lookup per word: a conversation matches when each word is in one of its messages, its title or its prompt.
   const matchTerm = `SELECT t.conversation_id FROM turns_search s JOIN turns t ON t.id = s.rowid WHERE turns_search MATCH ?
     UNION SELECT conversation_id FROM conversations_search WHERE conversations_search MATCH ?`;
@@ -138,6 +145,69 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     }
     return statement;
   }
+
+  // ---- The gallery: every conversation's images, newest first ----
+
+  // Case-insensitive containment, Unicode included (SQLite's LIKE and lower() fold ASCII only). The words come
+  // joined by line breaks (they never hold one), and are folded the same way the prompt is.
+  db.function('easel_has_words', { deterministic: true }, (prompt: unknown, words: unknown) => {
+    const text = foldText(String(prompt));
+    return String(words).split('\n').every((word) => text.includes(foldText(word))) ? 1 : 0;
+  });
+  type SeqRow = ImageRow & { seq: number };
+  const imageListStatements = new Map<string, Database.Statement<unknown[], SeqRow>>();
+  /** One statement per combination of conditions, so each can use its index (a conversation's) instead of `? IS NULL OR …`. */
+  function imageListStatement(query: ImageListQuery): { statement: Database.Statement<unknown[], SeqRow>; params: unknown[] } {
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    if (query.conversationId !== undefined) {
+      conditions.push('conversation_id = ?');
+      params.push(query.conversationId);
+    }
+    if (query.model !== undefined) {
+      conditions.push('model = ?');
+      params.push(query.model);
+    }
+    if (query.before !== undefined) {
+      conditions.push('(created_at, rowid) < (?, ?)');
+      params.push(query.before.createdAt, query.before.seq);
+    }
+    if (query.words.length > 0) {
+      conditions.push('easel_has_words(prompt, ?)');
+      params.push(query.words.join('\n'));
+    }
+    const key = conditions.join(' AND ');
+    let statement = imageListStatements.get(key);
+    if (!statement) {
+      statement = db.prepare<unknown[], SeqRow>(`SELECT rowid AS seq, * FROM images${key === '' ? '' : ` WHERE ${key}`} ORDER BY created_at DESC, rowid DESC LIMIT ?`);
+      imageListStatements.set(key, statement);
+    }
+    return { statement, params };
+  }
+  const imageById = db.prepare<[string], ImageRow>('SELECT * FROM images WHERE id = ?');
+  const deleteImageRow = db.prepare('DELETE FROM images WHERE id = ?');
+  const listImageModels = db.prepare<[], { model: string }>('SELECT DISTINCT model FROM images WHERE model IS NOT NULL ORDER BY model COLLATE NOCASE');
+
+  const listAllImages = db.transaction((query: ImageListQuery): ImageList => {
+    const { statement, params } = imageListStatement(query);
+    // One more than asked: whether a next page exists, without counting.
+    const rows = statement.all(...params, query.limit + 1);
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return { images: page.map(toImage), next: rows.length > query.limit && last ? { createdAt: last.created_at, seq: last.seq } : null };
+  });
+
+  const listImageFacets = db.transaction((): ImageFacets => ({
+    conversations: listWithImages.all().map(toListing).filter((listing): listing is ConversationListing => listing !== undefined),
+    models: listImageModels.all().map((row) => row.model),
+  }));
+
+  const deleteImage = db.transaction((id: string): ImageRecord | undefined => {
+    const row = imageById.get(id);
+    if (!row) return undefined;
+    deleteImageRow.run(id);
+    return toImage(row);
+  });
 
   // ---- The working context: rows in SQLite, the parsed array cached per conversation (write-through) ----
 
@@ -492,6 +562,15 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       write(() => addImage(image));
     },
     listImages,
+    getImage(id) {
+      const row = statements.getImage.get(id);
+      return row === undefined ? undefined : toImage(row);
+    },
+    listAllImages,
+    listImageFacets,
+    deleteImage(id) {
+      return write(() => deleteImage(id));
+    },
     importConversation(input) {
       write(() => importConversation(input));
       cacheContext(input.id, [...input.context]);
@@ -517,6 +596,9 @@ const READ_METHODS = [
   'listPromptVersionChildren',
   'listPromptVersions',
   'listImages',
+  'listAllImages',
+  'listImageFacets',
+  'getImage',
 ] as const satisfies ReadonlyArray<keyof ConversationStore>;
 
 function guardRead<K extends (typeof READ_METHODS)[number]>(
@@ -541,3 +623,7 @@ export function toSearchTerms(query: string): string[] {
 }
 // Stryker restore Regex
 
+/** How the gallery's search compares text: composed the same way, in lower case. */
+function foldText(text: string): string {
+  return text.normalize('NFKC').toLowerCase();
+}

@@ -1,5 +1,6 @@
 // A real HTTP server that behaves like AUTOMATIC1111's /sdapi/v1 API (FastAPI + pydantic v1), as of
-// v1.10.1 (82a973c0): 422 detail lists, the global progress state with its real formula, an interrupt
+// v1.10.1 (82a973c0): txt2img and img2img (init_images, denoising_strength; "Init image not found" without one),
+// batches (batch_size: all_seeds seed, seed+1, …; a grid first only when the request saves images), 422 detail lists, the global progress state with its real formula, an interrupt
 // that still answers 200 with an image, and a PNG that already holds A1111's own `parameters` text. Its
 // checkpoints, samplers and schedulers: /sdapi/v1/sd-models, /samplers, /schedulers and /options, and a request's
 // override_settings.sd_model_checkpoint, sampler_name and scheduler taken, corrected or refused as A1111 does.
@@ -9,7 +10,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { insertTextChunk, makePng } from './png-bytes.ts';
+import { decodeSolidPng, insertTextChunk, makePng } from './png-bytes.ts';
 import { parseBody, readBody, sendJson, sendRedirect, streamLargeBody, type LargeBody, type RedirectEverything } from './http-body.ts';
 
 export interface FakeA1111Options {
@@ -25,8 +26,14 @@ export interface FakeA1111Options {
    * decoding, saving and encoding the image (processing.py:1014 → api.py:490). Default 0.
    */
   finishDelayMs?: number;
-  /** txt2img answers with this status and body (objects are sent as JSON). */
+  /** txt2img and img2img answer with this status and body (objects are sent as JSON). */
   failWith?: { status: number; body: unknown };
+  /**
+   * Settings → "Always return a grid" (opts.return_grid, on by default): a batch whose request saves its images
+   * (`save_images`, so do_not_save_grid is false: api.py:446, 514) gets the grid as its first image, and
+   * info.index_of_first_image 1 (processing.py:1048-1059 at A1111 45b8a499). Default true.
+   */
+  returnGrid?: boolean;
   /** txt2img never answers. */
   hang?: boolean;
   /**
@@ -122,7 +129,7 @@ export interface FakeA1111 {
   close(): Promise<void>;
 }
 
-type FieldType = 'str' | 'int' | 'float' | 'bool' | 'dict';
+type FieldType = 'str' | 'int' | 'float' | 'bool' | 'dict' | 'list';
 
 // A subset of StableDiffusionTxt2ImgProcessingAPI; like pydantic, unknown keys are ignored.
 const TXT2IMG_FIELDS: Record<string, FieldType> = {
@@ -150,12 +157,23 @@ const TXT2IMG_FIELDS: Record<string, FieldType> = {
   override_settings_restore_afterwards: 'bool',
 };
 
+// StableDiffusionImg2ImgProcessingAPI (models.py:115-133 at A1111 45b8a499): the same fields, and the image to start
+// from: init_images a list (default None), denoising_strength a float (default 0.75), resize_mode and mask.
+const IMG2IMG_FIELDS: Record<string, FieldType> = {
+  ...TXT2IMG_FIELDS,
+  init_images: 'list',
+  resize_mode: 'int',
+  mask: 'str',
+  include_init_images: 'bool',
+};
+
 const FIELD_ERRORS: Record<FieldType, { msg: string; type: string }> = {
   str: { msg: 'str type expected', type: 'type_error.str' },
   int: { msg: 'value is not a valid integer', type: 'type_error.integer' },
   float: { msg: 'value is not a valid float', type: 'type_error.float' },
   bool: { msg: 'value could not be parsed to a boolean', type: 'type_error.bool' },
   dict: { msg: 'value is not a valid dict', type: 'type_error.dict' },
+  list: { msg: 'value is not a valid list', type: 'type_error.list' },
 };
 
 interface Detail {
@@ -174,6 +192,8 @@ function coerceField(type: FieldType, value: unknown): { ok: true; value: unknow
       return typeof value === 'boolean' ? { ok: true, value } : { ok: false };
     case 'dict':
       return typeof value === 'object' && !Array.isArray(value) ? { ok: true, value } : { ok: false };
+    case 'list':
+      return Array.isArray(value) ? { ok: true, value } : { ok: false };
     case 'int':
     case 'float': {
       const number = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
@@ -183,7 +203,7 @@ function coerceField(type: FieldType, value: unknown): { ok: true; value: unknow
   }
 }
 
-function validateTxt2Img(text: string): { ok: true; value: Record<string, unknown> } | { ok: false; detail: Detail[] } {
+function validateRequest(text: string, fields: Record<string, FieldType>): { ok: true; value: Record<string, unknown> } | { ok: false; detail: Detail[] } {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -199,7 +219,7 @@ function validateTxt2Img(text: string): { ok: true; value: Record<string, unknow
   const values: Record<string, unknown> = {};
   const detail: Detail[] = [];
   for (const [key, value] of Object.entries(body)) {
-    const type = TXT2IMG_FIELDS[key];
+    const type = fields[key];
     if (type === undefined) continue;
     const coerced = coerceField(type, value);
     if (coerced.ok) values[key] = coerced.value;
@@ -239,6 +259,8 @@ interface InfotextValues {
   height: number;
   modelHash: string | null;
   modelName: string;
+  /** img2img's denoising_strength (extra_generation_params["Denoising strength"], processing.py:1507); undefined for txt2img. */
+  denoisingStrength: number | undefined;
   version: string;
 }
 
@@ -259,6 +281,8 @@ function createInfotext(values: InfotextValues): string {
     // add_model_hash_to_info, add_model_name_to_info, add_version_to_infotext: on by default (shared_options.py:355-360).
     ['Model hash', values.modelHash],
     ['Model', values.modelName],
+    // processing.py:738 (A1111 45b8a499): after the model and VAE, before the version; str() of the float.
+    ['Denoising strength', values.denoisingStrength === undefined ? undefined : pythonFloat(values.denoisingStrength)],
     ['Version', values.version],
   ];
   const line = parameters
@@ -513,17 +537,48 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     return values['override_settings_restore_afterwards'] === false ? undefined : stored;
   }
 
-  async function runJob(values: Record<string, unknown>, sampling: { sampler: string; scheduler: string | null }): Promise<Record<string, unknown>> {
+  /**
+   * decode_base64_to_image (api.py:77-99 in v1.10.1): a data: URL's prefix is dropped, then the bytes must be an
+   * image PIL reads, else HTTPException(500, "Invalid encoded image"). The fake reads only PNGs, and takes the colour
+   * of a solid one (png-bytes.ts) to paint from.
+   */
+  function decodeInitImage(encoding: unknown): { ok: true; rgb: [number, number, number] | undefined; width: number; height: number } | { ok: false } {
+    if (typeof encoding !== 'string') return { ok: false };
+    const data = encoding.startsWith('data:image/') ? (encoding.split(';')[1]?.split(',')[1] ?? '') : encoding;
+    const bytes = new Uint8Array(Buffer.from(data, 'base64'));
+    if (bytes.length < 8 || bytes[0] !== 0x89 || bytes[1] !== 0x50) return { ok: false };
+    try {
+      const solid = decodeSolidPng(bytes);
+      return { ok: true, rgb: solid.rgb, width: solid.width, height: solid.height };
+    } catch {
+      return { ok: false };
+    }
+  }
+
+  async function runJob(
+    values: Record<string, unknown>,
+    sampling: { sampler: string; scheduler: string | null },
+    mode: 'txt2img' | 'img2img',
+  ): Promise<Record<string, unknown>> {
     const steps = numberOr(values['steps'], 50);
     const width = numberOr(values['width'], 512);
     const height = numberOr(values['height'], 512);
     const requestedSeed = numberOr(values['seed'], -1);
+    const batchSize = Math.max(1, numberOr(values['batch_size'], 1));
+    const nIter = Math.max(1, numberOr(values['n_iter'], 1));
+    const count = batchSize * nIter;
+    // img2img: denoising_strength defaults to 0.75 (models.py:121 at A1111 45b8a499); the init image's colour is kept
+    // as much as the strength leaves of it.
+    const strength = mode === 'img2img' ? numberOr(values['denoising_strength'], 0.75) : undefined;
+    const init = mode === 'img2img' ? decodeInitImage((values['init_images'] as unknown[])[0]) : undefined;
     // get_fixed_seed: -1 → int(random.randrange(4294967294)) (processing.py:675-687).
     const seed = requestedSeed === -1 ? Math.floor(Math.random() * 4_294_967_294) : requestedSeed;
+    // process_images_inner: one seed per image of the batch, seed + x (processing.py:835-838 at A1111 45b8a499).
+    const allSeeds = Array.from({ length: count }, (_, index) => seed + index);
     // fix_p_invalid_sampler_and_scheduler (processing.py:844; sd_samplers.py:125-129) puts the label in p.scheduler.
     const [sampler, scheduler] = release === 'v1.8.0' ? [sampling.sampler, undefined] : getSamplerAndScheduler(sampling.sampler, sampling.scheduler, false);
     await wait(options.startDelayMs ?? 0);
-    // State.begin(job="scripts_txt2img") (api.py:475; shared_state.py:110-127): sampling_steps is not reset.
+    // State.begin(job="scripts_txt2img" | "scripts_img2img") (api.py:475, 546; shared_state.py:110-127): sampling_steps is not reset.
     Object.assign(state, {
       sampling_step: 0,
       job_count: -1,
@@ -532,28 +587,33 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       skipped: false,
       interrupted: false,
       stopping_generation: false,
-      job: 'scripts_txt2img',
+      job: `scripts_${mode}`,
     });
     timeStart = performance.now();
     const restore = applyCheckpointOverride(values);
     const used = loaded;
     await wait(options.setupDelayMs ?? 0);
     // processing.py:929-930: `if state.job_count == -1: state.job_count = p.n_iter`.
-    state.job_count = 1;
+    state.job_count = nIter;
     // processing.py:938-939: an interrupt before the iteration leaves no image at all.
     const sampled = !(state.interrupted || closed);
     if (sampled) {
-      // launch_sampling (sd_samplers_common.py:265-269).
-      Object.assign(state, { sampling_steps: steps, sampling_step: 0 });
-      // k-diffusion calls back after step i with the 0-based i (k_diffusion/sampling.py:122,131); the sampler
-      // returns the latent so far when interrupted (sd_samplers_common.py:280-281).
-      for (let step = 0; step < steps; step++) {
-        if (!(await wait(stepDelayMs)) || state.interrupted) break;
-        state.sampling_step = step;
+      for (let iteration = 0; iteration < nIter && !state.interrupted; iteration++) {
+        // launch_sampling (sd_samplers_common.py:265-269). img2img samples t_enc + 1 steps, t_enc =
+        // int(min(denoising_strength, 0.999) * steps) (setup_img2img_steps, sd_samplers_common.py:22-31, and
+        // sd_samplers_kdiffusion.py:142, 188 at A1111 45b8a499; img2img_fix_steps off, its default).
+        const stepsToRun = strength === undefined ? steps : Math.trunc(Math.min(strength, 0.999) * steps) + 1;
+        Object.assign(state, { sampling_steps: stepsToRun, sampling_step: 0 });
+        // k-diffusion calls back after step i with the 0-based i (k_diffusion/sampling.py:122,131); the sampler
+        // returns the latent so far when interrupted (sd_samplers_common.py:280-281).
+        for (let step = 0; step < stepsToRun; step++) {
+          if (!(await wait(stepDelayMs)) || state.interrupted) break;
+          state.sampling_step = step;
+        }
+        // State.nextjob() (processing.py:1014; shared_state.py:87-93): /progress now says 1.0 after the last.
+        state.job_no += 1;
+        state.sampling_step = 0;
       }
-      // State.nextjob() (processing.py:1014; shared_state.py:87-93): /progress now says 1.0.
-      state.job_no += 1;
-      state.sampling_step = 0;
       await wait(options.finishDelayMs ?? 0);
     }
     // process_images's finally (849-858) restores the option, then State.end() resets only job and job_count
@@ -563,24 +623,47 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     const prompt = stringOr(values['prompt'], '');
     const negativePrompt = stringOr(values['negative_prompt'], '');
     const cfgScale = numberOr(values['cfg_scale'], 7);
-    const infotext = createInfotext({ prompt, negativePrompt, steps, sampler, scheduler, cfg: cfgScale, seed, width, height, modelHash: used.shorthash, modelName: used.nameForExtra, version: release });
+    const infotextOf = (imageSeed: number) =>
+      createInfotext({ prompt, negativePrompt, steps, sampler, scheduler, cfg: cfgScale, seed: imageSeed, width, height, modelHash: used.shorthash, modelName: used.nameForExtra, denoisingStrength: strength, version: release });
+    const infotexts = sampled ? allSeeds.map(infotextOf) : [];
+    const pngOf = (imageSeed: number, text: string): Uint8Array => {
+      const own: [number, number, number] = [imageSeed & 0xff, (imageSeed >>> 8) & 0xff, (imageSeed >>> 16) & 0xff];
+      // A variation keeps (1 − strength) of its starting colour: a test can tell it started from that image.
+      const start = init?.ok === true ? init.rgb : undefined;
+      const rgb: [number, number, number] = start === undefined || strength === undefined ? own : (start.map((value, index) => Math.round(value * (1 - strength) + own[index]! * strength)) as [number, number, number]);
+      const rendered = makePng(width, height, rgb);
+      // processing.py:1087-1090 puts the infotext in image.info["parameters"]; encode_pil_to_base64 writes it
+      // into the PNG (api.py:102-113) when samples_format is png, the default (shared_options.py:36).
+      return options.image ?? ((options.enablePnginfo ?? true) ? insertTextChunk(rendered, 'parameters', text, 'pillow') : rendered);
+    };
+    const images = sampled ? allSeeds.map((imageSeed, index) => pngOf(imageSeed, infotexts[index] ?? '')) : [];
+    // The grid (processing.py:1048-1059 at A1111 45b8a499): only when opts.return_grid (or grid_save) and the request
+    // saves its images (do_not_save_grid = not save_images, api.py:446, 514), and not for a single image
+    // (grid_only_if_multiple, on by default). It comes first, with the main infotext, and index_of_first_image says so.
+    let indexOfFirstImage = 0;
+    if (sampled && (options.returnGrid ?? true) && values['save_images'] === true && images.length >= 2) {
+      const gridText = infotextOf(seed);
+      infotexts.unshift(gridText);
+      images.unshift(insertTextChunk(makePng(width * Math.min(images.length, 4), height * Math.ceil(images.length / 4), [255, 255, 255]), 'parameters', gridText, 'pillow'));
+      indexOfFirstImage = 1;
+    }
     // Processed.js() (processing.py:571-607), in its key order.
     const info = {
       prompt,
-      all_prompts: [prompt],
+      all_prompts: allSeeds.map(() => prompt),
       negative_prompt: negativePrompt,
-      all_negative_prompts: [negativePrompt],
+      all_negative_prompts: allSeeds.map(() => negativePrompt),
       seed,
-      all_seeds: [seed],
+      all_seeds: allSeeds,
       subseed: 1234,
-      all_subseeds: [1234],
+      all_subseeds: allSeeds.map(() => 1234),
       subseed_strength: 0,
       width,
       height,
       sampler_name: sampler,
       cfg_scale: cfgScale,
       steps,
-      batch_size: 1,
+      batch_size: batchSize,
       restore_faces: false,
       face_restoration_model: null,
       sd_model_name: used.nameForExtra,
@@ -589,29 +672,26 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       sd_vae_hash: null,
       seed_resize_from_w: -1,
       seed_resize_from_h: -1,
-      denoising_strength: null,
-      extra_generation_params: {},
-      index_of_first_image: 0,
-      infotexts: sampled ? [infotext] : [],
+      denoising_strength: strength ?? null,
+      extra_generation_params: strength === undefined ? {} : { 'Denoising strength': strength },
+      index_of_first_image: indexOfFirstImage,
+      infotexts,
       styles: [],
       job_timestamp: state.job_timestamp,
       clip_skip: 1,
       is_using_inpainting_conditioning: false,
       version: release,
     };
-    const rgb: [number, number, number] = [seed & 0xff, (seed >>> 8) & 0xff, (seed >>> 16) & 0xff];
-    const rendered = makePng(width, height, rgb);
-    // processing.py:1087-1090 puts the infotext in image.info["parameters"]; encode_pil_to_base64 writes it
-    // into the PNG (api.py:102-113) when samples_format is png, the default (shared_options.py:36).
-    const png = options.image ?? ((options.enablePnginfo ?? true) ? insertTextChunk(rendered, 'parameters', infotext, 'pillow') : rendered);
+    // img2imgapi drops the init images from `parameters` unless include_init_images (api.py:561-563).
+    const parameters = { ...values, seed: requestedSeed, steps, width, height, cfg_scale: cfgScale, ...(mode === 'img2img' && values['include_init_images'] !== true ? { init_images: null, mask: null } : {}) };
     return {
-      images: sampled ? [Buffer.from(png).toString('base64')] : [],
-      parameters: { ...values, seed: requestedSeed, steps, width, height, cfg_scale: cfgScale },
+      images: images.map((png) => Buffer.from(png).toString('base64')),
+      parameters,
       info: JSON.stringify(info),
     };
   }
 
-  async function handleTxt2Img(text: string, contentType: string | undefined, response: ServerResponse): Promise<void> {
+  async function handleGeneration(mode: 'txt2img' | 'img2img', text: string, contentType: string | undefined, response: ServerResponse): Promise<void> {
     // FastAPI reads the body as JSON only with no content type or application/json (or +json); any other
     // type leaves it bytes, which the model refuses (fastapi/routing.py:203-214 in 0.94.0, the version
     // A1111 pins in requirements_versions.txt).
@@ -620,15 +700,27 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     if (!readsJson && text !== '') {
       return sendJson(response, 422, { detail: [{ loc: ['body'], msg: 'value is not a valid dict', type: 'type_error.dict' }] });
     }
-    const validated = validateTxt2Img(text);
+    const validated = validateRequest(text, mode === 'txt2img' ? TXT2IMG_FIELDS : IMG2IMG_FIELDS);
     if (!validated.ok) return sendJson(response, 422, { detail: validated.detail });
+    const values = validated.value;
+    if (mode === 'img2img') {
+      // img2imgapi (api.py:495-497): no init_images is HTTPException(404, "Init image not found"), answered by
+      // api_middleware's handle_exception as {error, detail, body, errors: str(e)}.
+      if (values['init_images'] === undefined || values['init_images'] === null) {
+        return sendJson(response, 404, { error: 'HTTPException', detail: 'Init image not found', body: '', errors: '404: Init image not found' });
+      }
+      // p.init_images = [decode_base64_to_image(x) for x in init_images] (api.py:539): one that does not decode is 500.
+      const images = values['init_images'] as unknown[];
+      if (images.length === 0 || images.some((image) => !decodeInitImage(image).ok)) {
+        return sendJson(response, 500, { error: 'HTTPException', detail: 'Invalid encoded image', body: '', errors: '500: Invalid encoded image' });
+      }
+    }
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     if (options.hang === true) return;
     if (options.hugeAnswer !== undefined) {
       const body = { ...options.hugeAnswer, contentType: 'application/json', prefix: '{"images":["', suffix: '"],"parameters":{},"info":"{}"}' };
       return streamLargeBody(response, body, (sent) => (hugeBytesSent = sent));
     }
-    const values = validated.value;
     // The API model's sampler_index defaults to "Euler" (modules/api/models.py:104), read when sampler_name is empty.
     const asked = stringOr(values['sampler_name'], '') || stringOr(values['sampler_index'], '') || 'Euler';
     let sampling: { sampler: string; scheduler: string | null };
@@ -640,14 +732,14 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       }
       sampling = { sampler: asked, scheduler: null };
     } else {
-      // text2imgapi (api.py:441-452): get_sampler_and_scheduler always names a sampler A1111 has, so
-      // validate_sampler_name (43-48, HTTP 400 since v1.10.0) never refuses one here; a scheduler split off the
-      // sampler's name fills an empty `scheduler`.
+      // text2imgapi / img2imgapi (api.py:441-452, 509-521): get_sampler_and_scheduler always names a sampler A1111
+      // has, so validate_sampler_name (43-48, HTTP 400 since v1.10.0) never refuses one here; a scheduler split off
+      // the sampler's name fills an empty `scheduler`.
       const [sampler, scheduler] = getSamplerAndScheduler(asked, values['scheduler'], true);
       const own = stringOr(values['scheduler'], '');
       sampling = { sampler, scheduler: own !== '' ? own : scheduler !== 'Automatic' ? scheduler : null };
     }
-    const result = queue.then(() => runJob(values, sampling));
+    const result = queue.then(() => runJob(values, sampling, mode));
     queue = result.then(
       () => undefined,
       () => undefined,
@@ -665,12 +757,13 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
     if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
     const route = `${method} ${address.pathname}`;
     switch (route) {
-      case 'POST /sdapi/v1/txt2img': {
+      case 'POST /sdapi/v1/txt2img':
+      case 'POST /sdapi/v1/img2img': {
         inFlight++;
         maxConcurrentTxt2Img = Math.max(maxConcurrentTxt2Img, inFlight);
         // An answer sent, or a client that hung up (A1111 itself would still finish the job), ends the request.
         response.once('close', () => inFlight--);
-        return handleTxt2Img(text, request.headers['content-type'], response);
+        return handleGeneration(route === 'POST /sdapi/v1/txt2img' ? 'txt2img' : 'img2img', text, request.headers['content-type'], response);
       }
       // ProgressResponse: progress, eta_relative, state, current_image, textinfo (modules/api/models.py:189-194).
       case 'GET /sdapi/v1/progress': {
@@ -728,7 +821,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
         if (release === 'v1.8.0') return sendJson(response, 404, { detail: 'Not Found' });
         return sendJson(response, 200, SCHEDULERS);
       default: {
-        const known = ['/sdapi/v1/txt2img', '/sdapi/v1/progress', '/sdapi/v1/interrupt', '/sdapi/v1/options', '/sdapi/v1/sd-models', '/sdapi/v1/samplers', ...(release === 'v1.8.0' ? [] : ['/sdapi/v1/schedulers'])];
+        const known = ['/sdapi/v1/txt2img', '/sdapi/v1/img2img', '/sdapi/v1/progress', '/sdapi/v1/interrupt', '/sdapi/v1/options', '/sdapi/v1/sd-models', '/sdapi/v1/samplers', ...(release === 'v1.8.0' ? [] : ['/sdapi/v1/schedulers'])];
         if (known.includes(address.pathname)) return sendJson(response, 405, { detail: 'Method Not Allowed' });
         return sendJson(response, 404, { detail: 'Not Found' });
       }

@@ -2,7 +2,9 @@
 // commit): /prompt validation with its error shapes and a client prompt_id, one prompt at a time, node
 // outputs cached between prompts, the WebSocket message sequence (JPEG previews only with a preview method),
 // /history, /view, /interrupt and /queue, /object_info with the checkpoint, sampler and scheduler lists a prompt
-// is checked against, and on demand the newer /api/jobs/{id}/cancel. Every route also answers under /api
+// is checked against, /upload/image into the input folder that LoadImage reads (image to image: LoadImage →
+// ImageScale → VAEEncode → KSampler with denoise), a latent batch (EmptyLatentImage.batch_size: one image per item,
+// all listed in the history), and on demand the newer /api/jobs/{id}/cancel. Every route also answers under /api
 // (server.py:802-814).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -11,8 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, redirectUpgrade, sendJson, sendRedirect, streamLargeBody, type RedirectEverything } from './http-body.ts';
+import { decodeSolidPng, makePng } from './png-bytes.ts';
+import { parseBody, readBodyBytes, readMultipart, redirectUpgrade, sendJson, sendRedirect, streamLargeBody, type RedirectEverything } from './http-body.ts';
 
 export interface FakeComfyUiOptions {
   /** Simulated time per sampling step. */
@@ -120,6 +122,8 @@ export interface FakeComfyUi {
   promptIds: string[];
   /** Prompt ids removed through POST /queue {delete}. */
   queueDeletes: string[];
+  /** The input folder's files by their path below it ("easel/easel-….png"): what /upload/image stored. */
+  inputFiles: Map<string, Uint8Array>;
   /** The prompt_id of each foreign prompt (see `foreignPrompt`), in the order they were queued. */
   foreignPromptIds: string[];
   /** How each prompt that ran ended, by prompt_id: what its history entry says. */
@@ -192,6 +196,8 @@ interface ComboLists {
   checkpoints: readonly string[];
   samplers: readonly string[];
   schedulers: readonly string[];
+  /** The input folder's top-level image files: LoadImage's combo (nodes.py:1633-1637). */
+  inputs: () => readonly string[];
 }
 
 const INT = (extra: Record<string, unknown>): InputSpec => ({ type: 'INT', extra });
@@ -250,6 +256,26 @@ function describeClasses(lists: ComboLists): Record<string, NodeClass> {
       category: 'latent',
       display: 'Empty Latent Image',
     },
+    // nodes.py:1630-1704: its combo lists the input folder's top level, but VALIDATE_INPUTS takes `image`, so the
+    // list is not checked (execution.py:868, 896); the file must exist (folder_paths.exists_annotated_filepath).
+    LoadImage: { inputs: { image: { combo: lists.inputs(), extra: { image_upload: true }, unchecked: true } }, output: ['IMAGE', 'MASK'], category: 'image', display: 'Load Image' },
+    // nodes.py:1778-1793.
+    ImageScale: {
+      inputs: {
+        image: { type: 'IMAGE' },
+        upscale_method: { combo: ['nearest-exact', 'bilinear', 'area', 'bicubic', 'lanczos'] },
+        width: INT({ default: 512, min: 0, max: 16384, step: 1 }),
+        height: INT({ default: 512, min: 0, max: 16384, step: 1 }),
+        crop: { combo: ['disabled', 'center'] },
+      },
+      output: ['IMAGE'],
+      category: 'image/upscaling',
+      display: 'Upscale Image',
+    },
+    // nodes.py:333-344.
+    VAEEncode: { inputs: { pixels: { type: 'IMAGE' }, vae: { type: 'VAE' } }, output: ['LATENT'], category: 'latent', display: 'VAE Encode' },
+    // nodes.py:1221-1236: the latent repeated `amount` times, a batch.
+    RepeatLatentBatch: { inputs: { samples: { type: 'LATENT' }, amount: INT({ default: 1, min: 1, max: 64 }) }, output: ['LATENT'], category: 'latent/batch', display: 'Repeat Latent Batch' },
     CLIPTextEncode: { inputs: { text: { type: 'STRING', extra: { multiline: true, dynamicPrompts: true } }, clip: { type: 'CLIP' } }, output: ['CONDITIONING'], category: 'conditioning', display: 'CLIP Text Encode (Prompt)' },
     VAEDecode: { inputs: { samples: { type: 'LATENT' }, vae: { type: 'VAE' } }, output: ['IMAGE'], category: 'latent', display: 'VAE Decode' },
     SaveImage: { inputs: { images: { type: 'IMAGE' }, filename_prefix: { type: 'STRING', extra: { default: 'ComfyUI' } } }, output: [], category: 'image', display: 'Save Image' },
@@ -306,6 +332,8 @@ function pythonList(names: readonly string[]): string {
 const NUMERIC_INPUTS: Record<string, Record<string, 'INT' | 'FLOAT'>> = {
   KSampler: { seed: 'INT', steps: 'INT', cfg: 'FLOAT', denoise: 'FLOAT' },
   EmptyLatentImage: { width: 'INT', height: 'INT', batch_size: 'INT' },
+  ImageScale: { width: 'INT', height: 'INT' },
+  RepeatLatentBatch: { amount: 'INT' },
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -321,7 +349,7 @@ type Validation =
   | { ok: false; error: PromptError; nodeErrors: Record<string, unknown> };
 
 /** A small part of ComfyUI's validate_prompt, with its error types and messages. */
-function validatePrompt(prompt: unknown, classes: Record<string, NodeClass>, shape: 'list' | 'options'): Validation {
+function validatePrompt(prompt: unknown, classes: Record<string, NodeClass>, shape: 'list' | 'options', inputFiles: ReadonlyMap<string, Uint8Array>): Validation {
   if (!isRecord(prompt)) return { ok: false, error: promptError('invalid_prompt', 'Prompt is not a dictionary.'), nodeErrors: {} };
   for (const [id, node] of Object.entries(prompt)) {
     if (!isRecord(node) || typeof node['class_type'] !== 'string') {
@@ -377,6 +405,11 @@ function validatePrompt(prompt: unknown, classes: Record<string, NodeClass>, sha
         extra_info: { input_name: input, input_config: long ? null : renderSpec(spec, shape), received_value: value },
       });
     }
+    // LoadImage.VALIDATE_INPUTS (nodes.py:1699-1704): "Invalid image file: …" unless the file is in the input folder,
+    // answered as custom_validation_failed (execution.py:923-950).
+    if (node.class_type === 'LoadImage' && typeof node.inputs['image'] === 'string' && !inputFiles.has(node.inputs['image'].replace(/ \[input\]$/, ''))) {
+      errors.push({ ...promptError('custom_validation_failed', 'Custom validation failed for node', `image - Invalid image file: ${node.inputs['image']}`), extra_info: { input_name: 'image' } });
+    }
     if (errors.length > 0) nodeErrors[id] = { errors, dependent_outputs: outputNodes, class_type: node.class_type };
   }
   if (Object.keys(nodeErrors).length > 0) {
@@ -395,8 +428,11 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
   const stepDelayMs = options.stepDelayMs ?? 20;
   const checkpoints = options.checkpoints ?? ['v1-5-pruned-emaonly.safetensors'];
   const comboShape = options.comboInputs ?? 'list';
+  // The input folder (folder_paths.get_input_directory()): what /upload/image wrote, by its path below it.
+  const inputFiles = new Map<string, Uint8Array>();
+  const inputs = () => [...inputFiles.keys()].filter((name) => !name.includes('/')).sort();
   const classes = Object.fromEntries(
-    Object.entries(describeClasses({ checkpoints, samplers: options.samplers ?? COMFY_SAMPLERS, schedulers: options.schedulers ?? COMFY_SCHEDULERS })).filter(
+    Object.entries(describeClasses({ checkpoints, samplers: options.samplers ?? COMFY_SAMPLERS, schedulers: options.schedulers ?? COMFY_SCHEDULERS, inputs })).filter(
       ([name]) => !(options.missingNodes ?? []).includes(name),
     ),
   );
@@ -573,12 +609,21 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
         // Like folder_paths.get_save_image_path: a "/" in the prefix makes a subfolder.
         const slash = prefix.lastIndexOf('/');
         const subfolder = slash < 0 ? '' : prefix.slice(0, slash);
-        const filename = `${slash < 0 ? prefix : prefix.slice(slash + 1)}_${String(++fileCounter).padStart(5, '0')}_.png`;
-        const width = readNumberInput(workflow, 'EmptyLatentImage', 'width', 512);
-        const height = readNumberInput(workflow, 'EmptyLatentImage', 'height', 512);
+        const { width, height, count, start } = describeLatent(workflow);
         const seed = readNumberInput(workflow, 'KSampler', 'seed', 0);
-        files.set(`${type}\n${subfolder}\n${filename}`, options.image ?? makePng(width, height, [seed & 0xff, (seed >>> 8) & 0xff, 99]));
-        output = { images: [{ filename, subfolder, type }] };
+        const denoise = readNumberInput(workflow, 'KSampler', 'denoise', 1);
+        // One file per item of the batch, each its own counter (SaveImage.save_images, nodes.py: `for (batch_number,
+        // image) in enumerate(images)`), all in this node's output. The items' noise comes from one generator seeded
+        // once (comfy/sample.py:8-25), so the fake paints item i from seed and i alike.
+        const images = Array.from({ length: count }, (_, index) => {
+          const filename = `${slash < 0 ? prefix : prefix.slice(slash + 1)}_${String(++fileCounter).padStart(5, '0')}_.png`;
+          const own: [number, number, number] = [(seed + index) & 0xff, ((seed + index) >>> 8) & 0xff, 99];
+          // An image to image keeps (1 − denoise) of its starting colour: a test can tell it started from that image.
+          const rgb = start === undefined ? own : (start.map((value, channel) => Math.round(value * (1 - denoise) + own[channel]! * denoise)) as [number, number, number]);
+          files.set(`${type}\n${subfolder}\n${filename}`, options.image ?? makePng(width, height, rgb));
+          return { filename, subfolder, type };
+        });
+        output = { images };
         outputs[nodeId] = output;
         sendToClient(clientId, 'executed', { node: nodeId, display_node: nodeId, output, prompt_id: id });
       }
@@ -598,6 +643,62 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     };
     sendToClient(clientId, 'executing', { node: null, prompt_id: id });
     sendStatus();
+  }
+
+  /**
+   * What the graph's latent is: EmptyLatentImage's size and batch (nodes.py:1164-1186), or an encoded image's
+   * (LoadImage, scaled by ImageScale when there is one), repeated by RepeatLatentBatch; and the colour it started from.
+   */
+  function describeLatent(workflow: Record<string, Node>): { width: number; height: number; count: number; start?: [number, number, number] } {
+    const repeat = readNumberInput(workflow, 'RepeatLatentBatch', 'amount', 1);
+    const load = Object.values(workflow).find((node) => node.class_type === 'LoadImage');
+    const file = typeof load?.inputs['image'] === 'string' ? inputFiles.get(load.inputs['image'].replace(/ \[input\]$/, '')) : undefined;
+    if (file !== undefined) {
+      const decoded = decodeSolidPng(file);
+      const scaled = Object.values(workflow).some((node) => node.class_type === 'ImageScale');
+      return {
+        width: scaled ? readNumberInput(workflow, 'ImageScale', 'width', decoded.width) : decoded.width,
+        height: scaled ? readNumberInput(workflow, 'ImageScale', 'height', decoded.height) : decoded.height,
+        count: repeat,
+        start: decoded.rgb,
+      };
+    }
+    return {
+      width: readNumberInput(workflow, 'EmptyLatentImage', 'width', 512),
+      height: readNumberInput(workflow, 'EmptyLatentImage', 'height', 512),
+      count: readNumberInput(workflow, 'EmptyLatentImage', 'batch_size', 1) * repeat,
+    };
+  }
+
+  /**
+   * POST /upload/image (server.py:316-367): multipart; no `image` file or no filename is a bare 400; `type` picks the
+   * folder (input by default, server.py:289-300), `subfolder` a folder below it (one escaping it: 400). Without
+   * `overwrite` "true" or "1" a taken name becomes "name (1).png", unless the file there has the same bytes
+   * (compare_image_hash, :302-314). Answers {name, subfolder, type}.
+   */
+  async function handleUpload(bytes: Buffer, contentType: string | undefined, response: ServerResponse): Promise<void> {
+    const form = await readMultipart(bytes, contentType);
+    const image = form?.get('image');
+    if (form === undefined || image === null || image === undefined || typeof image === 'string') return void response.writeHead(400).end();
+    if (image.name === '') return void response.writeHead(400).end();
+    const field = (name: string, fallback: string) => {
+      const value = form.get(name);
+      return typeof value === 'string' ? value : fallback;
+    };
+    const type = field('type', 'input');
+    const subfolder = field('subfolder', '');
+    if (subfolder.split('/').includes('..') || subfolder.startsWith('/')) return void response.writeHead(400).end();
+    const data = new Uint8Array(await image.arrayBuffer());
+    const overwrite = field('overwrite', '');
+    const pathOf = (name: string) => (subfolder === '' ? name : `${subfolder}/${name}`);
+    let filename = image.name;
+    if (overwrite !== 'true' && overwrite !== '1') {
+      const dot = image.name.lastIndexOf('.');
+      const [stem, extension] = dot < 0 ? [image.name, ''] : [image.name.slice(0, dot), image.name.slice(dot)];
+      for (let i = 1; inputFiles.has(pathOf(filename)) && !Buffer.from(inputFiles.get(pathOf(filename))!).equals(Buffer.from(data)); i++) filename = `${stem} (${i})${extension}`;
+    }
+    if (type === 'input') inputFiles.set(pathOf(filename), data);
+    sendJson(response, 200, { name: filename, subfolder, type });
   }
 
   async function pump(): Promise<void> {
@@ -627,7 +728,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
     const body = parseBody(text);
     if (!isRecord(body) || !('prompt' in body)) return sendJson(response, 400, { error: 'no prompt', node_errors: [] });
-    const validation = validatePrompt(body['prompt'], classes, comboShape);
+    const validation = validatePrompt(body['prompt'], classes, comboShape, inputFiles);
     if (!validation.ok) return sendJson(response, 400, { error: validation.error, node_errors: validation.nodeErrors });
     queueForeign(validation.workflow, validation.outputNodes);
     if (options.promptDelayMs !== undefined) {
@@ -676,9 +777,11 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const address = new URL(request.url ?? '/', 'http://127.0.0.1');
-    const text = await readBody(request);
+    const bytes = await readBodyBytes(request);
+    const text = bytes.toString('utf8');
     const method = request.method ?? 'GET';
-    const body = parseBody(text);
+    const form = await readMultipart(bytes, request.headers['content-type']);
+    const body = form === undefined ? parseBody(text) : Object.fromEntries([...form.keys()].map((key) => [key, form.getAll(key)]));
     requests.push({ method, path: address.pathname, query: Object.fromEntries(address.searchParams), body });
     requestTimes.push(performance.now());
     if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
@@ -687,6 +790,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     const jobCancel = /^\/jobs\/([^/]+)\/cancel$/.exec(path);
     if (options.jobsApi === true && method === 'POST' && jobCancel !== null) return handleJobCancel(decodeURIComponent(jobCancel[1] ?? ''), response);
     if (method === 'POST' && path === '/prompt') return handlePrompt(text, response);
+    if (method === 'POST' && path === '/upload/image') return handleUpload(bytes, request.headers['content-type'], response);
     // server.py:736 post_interrupt: with a prompt_id, interrupt only when that prompt is the running one
     // (lines 743-760); without one, a global interrupt. Always 200. A prompt keeps running after its client's
     // WebSocket or HTTP connection closes: only this endpoint stops it.
@@ -802,6 +906,7 @@ export async function createFakeComfyUi(options: FakeComfyUiOptions = {}): Promi
     workflows,
     promptIds,
     queueDeletes,
+    inputFiles,
     foreignPromptIds,
     outcomes,
     sent,

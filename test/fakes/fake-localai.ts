@@ -1,12 +1,13 @@
 // A real HTTP server that behaves like LocalAI's image endpoint (mudler/LocalAI 82c191af): the request
 // fields it really reads (`step`, a "positive|negative" prompt, a seed kept to 32 bits), what it ignores
-// (`steps`, `negative_prompt`, `cfg_scale`), its error shape, /readyz, /v1/models and /v1/models/capabilities, the
+// (`steps`, `negative_prompt`, `cfg_scale`), `n` as that many runs of the same request (the same seed each time),
+// `file` as a starting image changed by the backend's fixed strength (0.75; no request field sets it), its error shape, /readyz, /v1/models and /v1/models/capabilities, the
 // model a request names (refused when unknown, a chat model failing in its backend), and a PNG without text.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { makePng } from './png-bytes.ts';
+import { decodeSolidPng, makePng } from './png-bytes.ts';
 import { parseBody, readBody, sendJson, sendRedirect, type RedirectEverything } from './http-body.ts';
 
 export interface FakeLocalAiOptions {
@@ -62,6 +63,13 @@ export interface LocalAiRun {
   cfg: number;
   width: number;
   height: number;
+  /**
+   * The starting image's colour when the request had a `file` (image.go:91-98: base64 or a URL, written to a
+   * temporary file handed to the backend as Src); the backend changes it by its own fixed strength, 0.75
+   * (backend/go/stablediffusion-ggml/gosd.go:204-205), whatever the request says.
+   */
+  init?: [number, number, number];
+  strength?: number;
 }
 
 export interface FakeLocalAi {
@@ -133,36 +141,58 @@ export async function createFakeLocalAi(options: FakeLocalAiOptions = {}): Promi
     const seedSent = typeof input['seed'] === 'number' ? input['seed'] : -1;
     const seedReceived = Number(BigInt.asIntN(32, BigInt(Math.trunc(seedSent))));
     const random = options.backend === 'diffusers' ? seedReceived <= 0 : seedReceived < 0;
-    const seedUsed = random ? Math.floor(Math.random() * 2_147_483_648) : seedReceived;
-    if (options.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
-    runs.push({
-      model,
-      prompt: pieces[0] ?? '',
-      negativePrompt: pieces[1] ?? '',
-      seedReceived,
-      seedUsed,
-      random,
-      steps: step,
-      // A request cfg_scale is ignored: the model's own, set at load, paints every image (gosd.go:229).
-      cfg: options.cfgScale ?? 7,
-      width,
-      height,
-    });
-    // stablediffusion-ggml writes no text chunk (cpp/gosd.cpp:1041-1042); nor does diffusers' image.save.
-    const png = makePng(width, height, [seedUsed & 0xff, step & 0xff, 77]);
-    // image.go:151, 210-225: b64_json only when asked; a link under /generated-images/ otherwise.
-    const item: Record<string, unknown> = { index: 0 };
-    if (input['response_format'] === 'b64_json') item['b64_json'] = Buffer.from(png).toString('base64');
-    else {
-      const name = `b64${randomUUID().slice(0, 8)}.png`;
-      files.set(name, png);
-      item['url'] = `${baseUrl}/generated-images/${name}`;
+    // image.go:91-98, processImageFile (:259-310): `file`, base64 (or a URL), is the backend's Src; one that does not
+    // decode is dropped without a word.
+    let init: [number, number, number] | undefined;
+    if (typeof input['file'] === 'string' && input['file'] !== '') {
+      try {
+        init = decodeSolidPng(new Uint8Array(Buffer.from(input['file'], 'base64'))).rgb;
+      } catch {
+        init = undefined;
+      }
+    }
+    const strength = 0.75;
+    // image.go:155-160: `n` runs of the same request (0 means 1), each with *config.Seed: a fixed seed makes the
+    // same image n times.
+    const n = typeof input['n'] === 'number' && input['n'] > 0 ? Math.trunc(input['n']) : 1;
+    const data: Record<string, unknown>[] = [];
+    for (let index = 0; index < n; index++) {
+      const seedUsed = random ? Math.floor(Math.random() * 2_147_483_648) : seedReceived;
+      if (options.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+      runs.push({
+        model,
+        prompt: pieces[0] ?? '',
+        negativePrompt: pieces[1] ?? '',
+        seedReceived,
+        seedUsed,
+        random,
+        steps: step,
+        // A request cfg_scale is ignored: the model's own, set at load, paints every image (gosd.go:229).
+        cfg: options.cfgScale ?? 7,
+        width,
+        height,
+        ...(init === undefined ? {} : { init, strength }),
+      });
+      const own: [number, number, number] = [seedUsed & 0xff, step & 0xff, 77];
+      const rgb = init === undefined ? own : (init.map((value, channel) => Math.round(value * (1 - strength) + own[channel]! * strength)) as [number, number, number]);
+      // stablediffusion-ggml writes no text chunk (cpp/gosd.cpp:1041-1042); nor does diffusers' image.save.
+      const png = makePng(width, height, rgb);
+      // image.go:151, 210-225: b64_json only when asked; a link under /generated-images/ otherwise. schema.Item's
+      // index is never set (image.go:211), so it stays 0.
+      const item: Record<string, unknown> = { index: 0 };
+      if (input['response_format'] === 'b64_json') item['b64_json'] = Buffer.from(png).toString('base64');
+      else {
+        const name = `b64${randomUUID().slice(0, 8)}.png`;
+        files.set(name, png);
+        item['url'] = `${baseUrl}/generated-images/${name}`;
+      }
+      data.push(item);
     }
     // image.go:232-255.
     sendJson(response, 200, {
       created: Math.floor(Date.now() / 1000),
       id: randomUUID(),
-      data: [item],
+      data,
       usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, input_tokens: 0, output_tokens: 0, input_tokens_details: { text_tokens: 0, image_tokens: 0 } },
     });
   }

@@ -1,13 +1,14 @@
 // A real HTTP server that follows OpenAI's Images API and nothing more: OpenAI's error shape, WIDTHxHEIGHT
-// sizes, b64_json or url answers, /v1/models. It reads only the fields that API defines (prompt, model, n,
-// size, response_format…): a seed, steps or a negative prompt change nothing. LocalAI and sd-server have
+// sizes, b64_json or url answers, /v1/models, and /v1/images/edits (multipart: image and prompt required, no
+// strength: an edit by instruction). It reads only the fields that API defines (prompt, model, n, size,
+// response_format…): a seed, steps, a negative prompt or a strength change nothing. LocalAI and sd-server have
 // fakes of their own (fake-localai.ts, fake-sd-server.ts).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson, sendRedirect, streamLargeBody, type LargeBody, type RedirectEverything } from './http-body.ts';
+import { parseBody, readBodyBytes, readMultipart, sendJson, sendRedirect, streamLargeBody, type LargeBody, type RedirectEverything } from './http-body.ts';
 
 export interface FakeOpenAiImagesOptions {
   /** /v1/images/generations answers with this status and body (objects are sent as JSON). */
@@ -141,15 +142,30 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
     sendJson(response, 200, { created: Math.floor(Date.now() / 1000), data });
   }
 
+  /**
+   * OpenAI's POST /v1/images/edits: multipart/form-data with `image` (or `image[]`) and `prompt` required, `mask`, `n`,
+   * `size`, `response_format` optional; no strength of any kind. Answered as a generation is.
+   */
+  async function handleEdit(form: FormData | undefined, response: ServerResponse): Promise<void> {
+    if (form === undefined) return sendJson(response, 400, openAiError("Invalid Content-Type header (expected multipart/form-data).", null, null));
+    const images = [...form.getAll('image'), ...form.getAll('image[]')].filter((value) => typeof value !== 'string');
+    if (images.length === 0) return sendJson(response, 400, openAiError("Missing required parameter: 'image'.", 'image', 'missing_required_parameter'));
+    const fields = Object.fromEntries([...form.entries()].filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+    const n = fields['n'] === undefined ? undefined : Number(fields['n']);
+    return handleGeneration(JSON.stringify({ ...fields, ...(n === undefined ? {} : { n }) }), response);
+  }
+
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const address = new URL(request.url ?? '/', 'http://127.0.0.1');
-    const text = await readBody(request);
+    const bytes = await readBodyBytes(request);
+    const text = bytes.toString('utf8');
     const method = request.method ?? 'GET';
+    const form = await readMultipart(bytes, request.headers['content-type']);
     requests.push({
       method,
       path: address.pathname,
       query: Object.fromEntries(address.searchParams),
-      body: parseBody(text),
+      body: form === undefined ? parseBody(text) : Object.fromEntries([...form.keys()].map((key) => [key, form.getAll(key)])),
       authorization: request.headers.authorization,
     });
     if (options.redirect !== undefined) return sendRedirect(response, options.redirect);
@@ -169,6 +185,7 @@ export async function createFakeOpenAiImages(options: FakeOpenAiImagesOptions = 
       return;
     }
     if (method === 'POST' && address.pathname === '/v1/images/generations') return handleGeneration(text, response);
+    if (method === 'POST' && address.pathname === '/v1/images/edits') return handleEdit(form, response);
     if (method === 'GET' && address.pathname === '/v1/models') {
       return sendJson(response, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'local' })) });
     }

@@ -1,6 +1,8 @@
 // A real HTTP server that behaves like stable-diffusion.cpp's sd-server (examples/server/, master-827,
-// 97d29908): the A1111-style /sdapi/v1/txt2img with its clamps and `info`, the OpenAI-style
-// /v1/images/generations that reads only prompt, n and size unless given <sd_cpp_extra_args>, the native
+// 97d29908): the A1111-style /sdapi/v1/txt2img and img2img (init_images, denoising_strength) with their clamps and
+// `info`, batches (batch_size: one image per seed, seed + i), the OpenAI-style /v1/images/generations that reads
+// only prompt, n and size unless given <sd_cpp_extra_args>, and /v1/images/edits (multipart, image[] as the init
+// image, its strength in <sd_cpp_extra_args>), the native
 // /sdcpp/v1 capabilities and jobs, a PNG with sd.cpp's own `parameters` tEXt (raw UTF-8), its one model and its
 // samplers and schedulers on /sdapi/v1 (sd-models, options, samplers, schedulers), and what it lacks: no
 // /sdapi/v1/progress, no /sdapi/v1/interrupt (cpp-httplib answers 404 with an empty body), no override_settings
@@ -9,8 +11,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { insertTextChunk, makePng } from './png-bytes.ts';
-import { parseBody, readBody, sendJson } from './http-body.ts';
+import { decodeSolidPng, insertTextChunk, makePng } from './png-bytes.ts';
+import { parseBody, readBodyBytes, readMultipart, sendJson } from './http-body.ts';
 
 export interface FakeSdServerOptions {
   /** Simulated time per sampling step. */
@@ -32,7 +34,7 @@ export interface RecordedRequest {
 
 /** What one generation really ran with: what sd-server reports in `info` and in the PNG. */
 export interface SdRun {
-  route: '/sdapi/v1/txt2img' | '/v1/images/generations' | '/sdcpp/v1/img_gen';
+  route: '/sdapi/v1/txt2img' | '/sdapi/v1/img2img' | '/v1/images/generations' | '/v1/images/edits' | '/sdcpp/v1/img_gen';
   prompt: string;
   negativePrompt: string;
   seed: number;
@@ -43,6 +45,12 @@ export interface SdRun {
   sampler: string;
   /** sd.cpp's scheduler name, or 'NONE' when none was chosen (the model's default, picked later). */
   scheduler: string;
+  /** The img2img strength it ran with (0.75 unless asked otherwise), when it had an init image; undefined for txt2img. */
+  strength?: number;
+  /** The colour of the init image it started from (a solid PNG of png-bytes.ts), when it had one. */
+  init?: [number, number, number];
+  /** How many images the run made (batch_count), each with seed + i. */
+  count: number;
 }
 
 export interface FakeSdServer {
@@ -148,6 +156,28 @@ interface GenParams {
   sampleMethod: string | undefined;
   /** sd.cpp's name, or undefined for SCHEDULER_COUNT (the default for the sampler, chosen later). */
   scheduler: string | undefined;
+  /** SDGenerationParams::strength: `--strength`, default 0.75 (common.cpp:1157-1159). */
+  strength: number;
+  /** The decoded init image (its colour: the fake reads solid PNGs), or undefined: text to image. */
+  init: [number, number, number] | undefined;
+}
+
+/**
+ * decode_base64_image (common.cpp:1716-1747): whatever comes before the first comma is dropped (a data: URL), and
+ * the rest must decode to an image of at least 3 channels (media_io.cpp:537-549); the fake reads what png-bytes.ts
+ * makes. undefined: the image is skipped, as sd-server does without a word (routes_sdapi.cpp:200-209).
+ */
+function decodeInitImage(encoded: string): [number, number, number] | undefined {
+  const comma = encoded.indexOf(',');
+  return decodeInitBytes(Buffer.from(comma === -1 ? encoded : encoded.slice(comma + 1), 'base64'));
+}
+
+function decodeInitBytes(bytes: Uint8Array): [number, number, number] | undefined {
+  try {
+    return decodeSolidPng(bytes).rgb;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -178,6 +208,8 @@ function applyExtraArgs(params: GenParams, text: string): boolean {
   params.width = int(json['width']) ?? params.width;
   params.height = int(json['height']) ?? params.height;
   params.batchCount = int(json['batch_count']) ?? params.batchCount;
+  // common.cpp:1949: a float key.
+  if (typeof json['strength'] === 'number') params.strength = json['strength'];
   const sample = json['sample_params'];
   if (isRecord(sample)) {
     params.steps = int(sample['sample_steps']) ?? params.steps;
@@ -197,6 +229,8 @@ function resolveAndValidate(params: GenParams): boolean {
   if (params.seed < 0) params.seed = Math.floor(Math.random() * 2_147_483_648);
   params.batchCount = Math.min(8, Math.max(1, params.batchCount));
   params.steps = Math.min(100, Math.max(1, params.steps));
+  // common.cpp:2383-2386: "can only work with strength in [0.0, 1.0]".
+  if (params.strength < 0 || params.strength > 1) return false;
   return params.cfg >= 0;
 }
 
@@ -215,12 +249,12 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
   let mutex: Promise<void> = Promise.resolve();
 
   /** get_image_params (common.cpp:3012-3104), the text written into the PNG and `infotexts`. */
-  function describeRun(run: GenParams): string {
+  function describeRun(run: GenParams, seed: number = run.seed): string {
     const sdcpp = JSON.stringify({
       schema: 'sdcpp.image.params/v1',
       mode: 'img_gen',
       generator: { name: 'stable-diffusion.cpp', version: 'master-827', commit: '97d2990' },
-      seed: run.seed,
+      seed,
       width: run.width,
       height: run.height,
       prompt: { positive: run.prompt, negative: run.negativePrompt },
@@ -231,13 +265,17 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
     return (
       `${run.prompt}\n${negative}Steps: ${run.steps}, CFG scale: ${cppFloat(run.cfg)}, Guidance: ${cppFloat(3.5)}, Eta: ${cppFloat(Infinity)}, ` +
       // common.cpp:3061-3072: the scheduler, when one was chosen, follows the sampler's name after a space.
-      `Seed: ${run.seed}, Size: ${run.width}x${run.height}, Model: ${modelName}, RNG: cuda, Sampler: ${run.sampleMethod ?? 'NONE'}${run.scheduler === undefined ? '' : ` ${run.scheduler}`}, ` +
+      `Seed: ${seed}, Size: ${run.width}x${run.height}, Model: ${modelName}, RNG: cuda, Sampler: ${run.sampleMethod ?? 'NONE'}${run.scheduler === undefined ? '' : ` ${run.scheduler}`}, ` +
       `Version: stable-diffusion.cpp, SDCPP: ${sdcpp}`
     );
   }
 
-  /** Runs one generation under the mutex; the PNG holds sd.cpp's parameters as raw UTF-8 tEXt. */
-  async function generate(route: SdRun['route'], params: GenParams): Promise<{ png: Uint8Array; text: string }> {
+  /**
+   * Runs one generation under the mutex: batch_count images, each with seed + i (routes_sdapi.cpp:360-390: the
+   * infotext's seed is seed + i / images_per_batch, 1 image per batch here); each PNG holds sd.cpp's parameters as
+   * raw UTF-8 tEXt.
+   */
+  async function generate(route: SdRun['route'], params: GenParams): Promise<Array<{ png: Uint8Array; text: string; seed: number }>> {
     const previous = mutex;
     let release!: () => void;
     mutex = new Promise<void>((resolve) => (release = resolve));
@@ -261,11 +299,20 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
         height: params.height,
         sampler: params.sampleMethod ?? 'NONE',
         scheduler: params.scheduler ?? 'NONE',
+        ...(params.init === undefined ? {} : { strength: params.strength, init: params.init }),
+        count: params.batchCount,
       });
-      const text = describeRun(params);
-      const png = makePng(params.width, params.height, [params.seed & 0xff, (params.seed >>> 8) & 0xff, params.steps & 0xff]);
-      // embed_meta ? params : "" (routes_sdapi.cpp:366-377): an empty string writes no chunk.
-      return { png: (options.embedImageMetadata ?? true) ? insertTextChunk(png, 'parameters', text, 'raw-utf8') : png, text };
+      return Array.from({ length: params.batchCount }, (_, index) => {
+        const seed = params.seed + index;
+        const text = describeRun(params, seed);
+        const own: [number, number, number] = [seed & 0xff, (seed >>> 8) & 0xff, params.steps & 0xff];
+        // A variation keeps (1 − strength) of its starting colour: a test can tell it started from that image.
+        const start = params.init;
+        const rgb = start === undefined ? own : (start.map((value, channel) => Math.round(value * (1 - params.strength) + own[channel]! * params.strength)) as [number, number, number]);
+        const png = makePng(params.width, params.height, rgb);
+        // embed_meta ? params : "" (routes_sdapi.cpp:366-377): an empty string writes no chunk.
+        return { png: (options.embedImageMetadata ?? true) ? insertTextChunk(png, 'parameters', text, 'raw-utf8') : png, text, seed };
+      });
     } finally {
       release();
     }
@@ -273,11 +320,11 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
 
   function defaults(): GenParams {
     // common.h:201 `int64_t seed = 42`; sd_sample_params_init (stable-diffusion.cpp:3650-3662): 20 steps, cfg 7.
-    return { prompt: '', negativePrompt: '', seed: 42, steps: 20, cfg: 7, width: 512, height: 512, batchCount: 1, sampleMethod: undefined, scheduler: undefined };
+    return { prompt: '', negativePrompt: '', seed: 42, steps: 20, cfg: 7, width: 512, height: 512, batchCount: 1, sampleMethod: undefined, scheduler: undefined, strength: 0.75, init: undefined };
   }
 
-  /** build_sdapi_img_gen_request (routes_sdapi.cpp:94-264) and the txt2img handler (310-405). */
-  async function handleTxt2Img(text: string, response: ServerResponse): Promise<void> {
+  /** build_sdapi_img_gen_request (routes_sdapi.cpp:94-264) and the txt2img and img2img handler (310-413). */
+  async function handleSdapi(img2img: boolean, text: string, response: ServerResponse): Promise<void> {
     if (text === '') return sendJson(response, 400, { error: 'empty body' });
     const j = JSON.parse(text) as unknown;
     if (!isRecord(j)) throw new JsonTypeError('[json.exception.type_error.306] cannot use value() with array');
@@ -302,9 +349,17 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
     if (method !== undefined) params.sampleMethod = method;
     const scheduler = toScheduler(schedulerName);
     if (scheduler !== undefined) params.scheduler = scheduler;
+    if (img2img) {
+      // routes_sdapi.cpp:196-237: the first of init_images (one that does not decode is skipped, and the request
+      // goes on as text to image); denoising_strength ≥ 0 is taken, capped at 1.
+      const images = j['init_images'];
+      if (Array.isArray(images) && images.length > 0) params.init = decodeInitImage(String(images[0]));
+      const strength = valueOf(j, 'denoising_strength', 'number', -1);
+      if (strength >= 0) params.strength = Math.min(strength, 1);
+    }
     if (!resolveAndValidate(params)) return sendJson(response, 400, { error: 'invalid params' });
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
-    const { png, text: infotext } = await generate('/sdapi/v1/txt2img', params);
+    const made = await generate(img2img ? '/sdapi/v1/img2img' : '/sdapi/v1/txt2img', params);
     // prepare_info_field (routes_sdapi.cpp:266-306), built after the clamps: what was really used.
     const info: Record<string, unknown> = { prompt: params.prompt };
     if (params.negativePrompt !== '') info['negative_prompt'] = params.negativePrompt;
@@ -317,15 +372,18 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
       sampler_name: params.sampleMethod ?? 'NONE',
       // routes_sdapi.cpp:283-286: only a scheduler that was chosen.
       ...(params.scheduler === undefined ? {} : { extra_generation_params: { 'Schedule type': params.scheduler } }),
+      // routes_sdapi.cpp:287-289: img2img only.
+      ...(img2img ? { denoising_strength: params.strength } : {}),
       sd_model_name: modelName,
       version: 'stable-diffusion.cpp',
-      infotexts: [infotext],
-      all_prompts: [params.prompt],
-      all_negative_prompts: [params.negativePrompt],
-      all_seeds: [params.seed],
+      // routes_sdapi.cpp:386-389: one entry per image, all_seeds seed + i.
+      infotexts: made.map((image) => image.text),
+      all_prompts: made.map(() => params.prompt),
+      all_negative_prompts: made.map(() => params.negativePrompt),
+      all_seeds: made.map((image) => image.seed),
     });
     // routes_sdapi.cpp:356-393: `parameters` is the request verbatim; `info` is a string of JSON.
-    if (!response.destroyed) sendJson(response, 200, { images: [Buffer.from(png).toString('base64')], parameters: j, info: JSON.stringify(info) });
+    if (!response.destroyed) sendJson(response, 200, { images: made.map((image) => Buffer.from(image.png).toString('base64')), parameters: j, info: JSON.stringify(info) });
   }
 
   /** build_openai_generation_request (routes_openai.cpp:23-78): prompt, n, size, output_format; nothing else. */
@@ -347,9 +405,44 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
     if (extracted.extra !== '' && !applyExtraArgs(params, extracted.extra)) return sendJson(response, 400, { error: 'invalid sd_cpp_extra_args' });
     if (!resolveAndValidate(params)) return sendJson(response, 400, { error: 'invalid params' });
     if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
-    const { png } = await generate('/v1/images/generations', params);
-    // routes_openai.cpp:282-317: always b64_json, whatever response_format said.
-    if (!response.destroyed) sendJson(response, 200, { created: Math.floor(Date.now() / 1000), data: [{ b64_json: Buffer.from(png).toString('base64') }], output_format: 'png' });
+    const made = await generate('/v1/images/generations', params);
+    // routes_openai.cpp:282-317: always b64_json, whatever response_format said; one entry per image.
+    if (!response.destroyed) sendJson(response, 200, { created: Math.floor(Date.now() / 1000), data: made.map((image) => ({ b64_json: Buffer.from(image.png).toString('base64') })), output_format: 'png' });
+  }
+
+  /**
+   * build_openai_edit_request (routes_openai.cpp:80-221) and its handler (331-394): multipart only; prompt and an
+   * image[] (or the legacy `image`) required; n and size read; every image decoded and the first made the init image
+   * (:160-179; one that does not decode is skipped); the strength only through <sd_cpp_extra_args> (:208-212).
+   */
+  async function handleOpenAiEdit(bytes: Buffer, contentType: string | undefined, response: ServerResponse): Promise<void> {
+    const form = await readMultipart(bytes, contentType);
+    if (form === undefined) return sendJson(response, 400, { error: 'Content-Type must be multipart/form-data' });
+    const params = defaults();
+    const field = (name: string) => {
+      const value = form.get(name);
+      return typeof value === 'string' ? value : '';
+    };
+    params.prompt = field('prompt');
+    if (params.prompt === '') return sendJson(response, 400, { error: 'prompt required' });
+    const files = [...form.getAll('image[]'), ...(form.getAll('image[]').length === 0 ? form.getAll('image') : [])].filter((value): value is File => typeof value !== 'string');
+    if (files.length === 0) return sendJson(response, 400, { error: 'at least one image[] required' });
+    const n = Number.parseInt(field('n'), 10);
+    if (Number.isFinite(n)) params.batchCount = n;
+    const size = /^(\d+)x(\d+)/.exec(field('size'));
+    if (size !== null) {
+      params.width = Number(size[1]);
+      params.height = Number(size[2]);
+    }
+    const decoded = await Promise.all(files.map(async (file) => decodeInitBytes(new Uint8Array(await file.arrayBuffer()))));
+    params.init = decoded.find((image) => image !== undefined);
+    const extracted = extractExtraArgs(params.prompt);
+    params.prompt = extracted.prompt;
+    if (extracted.extra !== '' && !applyExtraArgs(params, extracted.extra)) return sendJson(response, 400, { error: 'invalid sd_cpp_extra_args' });
+    if (!resolveAndValidate(params)) return sendJson(response, 400, { error: 'invalid params' });
+    if (options.failWith !== undefined) return sendJson(response, options.failWith.status, options.failWith.body);
+    const made = await generate('/v1/images/edits', params);
+    if (!response.destroyed) sendJson(response, 200, { created: Math.floor(Date.now() / 1000), data: made.map((image) => ({ b64_json: Buffer.from(image.png).toString('base64') })), output_format: 'png' });
   }
 
   /** POST /sdcpp/v1/img_gen (routes_sdcpp.cpp:416-476): queued as a job, answered 202 at once. */
@@ -383,9 +476,11 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const address = new URL(request.url ?? '/', 'http://127.0.0.1');
-    const text = await readBody(request);
+    const bytes = await readBodyBytes(request);
+    const text = bytes.toString('utf8');
     const method = request.method ?? 'GET';
-    requests.push({ method, path: address.pathname, body: parseBody(text) });
+    const form = await readMultipart(bytes, request.headers['content-type']);
+    requests.push({ method, path: address.pathname, body: form === undefined ? parseBody(text) : Object.fromEntries([...form.keys()].map((key) => [key, form.getAll(key)])) });
     const route = `${method} ${address.pathname}`;
     const jobRoute = /^\/sdcpp\/v1\/jobs\/([A-Za-z0-9_-]+)(\/cancel)?$/.exec(address.pathname);
     if (jobRoute !== null) {
@@ -401,9 +496,15 @@ export async function createFakeSdServer(options: FakeSdServerOptions = {}): Pro
       case 'GET /':
         return void response.writeHead(200, { 'content-type': 'text/plain' }).end('Stable Diffusion Server is running');
       case 'POST /sdapi/v1/txt2img':
-        return handleTxt2Img(text, response);
+        return handleSdapi(false, text, response);
+      // routes_sdapi.cpp:411-413.
+      case 'POST /sdapi/v1/img2img':
+        return handleSdapi(true, text, response);
       case 'POST /v1/images/generations':
         return handleOpenAiGeneration(text, response);
+      // routes_openai.cpp:331.
+      case 'POST /v1/images/edits':
+        return handleOpenAiEdit(bytes, request.headers['content-type'], response);
       case 'POST /sdcpp/v1/img_gen':
         return handleImgGen(text, response);
       // routes_openai.cpp:250-255.

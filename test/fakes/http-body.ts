@@ -2,9 +2,27 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export async function readBody(request: IncomingMessage): Promise<string> {
+  return (await readBodyBytes(request)).toString('utf8');
+}
+
+/** The body as bytes: a multipart upload holds binary files that text would corrupt. */
+export async function readBodyBytes(request: IncomingMessage): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const part of request) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
+  return Buffer.concat(parts);
+}
+
+/**
+ * A multipart/form-data body as the servers' own parsers read it (aiohttp's request.post(), cpp-httplib's
+ * req.form), here through the platform's own parser; undefined when it is not multipart or does not parse.
+ */
+export async function readMultipart(bytes: Buffer, contentType: string | undefined): Promise<FormData | undefined> {
+  if (contentType === undefined || !/^multipart\/form-data\s*;/i.test(contentType)) return undefined;
+  try {
+    return await new Response(new Uint8Array(bytes), { headers: { 'content-type': contentType } }).formData();
+  } catch {
+    return undefined;
+  }
 }
 
 /** The parsed JSON body, the raw text when it is not JSON, undefined when empty: the fakes record all three. */

@@ -19,6 +19,7 @@ export function makeImageRecord(over: Partial<ImageRecord> = {}): ImageRecord {
     height: 8,
     model: null,
     promptVersion: null,
+    source: null,
     createdAt: '2026-11-26T10:00:00.000Z',
     ...over,
   };

@@ -48,7 +48,7 @@ export function buildService(options: TestServiceOptions = {}): TestService {
   const realStore = createSqliteStore({ path: options.dbPath ?? ':memory:' });
   const store = options.wrapStore ? options.wrapStore(realStore) : realStore;
   const realFiles = createImageFiles(options.imagesDir ?? tmpdir());
-  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes) });
+  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes), readFile: (name) => realFiles.read(name) });
   const llm = createOllamaChatModel({ host: options.ollamaUrl ?? NO_OLLAMA, model: 'mistral:7b', numCtx: 8192 });
   const service = createEaselService({
     store,

@@ -307,7 +307,7 @@ describe('export and import', () => {
       ...rest,
       version: 1,
       transcript: rest.transcript.map(({ imageNote: _n, ...turn }) => turn),
-      images: rest.images.map(({ promptVersion: _i, ...image }) => image),
+      images: rest.images.map(({ promptVersion: _i, source: _f, ...image }) => image),
     };
     const image = Object.keys(good).find((name) => name.startsWith('images/'))!;
     const imported = await importZip(zipSync({ 'conversation.json': strToU8(JSON.stringify(older)), [image]: good[image]! }));

@@ -694,8 +694,10 @@ describe('status and assets', () => {
   const started = closeAfterEachTest();
   it('the status line and Generate follow the backend, and a page opened after shows Generate ready', async () => {
     const body = await (await getPage('/status')).text();
-    expect(targets(body)).toEqual(['#generate outerMorph', '#generate-help innerHTML']);
+    expect(targets(body)).toEqual(['#generate outerMorph', '#vary-help outerMorph', '#generate-help innerHTML']);
     expect(find(read(body), '#generate').getAttribute('data-backend-ready')).toBe('yes');
+    // A1111 can vary: the Vary buttons follow the same answer (web/js/vary.js).
+    expect(find(read(body), '#generate').getAttribute('data-vary')).toBe('yes');
     // Enabled: web/easel.js disables it again while the prompt is empty.
     expect(find(read(body), '#generate').hasAttribute('disabled')).toBe(false);
     expect(partialText(body, '#generate-help')).toBe('Generate makes an image from this prompt and the settings below.');

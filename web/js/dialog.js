@@ -1,8 +1,9 @@
-// The large view of an image (a native <dialog>): its settings, "Use these settings" and "Reuse seed".
+// The large view of an image (a native <dialog>): its settings, "Use these settings", "Reuse seed" and Vary.
 // Every value is set with textContent or a checked URL: a prompt stays text, whatever it holds.
 import { need } from './dom.js';
 import { usePrompt } from './prompt.js';
 import { matchPreset, saveSettings, setSetting } from './settings.js';
+import { setDialogVary } from './vary.js';
 
 /** The thumbnail or image that opened the view: focus goes back to it. */
 let opener = /** @type {HTMLElement | null} */ (null);
@@ -44,6 +45,7 @@ function showImage(trigger) {
   // A setting the backend ignored is not recorded; only what is known can be reused.
   need('use-settings', HTMLButtonElement).disabled = data.steps === undefined;
   need('reuse-seed', HTMLButtonElement).disabled = data.seed === undefined;
+  setDialogVary(data.imageId);
   opener = trigger;
   dialog().showModal();
 }
@@ -88,6 +90,12 @@ export function wireImageDialog() {
     saveSettings();
     box.close();
   });
+
+  // Vary submits the prompt pane's Generate form (the button's own form attribute): the view closes as it goes,
+  // after the click, so the submission still has its button.
+  for (const id of ['dialog-vary-subtle', 'dialog-vary-strong']) {
+    need(id, HTMLButtonElement).addEventListener('click', () => queueMicrotask(() => box.close()));
+  }
 
   need('reuse-seed', HTMLButtonElement).addEventListener('click', () => {
     if (!shown) return;

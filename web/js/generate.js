@@ -1,6 +1,7 @@
 // Generate: usable with a backend (the server says, in data-backend-ready) and a prompt it can take.
 import { find, need } from './dom.js';
 import { isPromptTooLong } from './prompt-count.js';
+import { updateVaryState } from './vary.js';
 
 /**
  * Disables Generate while the prompt is empty (and says why) or too long (said beside the prompt); a request in
@@ -13,6 +14,8 @@ export function updateGenerateState() {
   const empty = prompt.value.trim() === '';
   button.disabled = button.dataset.backendReady !== 'yes' || empty || isPromptTooLong(prompt);
   need('generate-empty', HTMLElement).hidden = !empty;
+  // Vary follows the same prompt, and the server's word on whether it can.
+  updateVaryState();
 }
 
 /**

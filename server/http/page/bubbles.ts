@@ -109,7 +109,31 @@ export function renderRegenerateForm(conversationId: string): Html {
  * What a picture shows about itself: the `image` event and the stored record carry the same settings, and
  * the large view shows whatever is known.
  */
-export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> & Partial<ImageMadeWith>;
+export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> & Partial<ImageMadeWith> & { id?: string };
+
+/** The two strengths the page offers for Vary (the API takes any from 0.05 to 1). */
+export const VARY_CHOICES = [
+  { label: 'Vary (subtle)', strength: 0.35 },
+  { label: 'Vary (strong)', strength: 0.65 },
+] as const;
+
+/** An image id the page may put in a form value (the store's are 32 hex characters). */
+function isImageId(id: string | undefined): id is string {
+  return id !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(id);
+}
+
+/**
+ * Vary (subtle) and Vary (strong) on an image: submit buttons of the prompt pane's #generate-form with
+ * `from=<imageId>:<strength>`, so the image is made from the prompt and settings shown, starting from this one.
+ * web/js/vary.js disables them, saying why, where the image server cannot vary or the prompt is empty.
+ */
+export function renderVaryButtons(image: ImageDetails): Html {
+  if (!isImageId(image.id)) return EMPTY;
+  const id = image.id;
+  return html`<span class="vary-actions">${VARY_CHOICES.map(
+    (choice) => html`<button type="submit" form="generate-form" name="from" value="${id}:${choice.strength}" class="vary quiet" aria-describedby="vary-help">${choice.label}</button>`,
+  )}</span>`;
+}
 
 export interface AssistantBubbleContent {
   text?: string;
@@ -223,7 +247,7 @@ function describeImage(image: ImageDetails): string {
 function renderImageData(image: ImageDetails): Html {
   const optional = (name: string, value: string | number | null | undefined) =>
     value === undefined || value === null ? EMPTY : html` data-${name}="${value}"`;
-  return html`data-image-view data-url="${image.url}" data-download="${describeDownload(image)}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('sampler', image.sampler)}${optional('scheduler', image.scheduler)}${optional('model', image.model)}`;
+  return html`data-image-view${isImageId(image.id) ? html` data-image-id="${image.id}"` : EMPTY} data-url="${image.url}" data-download="${describeDownload(image)}" data-prompt="${image.prompt}"${optional('seed', image.seed)} data-width="${image.width}" data-height="${image.height}"${optional('negative-prompt', image.negativePrompt)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('sampler', image.sampler)}${optional('scheduler', image.scheduler)}${optional('model', image.model)}`;
 }
 
 /** `easel-<seed>-<first words>.png`: what the browser saves a downloaded image as. */
@@ -239,7 +263,7 @@ function renderDownloadLink(image: ImageDetails): Html {
 /** A small picture that opens the large view; its prompt shows on hover. */
 export function renderThumbnail(image: ImageDetails): Html {
   if (!isImageUrl(image.url)) return EMPTY;
-  return html`<span class="thumb-item"><button type="button" class="thumb" aria-haspopup="dialog" title="${image.prompt}" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>${renderDownloadLink(image)}</span>`;
+  return html`<span class="thumb-item"><button type="button" class="thumb" aria-haspopup="dialog" title="${image.prompt}" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>${renderDownloadLink(image)}${renderVaryButtons(image)}</span>`;
 }
 
 /** The newest picture, filling the image area; clicking it opens the same large view as a thumbnail. */
@@ -261,11 +285,20 @@ export function renderNoImage(): Html {
  * such entries shows it once: web/easel.css hides it from sight on each entry right after another (not from a
  * screen reader, so every entry still says what it is). The same live and after a reload, with no state.
  */
-export function renderGeneratedEntry(image: ImageDetails): Html {
-  if (!isImageUrl(image.url)) return EMPTY;
-  return html`<article class="msg generated">
+export function renderGeneratedEntry(images: ImageDetails | readonly ImageDetails[], batchId?: string): Html {
+  const shown = (Array.isArray(images) ? images : [images]).filter((image) => isImageUrl(image.url));
+  const first = shown[0];
+  if (first === undefined) return EMPTY;
+  // A batch's entry has ids, so its later images join it as they come (render-event.ts).
+  const ids = batchId !== undefined && isImageId(batchId) ? describeBatchEntry(batchId) : undefined;
+  return html`<article class="msg generated"${ids ? html` id="${ids.entry}"` : EMPTY}>
 <p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate</p>
-<p class="generated-prompt">${image.prompt}</p>
-<div class="thumbs">${renderThumbnail(image)}</div>
+<p class="generated-prompt">${first.prompt}</p>
+<div class="thumbs"${ids ? html` id="${ids.thumbs}"` : EMPTY}>${shown.map(renderThumbnail)}</div>
 </article>`;
+}
+
+/** The ids of a batch's entry in the chat (its generation's id): the article, and its thumbnails' row. */
+export function describeBatchEntry(generationId: string): { entry: string; thumbs: string } {
+  return { entry: `batch-${generationId}`, thumbs: `batch-${generationId}-thumbs` };
 }

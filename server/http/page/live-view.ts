@@ -2,8 +2,8 @@
 // and images this page asked for itself come on its own requests' streams and are not drawn twice; everything
 // else (a reply sent from another tab, a reply still running when this page loaded, another tab's Generate, the
 // pane, the title) is drawn here with the same renderer as the sender's stream.
-import type { EaselService, LiveEvent, TurnEvent } from '../../core/index.ts';
-import { describeBubble, renderStreamingText } from './bubbles.ts';
+import { isImageId, type EaselService, type LiveEvent, type TurnEvent } from '../../core/index.ts';
+import { describeBubble, renderImage as renderFramedImage, renderNoImage, renderStreamingText } from './bubbles.ts';
 import { renderRenameInput } from './library.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 import { renderPaneUpdate } from './pane.ts';
@@ -122,7 +122,9 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       return renderEventHtml(event as TurnEvent, turnId === null ? view as StreamView : { conversationId, imageStarted: true, generationId: imageId, replied: true, bubbleId: `turn-${turnId}` });
     }
     if (view === 'followed') return EMPTY;
-    if (event.type === 'image' || event.type === 'error') images.delete(imageId);
+    // A batch goes on after its first image: its view ends with its last one, or an error.
+    const ended = event.type === 'error' || (event.type === 'image' && (event.batch === undefined || event.batch.index >= event.batch.count - 1));
+    if (ended) images.delete(imageId);
     return renderEventHtml(event as TurnEvent, view);
   }
 
@@ -144,6 +146,22 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
     return fragment;
   }
 
+  /**
+   * An image deleted elsewhere (the gallery, the API): its thumbnail and its Generate entry go, and the image area,
+   * when it showed it, shows the newest one left. Every picture on the page carries its URL, and an image's file is
+   * named after its id (generation.ts and archive.ts both store `<id>.png`).
+   */
+  function renderImageDeleted(imageId: string): Html {
+    if (!isImageId(imageId)) return EMPTY;
+    const shows = `[data-url="/images/${imageId}.png"]`;
+    const latest = service.getConversation(conversationId)?.images.at(-1);
+    return joinHtml([
+      renderPartial(`.msg.generated:has(${shows})`, 'delete'),
+      renderPartial(`.thumb-item:has(${shows})`, 'delete'),
+      renderPartial(`#image-frame:has(${shows})`, 'innerHTML', latest ? renderFramedImage(latest) : renderNoImage()),
+    ]);
+  }
+
   return {
     render(event) {
       if (event.type === 'title') {
@@ -152,6 +170,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       if (event.type === 'deleted') {
         return renderComposerStatus('This conversation was deleted in another tab or window. Your text is kept: copy it, or start a new conversation.');
       }
+      if (event.type === 'image_deleted') return renderImageDeleted(event.imageId);
       if ('imageId' in event && typeof event.imageId === 'string') return renderImage(event, event.imageId);
       if (event.type === 'pane') {
         // Another tab's change, or a reply's: shown unless this page is typing in that field (web/js/pane.js).

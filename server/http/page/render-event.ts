@@ -11,6 +11,7 @@ import {
   renderDivider,
   renderEditButton,
   renderErrorBox,
+  describeBatchEntry,
   renderGeneratedEntry,
   renderImage,
   renderLiveBlock,
@@ -129,14 +130,24 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       return renderGenerationStart(event, view.conversationId, view.replied && view.bubbleId ? { bubbleId: view.bubbleId } : undefined);
     case 'progress':
       return renderGenerationProgress(event);
-    case 'image':
+    case 'image': {
       // The event carries every setting the image was made with, as stored: the thumbnail needs nothing else.
+      // A batch's images come one by one: its bar ends with the last, and they share one entry in the chat.
+      const batch = event.batch;
+      const lastOfBatch = batch === undefined || batch.index >= batch.count - 1;
+      const generationId = view.generationId ?? event.id;
+      const batchEntry = batch === undefined ? undefined : describeBatchEntry(generationId);
+      const entry =
+        batch !== undefined && batch.index > 0 && batchEntry
+          ? renderPartial(`#${batchEntry.thumbs}`, 'beforeend', renderThumbnail(event))
+          : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(event, batch === undefined ? undefined : generationId))]);
       return joinHtml([
         renderPartial('#image-frame', 'innerHTML', renderImage(event)),
-        renderGenerationEnd(event.id),
-        renderPartial('#image-announce', 'textContent', html`The image is ready.`),
-        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(event)) : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(event))]),
+        lastOfBatch ? renderGenerationEnd(generationId) : EMPTY,
+        renderPartial('#image-announce', 'textContent', batch === undefined ? html`The image is ready.` : html`Image ${batch.index + 1} of ${batch.count} is ready.`),
+        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(event)) : entry,
       ]);
+    }
     case 'error':
       if (!ids || view.imageStarted) {
         return joinHtml([

@@ -8,6 +8,7 @@ import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
+import { galleryPath, renderGalleryMore, renderGalleryPage, renderGalleryResults } from './gallery.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import { renderModelsUpdate, renderPullEvent, renderPullRefused, renderPullStarted, type ModelChoices } from './models-view.ts';
 import { renderPaneUpdate } from './pane.ts';
@@ -19,6 +20,7 @@ import {
   renderComposerStatus,
   renderConversationPage,
   renderGenerateButton,
+  renderVaryHelp,
   renderConversationSwitch,
   renderMissingPage,
   renderMissingPart,
@@ -47,6 +49,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const page = new Hono();
   const assets = loadAssets();
   const sends = createSendGuard();
+  // The page's own script modules (web/js/*.js, served as /assets/<name>.js): the gallery asks for them first.
+  const modules = [...assets.keys()].filter((name) => name.endsWith('.js') && name !== 'easel.js' && !name.startsWith('htmx') && !name.startsWith('hx-'));
 
   // The page's writes (all under /c) are htmx form posts; anything else (JSON, text/plain) was not sent
   // by the page. Not '*': mounted at '/', that would reach the API's unknown routes too.
@@ -212,6 +216,30 @@ export function createPageRoutes(deps: PageDeps): Hono {
     return sendHtml(c, renderConversationItems({ conversations: service.listConversations(query), currentId: c.req.query('current') ?? '', query }));
   });
 
+  // The gallery: every picture made, newest first (gallery.ts draws it, web/js/gallery.js runs its large view).
+  page.get('/gallery', (c) => {
+    c.header('Cache-Control', 'no-store');
+    const listed = service.listGallery(c.req.query());
+    const filters = service.listGalleryFilters();
+    if (listed.ok) return sendHtml(c, renderGalleryPage({ page: listed.value, filters, modules }));
+    // A link with a value out of range: the whole gallery, saying what was refused.
+    const all = service.listGallery({});
+    return all.ok ? sendHtml(c, renderGalleryPage({ page: all.value, filters, modules, refusal: listed.error.message }), 422) : sendHtml(c, html`${all.error.message}`, 422);
+  });
+
+  // A search, a filter (the grid again, the address following it) or "More" (`before`: the next pictures added).
+  page.get('/gallery/images', (c) => {
+    c.header('Cache-Control', 'no-store');
+    const listed = service.listGallery(c.req.query());
+    const filters = service.listGalleryFilters();
+    if (!listed.ok) {
+      return sendHtml(c, renderPartial('#gallery-status', 'innerHTML', html`<span class="gallery-refusal">${listed.error.message}</span>`), 422);
+    }
+    if (listed.value.query.before !== undefined) return sendHtml(c, renderGalleryMore({ page: listed.value, filters }));
+    c.header('HX-Replace-Url', galleryPath(listed.value.query));
+    return sendHtml(c, renderGalleryResults({ page: listed.value, filters }));
+  });
+
   page.patch('/c/:id', async (c) => {
     const id = c.req.param('id');
     const body = await readFormBody(c);
@@ -334,11 +362,22 @@ export function createPageRoutes(deps: PageDeps): Hono {
     // settings as they are, even a change whose save has not arrived yet.
     // Stryker disable next-line ConditionalExpression: a form without settings reads as { autoGenerate: false }, which no image reads; a first Generate stores it, the default
     const hasSettings = 'steps' in form || 'negativePrompt' in form;
+    // Vary: the submit button's `from` (<imageId>:<strength>). The image keeps its starting image's size: the form's
+    // width and height are the pane's, for a Generate.
+    const from = readVaryForm(form.from);
+    const settings = hasSettings ? withoutUnchangedChoices(readSettingsForm(form), service.getPane(id)?.settings) : undefined;
+    if (settings && from !== undefined) {
+      delete settings.width;
+      delete settings.height;
+    }
     const overrides = {
       // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
       ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
       // A model choice as stored is not sent again: the servers are not asked about a name nobody changed.
-      ...(hasSettings ? { settings: withoutUnchangedChoices(readSettingsForm(form), service.getPane(id)?.settings) } : {}),
+      ...(settings ? { settings } : {}),
+      ...(from === undefined ? {} : { from }),
+      // Count beside Generate: how many images (a batch); one that is not a number is passed on for the service to name.
+      ...(form.count === undefined || form.count === '' ? {} : { count: /^\s*\d+\s*$/.test(String(form.count)) ? Number(form.count) : form.count }),
     };
     const creating = form.startNew === '1' && !service.getSummary(id);
     const own = ownWorkOf(form.viewId);
@@ -557,6 +596,18 @@ function readRevision(value: unknown): unknown {
 /** How many open pages' own requests are remembered. */
 const MAX_VIEWS = 1000;
 
+/**
+ * A Vary button's value, `<imageId>:<strength>`, as the API's `from`; anything else is passed on as it is, so
+ * the service's refusal names it. Absent: a Generate.
+ */
+function readVaryForm(value: unknown): unknown {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') return value;
+  const cut = value.lastIndexOf(':');
+  const strength = Number(value.slice(cut + 1));
+  return cut > 0 && value.slice(cut + 1).trim() !== '' && Number.isFinite(strength) ? { imageId: value.slice(0, cut), strength } : value;
+}
+
 /** Closes a page's live stream (hx-sse:close): its conversation was deleted. */
 const CLOSED: SseMessage = { event: 'easel:closed', data: '' };
 
@@ -566,7 +617,8 @@ const CLOSED: SseMessage = { event: 'easel:closed', data: '' };
  */
 function renderGenerateState(images: ImageStatus): Html {
   return joinHtml([
-    renderPartial('#generate', 'outerMorph', renderGenerateButton(images.configured, false)),
+    renderPartial('#generate', 'outerMorph', renderGenerateButton(images.configured, false, images.canVary)),
+    renderPartial('#vary-help', 'outerMorph', renderVaryHelp(images)),
     renderPartial(
       '#generate-help',
       'innerHTML',

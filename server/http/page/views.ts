@@ -1,5 +1,5 @@
 import type { ConversationView, Health, ImageRecord, PaneView, Settings, TranscriptTurn } from '../../core/index.ts';
-import { decideTurnOffers, describeModelHealth, isPinnableField, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
+import { decideTurnOffers, describeModelHealth, isPinnableField, MAX_IMAGE_COUNT, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
@@ -15,6 +15,7 @@ import {
   renderNoImage,
   renderNotice,
   renderUserBubble,
+  VARY_CHOICES,
 } from './bubbles.ts';
 import { renderFamilyHint, renderModelsSection, renderPullForm, renderSizePresetOptions } from './models-view.ts';
 import { renderFieldMeta, renderPromptHistory, renderSuggestion } from './pane.ts';
@@ -26,6 +27,15 @@ import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from '
 export interface ImageStatus {
   configured: boolean;
   detail: string;
+  /** Whether the image server can start from an image (Vary): true, or why not; absent while unknown. */
+  canVary?: true | string;
+}
+
+/** What the Vary buttons say about themselves: what they do, or why the image server cannot (vary.js reads it). */
+export function describeVary(images: ImageStatus): { ready: boolean; text: string } {
+  if (!images.configured) return { ready: false, text: 'Vary needs an image server, as Generate does.' };
+  if (typeof images.canVary === 'string') return { ready: false, text: images.canVary };
+  return { ready: true, text: 'Vary makes a new image from the prompt and settings shown, starting from this one: subtle keeps most of it, strong changes more.' };
 }
 
 /** Settings the user edits in the panel, in the order they are shown. */
@@ -35,7 +45,7 @@ export type SettingsField = (typeof SETTINGS_FIELDS)[number];
 /** Every field a settings answer can mark, in the order the panel shows them: the models first. */
 const ERROR_SLOTS = [...CHOICE_FIELDS, ...SETTINGS_FIELDS] as const;
 
-function renderDocument(title: string, body: Html): Html {
+export function renderDocument(title: string, body: Html, head: Html = EMPTY): Html {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -50,7 +60,7 @@ function renderDocument(title: string, body: Html): Html {
 extension is registered before it processes #live (deferred, htmx could start in between and #live never connect). -->
 <script src="/assets/htmx.min.js"></script>
 <script src="/assets/hx-sse.min.js"></script>
-<script type="module" src="/assets/easel.js"></script>
+${head}<script type="module" src="/assets/easel.js"></script>
 </head>
 ${body}
 </html>`;
@@ -192,12 +202,15 @@ ${renderSuggestion(id, pane)}
 <div class="row prompt-actions">
 ${renderPromptHistory(id, pane)}
 <button type="button" id="copy-prompt">Copy</button>
-<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate" data-one-shot novalidate>
-${renderGenerateButton(canGenerate, prompt.trim() === '')}
+<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate, button.vary" data-one-shot novalidate>
+${renderGenerateButton(canGenerate, prompt.trim() === '', imageStatus.canVary)}
+<label for="generate-count" class="generate-count">Count <input id="generate-count" name="count" type="number" min="1" max="${MAX_IMAGE_COUNT}" step="1" value="1" inputmode="numeric" aria-describedby="generate-count-help"></label>
+<span id="generate-count-help" class="visually-hidden">How many images Generate and Vary make at once, 1 to ${MAX_IMAGE_COUNT}: seeds one after another from the seed set below (a random one when it is −1).</span>
 </form>
 <span id="prompt-saved" class="hint" aria-live="polite"></span>
 </div>
 <p id="generate-help" class="hint">${canGenerate ? 'Generate makes an image from this prompt and the settings below.' : renderMessage(imageStatus.detail)}</p>
+${renderVaryHelp(imageStatus)}
 <p id="generate-empty" class="hint"${prompt.trim() === '' ? EMPTY : html` hidden`}>Generate needs a prompt: write one, or chat until the assistant suggests one.</p>
 <p id="prompt-announce" class="visually-hidden" aria-live="polite"></p>
 </section>`;
@@ -216,8 +229,14 @@ function renderPromptCount(family: PaneView['family']): Html {
  * Generate is usable when a backend is configured (the status line refreshes that) and the prompt is not
  * empty (web/easel.js follows the typing); \`data-backend-ready\` keeps the first apart from the second.
  */
-export function renderGenerateButton(backendReady: boolean, promptEmpty: boolean): Html {
-  return html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help generate-empty" data-backend-ready="${backendReady ? 'yes' : 'no'}"${backendReady && !promptEmpty ? EMPTY : html` disabled`}>Generate</button>`;
+export function renderGenerateButton(backendReady: boolean, promptEmpty: boolean, canVary?: true | string): Html {
+  const vary = describeVary({ configured: backendReady, detail: '', ...(canVary === undefined ? {} : { canVary }) }).ready;
+  return html`<button type="submit" id="generate" class="primary" aria-describedby="generate-help generate-empty" data-backend-ready="${backendReady ? 'yes' : 'no'}" data-vary="${vary ? 'yes' : 'no'}"${backendReady && !promptEmpty ? EMPTY : html` disabled`}>Generate</button>`;
+}
+
+/** The Vary buttons' description (their aria-describedby): what they do, or why this image server cannot. */
+export function renderVaryHelp(images: ImageStatus): Html {
+  return html`<p id="vary-help" class="visually-hidden">${describeVary(images).text}</p>`;
 }
 
 function renderSettingsPanel(id: string, settings: Settings, pane: PaneView): Html {
@@ -280,6 +299,7 @@ ${row('model', 'Model')}
 <div class="row dialog-actions">
 <button type="button" id="use-settings" class="primary" aria-describedby="use-settings-help">Use these settings</button>
 <button type="button" id="reuse-seed">Reuse seed</button>
+${VARY_CHOICES.map((choice, index) => html`<button type="submit" form="generate-form" name="from" value="" id="dialog-vary-${index === 0 ? 'subtle' : 'strong'}" class="vary" data-strength="${choice.strength}" aria-describedby="vary-help">${choice.label}</button>`)}
 <a id="image-dialog-download" class="button" download>Download</a>
 </div>
 <p id="use-settings-help" class="hint">“Use these settings” puts this prompt in the prompt pane and its steps, CFG, seed, size and negative prompt in the settings; “Reuse seed” takes only the seed. Both are saved, and the assistant hears of them with your next message.</p>
@@ -305,8 +325,11 @@ export function renderTranscript(conversationId: string, turns: readonly Transcr
     while (next < loose.length) {
       const image = loose[next];
       if (!image || (at !== undefined && image.createdAt >= at)) break;
-      taken.push(renderGeneratedEntry(image));
-      next++;
+      // A batch's images share their moment (generation.ts): one entry, as the live page showed them.
+      const batch = [image];
+      while (next + batch.length < loose.length && loose[next + batch.length]?.createdAt === image.createdAt) batch.push(loose[next + batch.length] as ImageRecord);
+      taken.push(renderGeneratedEntry(batch, batch.length > 1 ? image.id : undefined));
+      next += batch.length;
     }
     return taken;
   };

@@ -107,8 +107,8 @@ describe('parseConfig', () => {
       const lines = help.split('\n').slice(3);
       // Each flag starts a row; its description starts in the same column as every other one.
       const rows = lines.filter((line) => line.startsWith('  --'));
-      expect(rows, String(columns)).toHaveLength(21);
-      const starts = rows.map((row) => /^  (--[a-z-]+(?: [A-Z]+)?) +/.exec(row)![0].length);
+      expect(rows, String(columns)).toHaveLength(22);
+      const starts = rows.map((row) => /^  (--[a-z0-9-]+(?: [A-Z]+)?) +/.exec(row)![0].length);
       const column = starts[0]!;
       expect(new Set(starts), String(columns)).toEqual(new Set([column]));
       // At least two spaces between the longest flag with its value and its description.
@@ -121,7 +121,7 @@ describe('parseConfig', () => {
     }
     // Every flag that takes a value names it; a switch takes none.
     const help = formatHelp();
-    for (const [flag, value] of [['--port', 'PORT'], ['--ollama-url', 'URL'], ['--num-ctx', 'TOKENS'], ['--data-dir', 'DIR'], ['--comfy-workflow', 'FILE'], ['--image-timeout', 'SECONDS']]) {
+    for (const [flag, value] of [['--port', 'PORT'], ['--ollama-url', 'URL'], ['--num-ctx', 'TOKENS'], ['--data-dir', 'DIR'], ['--comfy-workflow', 'FILE'], ['--comfy-img2img-workflow', 'FILE'], ['--image-timeout', 'SECONDS']]) {
       expect(help).toMatch(new RegExp(`^  ${flag} ${value}  `, 'm'));
     }
     expect(help).not.toContain('VALUE');

@@ -77,7 +77,7 @@ describe('an export', () => {
     expect(manifest).toMatchObject({ promptVersion: 1, suggestion: { prompt: 'a fox in snow', turn: 3 }, pinned: ['steps'], settingSuggestions: { steps: 25 } });
     // The image whose file is gone is left out; the other keeps its turn and version by position.
     expect(manifest.images).toEqual([
-      { file: 'images/01-a-fox-seed-5.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, createdAt: AT },
+      { file: 'images/01-a-fox-seed-5.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, source: null, createdAt: AT },
     ]);
   });
 
@@ -99,7 +99,7 @@ describe('an import', () => {
     // toStrictEqual: a key holding undefined (a note, a negative prompt) is not the same entry.
     expect(conversation.context).toStrictEqual(source.context);
     expect(conversation.images).toEqual([
-      { id: 'new-image', file: 'new-image.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, createdAt: AT },
+      { id: 'new-image', file: 'new-image.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, source: null, createdAt: AT },
     ]);
     expect(conversation.pane).toEqual({
       versions: [

@@ -13,6 +13,7 @@ function scriptedImages(script: () => AsyncGenerator<TurnEvent>): ImageGenerator
     checkHealth: async () => ({ backend: 'a1111', url: null, configured: true, reachable: true, detail: '' }),
     settled: async () => {},
     listModels: async () => null,
+    canVary: () => true,
   };
 }
 

@@ -352,7 +352,11 @@ describe('the prompt pane and the settings on the page', () => {
       'image-dialog-model',
     ]);
     expect(texts(root, '#image-dialog dt')).toEqual(['Prompt', 'Negative prompt', 'Steps', 'CFG', 'Seed', 'Size', 'Model']);
-    expect(texts(root, '#image-dialog .dialog-actions button, #image-dialog .dialog-actions a')).toEqual(['Use these settings', 'Reuse seed', 'Download']);
+    expect(texts(root, '#image-dialog .dialog-actions button, #image-dialog .dialog-actions a')).toEqual(['Use these settings', 'Reuse seed', 'Vary (subtle)', 'Vary (strong)', 'Download']);
+    // Vary submits the prompt pane's Generate form; the view gives it the shown image's id.
+    for (const id of ['dialog-vary-subtle', 'dialog-vary-strong']) {
+      expect(root.querySelector(`#${id}`)?.attributes).toMatchObject({ type: 'submit', form: 'generate-form', name: 'from', 'aria-describedby': 'vary-help' });
+    }
   });
 
   it('a switch answers the conversation\'s part, its title, and the list with it marked', () => {

@@ -1,0 +1,144 @@
+// The generator's batches with scripted backends: one backend job per image (seed after seed, progress across the
+// batch, each image saved as it comes, a cancel keeping those made), or the backend's own batch; the seeds a batch
+// needs checked against the backend's range; the activity a late reader follows holding every image.
+import { describe, expect, it } from 'vitest';
+import { createImageActivities, createImageGenerator, DEFAULT_SETTINGS, silentLogger, type ImageBackend, type ImageRecord, type ImageRequest, type TurnEvent } from '../../../server/core/index.ts';
+import { makePng } from '../../fakes/png-bytes.ts';
+import { collectAll } from '../../helpers/streams.ts';
+
+function setUp(backend: ImageBackend, randomSeed?: () => number) {
+  const added: ImageRecord[] = [];
+  const store = { addImage: (image: ImageRecord) => void added.push(image) } as unknown as Parameters<typeof createImageGenerator>[0]['store'];
+  let next = 0;
+  const images = createImageGenerator({
+    backend,
+    store,
+    logger: silentLogger,
+    clock: Date,
+    saveFile: async () => {},
+    newImageId: () => `id${++next}`,
+    ...(randomSeed ? { randomSeed } : {}),
+  });
+  return { images, added };
+}
+
+const input = (count: number, seed = 10) => ({ conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, seed }, promptVersion: null, signal: new AbortController().signal, count });
+
+describe('a batch in the generator', () => {
+  it('without a batch of its own: one job per seed, progress across the batch, each image its own id and record', async () => {
+    const requests: ImageRequest[] = [];
+    const backend: ImageBackend = {
+      name: 'localai',
+      url: 'http://x',
+      async generate(request, { onProgress }) {
+        requests.push(request);
+        onProgress({ fraction: 0.5, step: 2, steps: 4 });
+        return { png: makePng(8, 8), seed: request.seed };
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images, added } = setUp(backend);
+    const events = await collectAll(images.generate(input(3)));
+    expect(requests.map((request) => request.seed)).toEqual([10, 11, 12]);
+    expect(events.map((event) => event.type)).toEqual(['generation', 'progress', 'image', 'progress', 'image', 'progress', 'image']);
+    expect(events.filter((event) => event.type === 'progress')).toEqual([0.5, 1.5, 2.5].map((done) => ({ type: 'progress', id: 'id1', fraction: done / 3 })));
+    const made = events.filter((event): event is Extract<TurnEvent, { type: 'image' }> => event.type === 'image');
+    expect(made.map((event) => [event.id, event.seed, event.batch])).toEqual([
+      ['id1', 10, { index: 0, count: 3 }],
+      ['id2', 11, { index: 1, count: 3 }],
+      ['id3', 12, { index: 2, count: 3 }],
+    ]);
+    expect(added.map((image) => image.id)).toEqual(['id1', 'id2', 'id3']);
+    expect(new Set(added.map((image) => image.createdAt)).size).toBe(1);
+  });
+
+  it('a cancel during the second image keeps the first and asks for no third', async () => {
+    const controller = new AbortController();
+    const requests: ImageRequest[] = [];
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      async generate(request, { signal }) {
+        requests.push(request);
+        if (requests.length === 2) {
+          controller.abort();
+          signal.throwIfAborted();
+        }
+        return { png: makePng(8, 8), seed: request.seed };
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images, added } = setUp(backend);
+    const events = await collectAll(images.generate({ ...input(3), signal: controller.signal }));
+    expect(events.filter((event) => event.type === 'image')).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'image_cancelled' });
+    expect(requests).toHaveLength(2);
+    expect(added).toHaveLength(1);
+  });
+
+  it("with a batch of its own: one job, its results' seeds, a single image still through generate", async () => {
+    const batches: Array<ImageRequest & { count: number }> = [];
+    let singles = 0;
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      async generate(request) {
+        singles++;
+        return { png: makePng(8, 8), seed: request.seed };
+      },
+      async generateBatch(request) {
+        batches.push(request);
+        return Array.from({ length: request.count }, (_, index) => ({ png: makePng(8, 8), seed: request.seed + index }));
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images } = setUp(backend, () => 77);
+    const events = await collectAll(images.generate(input(4, -1)));
+    expect(batches.map((request) => [request.seed, request.count])).toEqual([[77, 4]]);
+    expect(events.filter((event) => event.type === 'image').map((event) => (event as { seed?: number }).seed)).toEqual([77, 78, 79, 80]);
+    await collectAll(images.generate(input(1)));
+    expect(singles).toBe(1);
+  });
+
+  it('a random batch is drawn so that its last seed is in range; a fixed one past the range is refused', async () => {
+    let drawn: { min: number; max: number } | undefined;
+    const backend: ImageBackend = {
+      name: 'localai',
+      url: 'http://x',
+      seedRange: { min: 1, max: 100 },
+      generate: async (request) => ({ png: makePng(8, 8), seed: request.seed }),
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images } = setUp(backend);
+    const random = createImageGenerator({ backend, store: { addImage() {} } as never, logger: silentLogger, clock: Date, saveFile: async () => {}, randomSeed: (range) => ((drawn = range), range.max) });
+    const made = await collectAll(random.generate(input(5, -1)));
+    expect(drawn).toEqual({ min: 1, max: 96 });
+    expect(made.filter((event) => event.type === 'image').map((event) => (event as { seed?: number }).seed)).toEqual([96, 97, 98, 99, 100]);
+    const refused = await collectAll(images.generate(input(5, 97)));
+    expect(refused.at(-1)).toMatchObject({ type: 'error', code: 'image_seed_out_of_range', message: expect.stringContaining('a batch of 5 from seed 97 (seeds 97 to 101)') });
+  });
+
+  it('an activity followed after its batch ended gives every image, and ends with the last', async () => {
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      generate: async (request) => ({ png: makePng(8, 8), seed: request.seed }),
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images } = setUp(backend);
+    const activities = createImageActivities({ images, logger: silentLogger });
+    const begun = await activities.start({ conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, seed: 3 }, promptVersion: null, count: 2 });
+    if (!begun.ok) throw new Error('not started');
+    const live = collectAll(begun.activity.follow());
+    expect(begun.activity.finished).toBe(false);
+    await begun.activity.settled;
+    expect(begun.activity.finished).toBe(true);
+    const later = await collectAll(begun.activity.follow());
+    expect(later.map((event) => [event.type, (event as { seed?: number }).seed])).toEqual([
+      ['generation', undefined],
+      ['image', 3],
+      ['image', 4],
+    ]);
+    expect((await live).filter((event) => event.type === 'image')).toHaveLength(2);
+  });
+});
