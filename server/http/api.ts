@@ -271,8 +271,9 @@ function toImageJson(image: ImageRecord) {
 
 /** An image as the gallery lists it: where it is, its thumbnail, and what it was made with. */
 function toGalleryImageJson(image: ImageRecord) {
-  const { id, conversationId, url, prompt, seed, width, height, model, sampler, createdAt } = image;
-  return { id, conversationId, url, thumbnailUrl: thumbnailUrl(id), prompt, seed, width, height, model, sampler, createdAt };
+  const { id, conversationId, url, prompt, seed, width, height, model, sampler, scheduler, source, createdAt } = image;
+  // `source` only for a variation, as the issue's shape has it (`"source"?`).
+  return { id, conversationId, url, thumbnailUrl: thumbnailUrl(id), prompt, seed, width, height, model, sampler, scheduler, createdAt, ...(source === null ? {} : { source }) };
 }
 
 /** A body that may be left out (undo, redo): none is an empty object; one that is sent must be JSON. */

@@ -1,6 +1,6 @@
 // The gallery in a real browser, against the fake AUTOMATIC1111: the grid of thumbnails (newest first, sized before
 // they load), the search and the filters, "More", the large view stepped through with the arrow keys, Delete (the
-// grid drops it, and so does the conversation open in another tab), Remix and Use prompt.
+// grid drops it, and so does the conversation open in another tab), Remix, Vary and Use prompt.
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { readSse } from '../helpers/sse.ts';
 import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
@@ -217,5 +217,25 @@ describeInBrowser('the gallery', () => {
     await view().getByRole('button', { name: 'Use prompt' }).click();
     await page.waitForURL(`${stage.easel.url}/c/${boat}`);
     expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).inputValue()).toBe(other.prompt);
+  });
+
+  it('Vary (subtle) starts from the picture shown, in its conversation; the variation says where it came from', async () => {
+    const source = live().find((image) => image.conversationId === fox);
+    if (!source) throw new Error('no picture to vary');
+    await openGallery();
+    await grid().locator(`#gallery-item-${source.id} button`).click();
+    await view().getByRole('button', { name: 'Vary (subtle)' }).click();
+    await page.waitForURL(`${stage.easel.url}/c/${fox}`);
+    await poll(() => a1111.requests.filter((request) => request.path === '/sdapi/v1/img2img').length).toBe(1);
+    const sent = a1111.requests.find((request) => request.path === '/sdapi/v1/img2img')?.body as Record<string, unknown>;
+    expect(sent).toMatchObject({ prompt: source.prompt, denoising_strength: 0.35 });
+    const listed = (await (await stage.easel.get('/api/images')).json()) as { images: Array<{ id: string; source?: { imageId: string } }> };
+    await poll(async () => ((await (await stage.easel.get('/api/images')).json()) as typeof listed).images[0]?.source?.imageId).toBe(source.id);
+    deleted.add(((await (await stage.easel.get('/api/images')).json()) as typeof listed).images[0]?.id ?? '');
+    // Its large view says so.
+    await openGallery();
+    await grid().locator('.gallery-item button').first().click();
+    expect(await view().locator('#gallery-dialog-source').textContent()).toBe('Varied from another picture, strength 0.35');
+    await page.keyboard.press('Escape');
   });
 });

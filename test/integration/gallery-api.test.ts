@@ -62,7 +62,7 @@ describe('GET /api/images', () => {
     expect(ids(answer)).toEqual([third, second, first]);
     expect(answer.next).toBeNull();
     const newest = answer.images[0];
-    expect(Object.keys(newest ?? {}).sort()).toEqual(['conversationId', 'createdAt', 'height', 'id', 'model', 'prompt', 'sampler', 'seed', 'thumbnailUrl', 'url', 'width']);
+    expect(Object.keys(newest ?? {}).sort()).toEqual(['conversationId', 'createdAt', 'height', 'id', 'model', 'prompt', 'sampler', 'scheduler', 'seed', 'thumbnailUrl', 'url', 'width']);
     expect(newest).toMatchObject({
       id: third,
       conversationId: fox,
@@ -76,6 +76,17 @@ describe('GET /api/images', () => {
       sampler: expect.any(String),
     });
     expect(answer.images.map((image) => image.createdAt)).toEqual([...answer.images.map((image) => image.createdAt)].sort().reverse());
+  });
+
+  it('a variation says where it came from (`source`); an image made from a prompt has none', async () => {
+    const fox = await easel.newConversation();
+    const first = await makeImage(easel, fox, 'a red fox');
+    const events = await readSse(await easel.post(`/api/conversations/${fox}/generations`, { prompt: 'a red fox', settings: { steps: 1 }, from: { imageId: first, strength: 0.35 } }));
+    const varied = String(events.find((event) => event.type === 'image')?.data.id);
+    const [newest, oldest] = (await gallery()).images;
+    expect(newest).toMatchObject({ id: varied, source: { imageId: first, strength: 0.35 } });
+    expect(oldest?.id).toBe(first);
+    expect(oldest).not.toHaveProperty('source');
   });
 
   it('pages with limit and next: every image once, in order, null at the end; a page’s next holds after its last image is deleted', async () => {

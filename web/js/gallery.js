@@ -28,7 +28,7 @@ function say(text) {
 
 /** While an action runs, the others wait. @param {boolean} busy */
 function setBusy(busy) {
-  for (const id of ['gallery-remix', 'gallery-use-prompt', 'gallery-delete']) need(id, HTMLButtonElement).disabled = busy;
+  for (const id of ['gallery-remix', 'gallery-vary-subtle', 'gallery-vary-strong', 'gallery-use-prompt', 'gallery-delete']) need(id, HTMLButtonElement).disabled = busy;
 }
 
 /** @param {HTMLElement} item a grid button with the picture's data */
@@ -61,6 +61,7 @@ function show(item) {
   fill('sampler', data.sampler);
   fill('model', data.model);
   fill('size', data.width && data.height ? `${data.width} × ${data.height}` : undefined);
+  fill('source', data.sourceStrength ? `Varied from another picture, strength ${data.sourceStrength}` : undefined);
   const conversation = need('gallery-dialog-conversation-link', HTMLAnchorElement);
   conversation.href = path;
   conversation.textContent = data.conversationTitle ?? 'Open it';
@@ -112,13 +113,18 @@ async function readRefusal(response) {
 
 const UNREACHABLE = 'Easel could not be reached: check that it is still running, then try again.';
 
-/** Remix: a new picture in its conversation from this one's prompt and settings, a new random seed; then the conversation. */
-async function remix() {
+/**
+ * Remix: a new picture in its conversation from this one's prompt and settings, a new random seed; then the
+ * conversation. With `strength`, Vary: the same, starting from this picture (the server says if it cannot).
+ * @param {number} [strength]
+ */
+async function remix(strength) {
   if (!current) return;
   const data = current.dataset;
   const path = data.conversationPath ?? '';
   if (!isConversationPath(path)) return;
   const form = new URLSearchParams({ sendKey: newSendKey(), prompt: data.prompt ?? '', seed: '-1', negativePrompt: data.negativePrompt ?? '' });
+  if (strength !== undefined) form.set('from', `${data.id ?? ''}:${strength}`);
   for (const name of /** @type {const} */ (['steps', 'cfg', 'width', 'height', 'sampler', 'scheduler'])) {
     const value = data[name];
     if (value !== undefined) form.set(name, value);
@@ -228,6 +234,9 @@ export function startGallery() {
   need('gallery-prev', HTMLButtonElement).addEventListener('click', () => step(-1));
   need('gallery-next', HTMLButtonElement).addEventListener('click', () => step(1));
   need('gallery-remix', HTMLButtonElement).addEventListener('click', () => void remix());
+  for (const button of [need('gallery-vary-subtle', HTMLButtonElement), need('gallery-vary-strong', HTMLButtonElement)]) {
+    button.addEventListener('click', () => void remix(Number(button.dataset.strength)));
+  }
   need('gallery-use-prompt', HTMLButtonElement).addEventListener('click', () => void usePrompt());
   need('gallery-delete', HTMLButtonElement).addEventListener('click', () => void deleteShown());
 }

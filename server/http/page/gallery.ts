@@ -2,7 +2,7 @@
 // conversation and the checkpoint to narrow it to, "More" for the next page; and the large view (a native
 // <dialog> filled by web/js/gallery.js from the clicked thumbnail's data attributes, with textContent).
 import { GALLERY_DEFAULT_LIMIT, nameImageDownload, thumbnailSize, thumbnailUrl, type GalleryFilters, type GalleryPage, type GalleryQuery, type ImageRecord } from '../../core/index.ts';
-import { conversationPath } from './bubbles.ts';
+import { conversationPath, VARY_CHOICES } from './bubbles.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 import { renderDocument } from './views.ts';
 
@@ -123,7 +123,7 @@ export function renderGalleryItem(image: ImageRecord, conversationTitle: string 
   const size = thumbnailSize(image.width, image.height);
   const optional = (name: string, value: string | number | null | undefined) => (value === undefined || value === null ? EMPTY : html` data-${name}="${value}"`);
   const alt = `Image: ${image.prompt.length > ALT_PROMPT_CHARS ? `${image.prompt.slice(0, ALT_PROMPT_CHARS)}…` : image.prompt}`;
-  return html`<li class="gallery-item" id="gallery-item-${image.id}"><button type="button" class="gallery-thumb" aria-haspopup="dialog" title="${image.prompt}" data-gallery-image data-id="${image.id}" data-conversation-id="${image.conversationId}" data-conversation-path="${conversationPath(image.conversationId)}"${optional('conversation-title', conversationTitle)} data-url="${image.url}" data-download="${nameImageDownload({ prompt: image.prompt, seed: image.seed })}" data-prompt="${image.prompt}" data-negative-prompt="${image.negativePrompt}" data-width="${image.width}" data-height="${image.height}"${optional('seed', image.seed)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('sampler', image.sampler)}${optional('scheduler', image.scheduler)}${optional('model', image.model)} data-created-at="${image.createdAt}"><img src="${thumbnailUrl(image.id)}" alt="${alt}" width="${size.width}" height="${size.height}" loading="lazy" decoding="async"></button></li>`;
+  return html`<li class="gallery-item" id="gallery-item-${image.id}"><button type="button" class="gallery-thumb" aria-haspopup="dialog" title="${image.prompt}" data-gallery-image data-id="${image.id}" data-conversation-id="${image.conversationId}" data-conversation-path="${conversationPath(image.conversationId)}"${optional('conversation-title', conversationTitle)} data-url="${image.url}" data-download="${nameImageDownload({ prompt: image.prompt, seed: image.seed })}" data-prompt="${image.prompt}" data-negative-prompt="${image.negativePrompt}" data-width="${image.width}" data-height="${image.height}"${optional('seed', image.seed)}${optional('steps', image.steps)}${optional('cfg', image.cfg)}${optional('sampler', image.sampler)}${optional('scheduler', image.scheduler)}${optional('model', image.model)}${optional('source-strength', image.source?.strength)} data-created-at="${image.createdAt}"><img src="${thumbnailUrl(image.id)}" alt="${alt}" width="${size.width}" height="${size.height}" loading="lazy" decoding="async"></button></li>`;
 }
 
 /**
@@ -146,18 +146,20 @@ ${row('seed', 'Seed')}
 ${row('sampler', 'Sampler')}
 ${row('model', 'Checkpoint')}
 ${row('size', 'Size')}
+${row('source', 'Made from')}
 ${row('conversation', 'Conversation', html`<a id="gallery-dialog-conversation-link" href="/"></a>`)}
 </dl>
 </div>
 <div class="row dialog-actions">
 <a id="gallery-open" class="button" href="/">Open its conversation</a>
 <button type="button" id="gallery-remix" class="primary" aria-describedby="gallery-actions-help">Remix</button>
+${VARY_CHOICES.map((choice, index) => html`<button type="button" id="gallery-vary-${index === 0 ? 'subtle' : 'strong'}" data-strength="${choice.strength}" aria-describedby="gallery-actions-help">${choice.label}</button>`)}
 <button type="button" id="gallery-use-prompt" aria-describedby="gallery-actions-help">Use prompt</button>
 <a id="gallery-download" class="button" download>Download</a>
 <button type="button" id="gallery-delete" class="quiet danger">Delete</button>
 </div>
 <p id="gallery-dialog-status" class="gallery-dialog-status" role="status"></p>
-<p id="gallery-actions-help" class="hint">Remix makes a new picture in its conversation from this prompt and settings with a new random seed, then opens it; Use prompt puts this prompt in its conversation's prompt pane and opens it.</p>
+<p id="gallery-actions-help" class="hint">Remix makes a new picture in its conversation from this prompt and settings with a new random seed, then opens it; Vary does the same starting from this picture; Use prompt puts this prompt in its conversation's prompt pane and opens it.</p>
 </div>
 </dialog>`;
 }
