@@ -49,6 +49,8 @@ export interface NewTurn {
 export interface PendingNotes {
   promptEdited: boolean;
   settingsChanged: boolean;
+  /** "This one" under a comparison: the prompt the user chose and the one it was compared with. */
+  compared?: { chosen: string; over: string };
 }
 
 /** A conversation as stored: its pane (prompt, version, suggestion, settings, pins) and what else it keeps. */
@@ -208,6 +210,11 @@ export interface ConversationStore {
   addUserPromptVersion(conversationId: string, prompt: string, at: string): number;
   /** "Use suggestion": the model's waiting prompt becomes the current version and the suggestion is answered; the model wrote it, so nothing new is told. */
   takeSuggestion(conversationId: string, suggestion: PromptSuggestion, at: string): number;
+  /**
+   * "This one" under a comparison: the chosen prompt becomes a new current version (source `user`, its parent
+   * the current one) unless it is the current text already; the next message tells the model of the choice.
+   */
+  pickComparedPrompt(conversationId: string, compared: { chosen: string; over: string }, at: string): void;
   /** Makes an existing version current again (undo, redo); the model hears of it with the next message. */
   selectPromptVersion(conversationId: string, versionId: number): void;
   getPromptVersion(conversationId: string, versionId: number): PromptVersion | undefined;

@@ -61,6 +61,11 @@ export interface ImageEvent {
    * image has the `generation` event's id; each other its own. Absent for a single image.
    */
   batch?: { index: number; count: number };
+  /**
+   * One of a comparison (`promptVersions` in POST …/generations): its comparison (the `generation` event's id),
+   * its side (`a` the first version, `b` the second) and its place on that side; each side has the same seeds.
+   */
+  compare?: { id: string; side: 'a' | 'b'; index: number };
 }
 
 /** The prompt pane and settings as the reply left them, as stored: the page shows exactly this. */

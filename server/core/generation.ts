@@ -37,7 +37,18 @@ export interface GenerateInput {
   from?: ImageSource & { file: string };
   /** How many images (1–8, default 1): seeds seed, seed + 1, …; each its own record and `image` event. */
   count?: number;
+  /**
+   * Compare: two versions of the prompt made on the same seeds, side A's images first, then side B's; `prompt`
+   * and `promptVersion` are then side A's. Each image's event has `compare: { id (the generation's), side, index }`.
+   */
+  compare?: { sides: [CompareSide, CompareSide] };
   signal: AbortSignal;
+}
+
+/** One side of a comparison: the prompt version it is made from. */
+export interface CompareSide {
+  prompt: string;
+  promptVersion: number;
 }
 
 export interface ImageGenerator {
@@ -238,10 +249,15 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       const source: ImageSource | null = input.from === undefined ? null : { imageId: input.from.imageId, strength: input.from.strength };
       // The images of a batch share the moment the first was saved: the page shows them as one entry.
       let batchAt: string | undefined;
+      // Compare: each side in turn, on the same seeds; otherwise the one prompt.
+      const sides: Array<{ prompt: string; promptVersion: number | null; side?: 'a' | 'b' }> =
+        input.compare === undefined ? [{ prompt: input.prompt, promptVersion: input.promptVersion }] : input.compare.sides.map((side, at) => ({ ...side, side: at === 0 ? ('a' as const) : ('b' as const) }));
+      const single = count === 1 && input.compare === undefined;
+      let made = 0;
 
       /** One finished image: checked, its parameters text, written, recorded; its event. */
-      const save = async (result: ImageResult, index: number, asked: ImageRequest): Promise<ImageEvent> => {
-        const imageId = index === 0 ? id : newImageId();
+      const save = async (result: ImageResult, index: number, asked: ImageRequest, side: (typeof sides)[number]): Promise<ImageEvent> => {
+        const imageId = made++ === 0 ? id : newImageId();
         // One check for every backend, before anything is written: a broken image is refused whole.
         const checked = await checkPngImage(result.png, { maxPixels: deps.maxImagePixels });
         if (!checked.ok) {
@@ -285,9 +301,9 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           width,
           height,
           model: madeWith.model ?? null,
-          promptVersion: input.promptVersion,
+          promptVersion: side.promptVersion,
           source,
-          createdAt: count === 1 ? new Date(deps.clock.now()).toISOString() : batchAt,
+          createdAt: single ? new Date(deps.clock.now()).toISOString() : batchAt,
         };
         try {
           deps.store.addImage(image);
@@ -303,9 +319,10 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           width,
           height,
           ...madeWith,
-          ...(input.promptVersion === null ? {} : { promptVersion: input.promptVersion }),
+          ...(side.promptVersion === null ? {} : { promptVersion: side.promptVersion }),
           ...(source === null ? {} : { source }),
           ...(count === 1 ? {} : { batch: { index, count } }),
+          ...(side.side === undefined ? {} : { compare: { id, side: side.side, index } }),
         };
       };
 
@@ -323,21 +340,25 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         return await current;
       }
 
-      if (count > 1 && backend.generateBatch !== undefined) {
-        // One job for the whole batch (A1111's batch_size, ComfyUI's latent batch, `n`): its results in seed order.
-        const generateBatch = backend.generateBatch.bind(backend);
-        const batch = { ...request, count };
-        const results = yield* runJob((onProgress) => generateBatch(batch, { signal, onProgress }));
-        if (results.length === 0) {
-          throw new ImageBackendError('bad_response', `${BACKEND_LABELS[backend.name]} at ${backend.url} answered a batch of ${count} without an image. Try again, and check the backend's console if it happens again.`);
-        }
-        for (const [index, result] of results.slice(0, count).entries()) yield await save(result, index, { ...request, seed: seed + index });
-      } else {
-        // One job per image, seed after seed; each image is kept as it comes, and a cancel stops the rest.
-        for (let index = 0; index < count; index++) {
-          const asked = { ...request, seed: seed + index };
-          const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), count === 1 ? undefined : { index, count });
-          yield await save(result, index, asked);
+      const total = count * sides.length;
+      for (const [at, side] of sides.entries()) {
+        const prompted = { ...request, prompt: side.prompt };
+        if (count > 1 && backend.generateBatch !== undefined) {
+          // One job for the whole batch (A1111's batch_size, ComfyUI's latent batch, `n`): its results in seed order.
+          const generateBatch = backend.generateBatch.bind(backend);
+          const batch = { ...prompted, count };
+          const results = yield* runJob((onProgress) => generateBatch(batch, { signal, onProgress }), sides.length === 1 ? undefined : { index: at, count: sides.length });
+          if (results.length === 0) {
+            throw new ImageBackendError('bad_response', `${BACKEND_LABELS[backend.name]} at ${backend.url} answered a batch of ${count} without an image. Try again, and check the backend's console if it happens again.`);
+          }
+          for (const [index, result] of results.slice(0, count).entries()) yield await save(result, index, { ...prompted, seed: seed + index }, side);
+        } else {
+          // One job per image, seed after seed; each image is kept as it comes, and a cancel stops the rest.
+          for (let index = 0; index < count; index++) {
+            const asked = { ...prompted, seed: seed + index };
+            const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), total === 1 ? undefined : { index: at * count + index, count: total });
+            yield await save(result, index, asked, side);
+          }
         }
       }
     } catch (error) {

@@ -41,6 +41,12 @@ export interface PaneCommands {
   answerSuggestion(id: string, accept: unknown, onScreen?: OnScreen): Result<PaneView>;
   /** Takes the model's waiting value for a pinned setting: set by hand, so it stays pinned. */
   takeSettingSuggestion(id: string, field: unknown, onScreen?: OnScreen): Result<PaneView>;
+  /**
+   * "This one" under a comparison: version `promptVersion` was chosen `over` the other. Its prompt becomes the
+   * current one (a new `user` version, one undo away, unless it is the current text already), and the next
+   * message tells the model which prompt won and what differed.
+   */
+  pickComparedPrompt(id: string, promptVersion: unknown, over: unknown, onScreen?: Pick<OnScreen, 'baseRevision'>): Result<PaneView>;
 }
 
 export function createPaneCommands(state: ServiceState): PaneCommands {
@@ -144,6 +150,26 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     answerSuggestion(id, accept, onScreen) {
       // Typing not saved yet becomes a version before "Use suggestion" replaces it: one undo brings it back.
       return afterScreen(id, accept === true ? onScreen : { baseRevision: onScreen?.baseRevision }, () => answerSuggestion(id, accept));
+    },
+
+    pickComparedPrompt(id, promptVersion, over, onScreen) {
+      const record = findRecord(id);
+      if (!record) return notFound(id);
+      const base = state.checkBase(id, onScreen?.baseRevision);
+      if (!base.ok) return base;
+      const read = (value: unknown, field: string): Result<PromptVersion> => {
+        const version = typeof value === 'number' && Number.isInteger(value) ? deps.store.getPromptVersion(id, value) : undefined;
+        if (version) return { ok: true, value: version };
+        const message = `${field} must be the id of a prompt version of this conversation${value === undefined ? '' : `; there is no version ${JSON.stringify(value)}`} (GET the conversation: its promptVersions list them).`;
+        return refuse('invalid', message, { [field]: message });
+      };
+      const chosen = read(promptVersion, 'promptVersion');
+      if (!chosen.ok) return chosen;
+      const other = read(over, 'over');
+      if (!other.ok) return other;
+      if (chosen.value.id === other.value.id) return refuse('invalid', 'promptVersion and over must be the two different versions that were compared.', { over: 'The same version as promptVersion.' });
+      const picked = tryWrite('change', () => deps.store.pickComparedPrompt(id, { chosen: chosen.value.prompt, over: other.value.prompt }, state.isoNow()));
+      return picked.ok ? paneOf(id) : picked;
     },
 
     takeSettingSuggestion(id, field, onScreen) {

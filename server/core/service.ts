@@ -11,7 +11,7 @@ import { createLibraryCommands, type LibraryCommands } from './library-commands.
 import { createGalleryCommands, makeThumbnailsOnSave, removingThumbnails, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
-import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
+import { NO_BACKEND_MESSAGE, type CompareSide, type ImageBackendStatus } from './generation.ts';
 import { endImageStream, type ImageActivity } from './image-activities.ts';
 import { applyUserSettings, pinChangedFrom, type PinnableField } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
@@ -40,6 +40,11 @@ export interface GenerateOverrides {
   from?: unknown;
   /** How many images, 1–8 (default 1): a batch, seeds seed, seed + 1, …, each its own record. */
   count?: unknown;
+  /**
+   * Compare: `[a, b]`, two distinct prompt versions of this conversation, each made on the same seeds (`count` each),
+   * A's images first. Not with `prompt`.
+   */
+  promptVersions?: unknown;
 }
 
 /** The most images one Generate makes. */
@@ -167,6 +172,29 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
     const canVary = deps.images.canVary();
     if (typeof canVary === 'string') return refuse('invalid', canVary, { from: canVary });
     return { ok: true, value: { image, strength: parsed.data.strength } };
+  }
+  /**
+   * Compare's `promptVersions`: two distinct versions of this conversation (each named when unknown), never with
+   * a `prompt` override; undefined when it is no comparison.
+   */
+  function readCompareVersions(id: string, overrides: GenerateOverrides): Result<[CompareSide, CompareSide] | undefined> {
+    const value = overrides.promptVersions;
+    if (value === undefined) return { ok: true, value: undefined };
+    const wrong = (message: string) => refuse('invalid', message, { promptVersions: message });
+    if (!Array.isArray(value) || value.length !== 2 || !value.every((version) => Number.isInteger(version))) {
+      return wrong('promptVersions must be two prompt version ids, [a, b] (GET the conversation: its promptVersions list them).');
+    }
+    const [a, b] = value as [number, number];
+    if (a === b) return wrong('promptVersions must be two different versions of the prompt: a comparison of one version with itself shows nothing.');
+    if (overrides.prompt !== undefined) return wrong('Send promptVersions or prompt, not both: a comparison makes each version as it was stored.');
+    const sides: CompareSide[] = [];
+    for (const versionId of [a, b]) {
+      const version = deps.store.getPromptVersion(id, versionId);
+      if (!version) return wrong(`There is no prompt version ${versionId} in this conversation (GET the conversation: its promptVersions list them).`);
+      if (version.prompt.trim() === '') return wrong(`Prompt version ${versionId} is empty: nothing to make.`);
+      sides.push({ prompt: version.prompt, promptVersion: version.id });
+    }
+    return { ok: true, value: sides as [CompareSide, CompareSide] };
   }
   const { running, activities, deleting, findRecord, tryWrite, logStorageFailure, isoNow, turnStateOf } = state;
   const replyTimeouts = deps.replyTimeouts ?? DEFAULT_REPLY_TIMEOUTS;
@@ -324,6 +352,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
     redoPrompt: announcing(pane.redoPrompt),
     answerSuggestion: announcing(pane.answerSuggestion),
     takeSettingSuggestion: announcing(pane.takeSettingSuggestion),
+    pickComparedPrompt: announcing(pane.pickComparedPrompt),
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
     ...createFollowCommands(state, () => service.listConversations()),
@@ -418,13 +447,16 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
       }
       if (!deps.images.configured) return refuse('unavailable', NO_BACKEND_MESSAGE);
       const base = record ?? { prompt: '', settings: DEFAULT_SETTINGS };
+      const compared = readCompareVersions(id, overrides);
+      if (!compared.ok) return compared;
+      const sides = compared.value;
       const prompt = overrides.prompt === undefined ? { success: true as const, data: base.prompt } : promptSchema.safeParse(overrides.prompt);
       if (!prompt.success) return invalid(prompt.error, 'prompt');
       const patch = overrides.settings === undefined ? { success: true as const, data: {} } : settingsPatchSchema.safeParse(overrides.settings);
       if (!patch.success) return invalid(patch.error);
       const checked = checkChoices(patch.data);
       if (!checked.ok) return checked;
-      if (prompt.data.trim() === '') {
+      if (sides === undefined && prompt.data.trim() === '') {
         return refuse('invalid', 'The prompt is empty: write one or chat until the assistant suggests one.', { prompt: 'The prompt is empty.' });
       }
       const from = readVaryFrom(overrides.from);
@@ -449,7 +481,8 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
         state.announce(id, 'created');
       }
       // The image records the version it was made from: the pane's, unless the prompt was overridden.
-      const promptVersion = record && prompt.data === record.prompt ? record.promptVersion : null;
+      const promptVersion = sides !== undefined ? sides[0].promptVersion : record && prompt.data === record.prompt ? record.promptVersion : null;
+      const promptText = sides === undefined ? (prompt.data as string) : sides[0].prompt;
       let finish!: () => void;
       const finished = new Promise<void>((resolve) => (finish = resolve));
       openImageStreams.add(finished);
@@ -466,7 +499,16 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
         signal.addEventListener('abort', onAbort, { once: true });
         try {
           const varied = vary === undefined ? {} : { from: { imageId: vary.image.id, strength: vary.strength, file: vary.image.file } };
-          const begun = await activities.start({ conversationId: id, turnId: null, prompt: prompt.data as string, settings, promptVersion, ...varied, ...(batchCount === 1 ? {} : { count: batchCount }) });
+          const begun = await activities.start({
+            conversationId: id,
+            turnId: null,
+            prompt: promptText,
+            settings,
+            promptVersion,
+            ...varied,
+            ...(batchCount === 1 ? {} : { count: batchCount }),
+            ...(sides === undefined ? {} : { compare: { sides } }),
+          });
           if (!begun.ok) yield (last = begun.event);
           else {
             activity = begun.activity;

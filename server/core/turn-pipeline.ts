@@ -77,6 +77,7 @@ export function createTurnPipeline(
     const pendingNote = formatUserNote({
       ...(base.pending.promptEdited ? { editedPrompt: base.prompt } : {}),
       ...(base.pending.settingsChanged ? { settings: base.settings } : {}),
+      ...('compared' in base.pending && base.pending.compared !== undefined ? { compared: base.pending.compared } : {}),
     });
     const note = [carriedNote, pendingNote].filter(Boolean).join('\n') || undefined;
     // Stryker disable next-line ObjectLiteral: the turn's end writes the context it built, note included (runTurn adds it): only the rows written between differ

@@ -192,6 +192,14 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     return answerPane(c, deps.service.answerSuggestion(c.req.param('id'), accept, { baseRevision: readField(body.value, 'baseRevision') }));
   });
 
+  // "This one" under a comparison: {"promptVersion": the chosen, "over": the other}; the answer is the pane.
+  api.post('/conversations/:id/compare/pick', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return body.response;
+    const fields = isPlainObject(body.value) ? body.value : {};
+    return answerPane(c, deps.service.pickComparedPrompt(c.req.param('id'), fields['promptVersion'], fields['over'], { baseRevision: fields['baseRevision'] }));
+  });
+
   api.put('/conversations/:id/settings', async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
@@ -221,10 +229,10 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
     if (!isPlainObject(body.value)) return c.json({ error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }, 422);
-    const { prompt, settings, baseRevision, from, count } = body.value;
+    const { prompt, settings, baseRevision, from, count, promptVersions } = body.value;
     const hangup = new AbortController();
     await withRequestSignal(c, (signal) => deps.service.prepareModelChoice(settings, signal));
-    const result = deps.service.generate(c.req.param('id'), { prompt, settings, from, count }, hangup.signal, { baseRevision });
+    const result = deps.service.generate(c.req.param('id'), { prompt, settings, from, count, promptVersions }, hangup.signal, { baseRevision });
     if (!result.ok) return respondError(c, result.error);
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });

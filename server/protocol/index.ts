@@ -27,6 +27,8 @@ export {
   SYSTEM_PROMPT,
 } from './prompts.ts';
 export type { CompactionInput, GenerationSettings, MetadataReminderInput, UserNoteInput } from './prompts.ts';
+export { changedPhrases, diffPrompts } from './prompt-diff.ts';
+export type { DiffPart } from './prompt-diff.ts';
 export {
   buildCompactionRequest,
   buildMetadataRequest,

@@ -4,6 +4,7 @@
 import type { FamilyStyle } from './families.ts';
 import { formatMetadataJson } from './metadata.ts';
 import type { Metadata } from './metadata.ts';
+import { changedPhrases, diffPrompts } from './prompt-diff.ts';
 
 const EXAMPLE_SETTINGS = { steps: 20, cfg: 7, seed: -1 } as const;
 
@@ -157,12 +158,16 @@ export interface UserNoteInput {
   /** The prompt as the user edited it by hand since the last reply. */
   editedPrompt?: string;
   settings?: GenerationSettings & { width?: number; height?: number; negativePrompt?: string };
+  /** Two versions of the prompt made on the same seeds, and the one the user picked ("This one"). */
+  compared?: { chosen: string; over: string };
 }
 
 /** The bracketed lines put before a user message so the model builds on the user's own edits. */
-export function formatUserNote({ editedPrompt, settings }: UserNoteInput): string | undefined {
+export function formatUserNote({ editedPrompt, settings, compared }: UserNoteInput): string | undefined {
   const lines: string[] = [];
-  if (editedPrompt !== undefined) lines.push(`[The user edited the prompt to: ${JSON.stringify(editedPrompt)}]`);
+  if (compared !== undefined) lines.push(formatComparedNote(compared.chosen, compared.over));
+  // The comparison's note names the prompt chosen: said once.
+  if (editedPrompt !== undefined && editedPrompt !== compared?.chosen) lines.push(`[The user edited the prompt to: ${JSON.stringify(editedPrompt)}]`);
   if (settings !== undefined) {
     const parts = [describeSettings(settings)];
     if (settings.width !== undefined && settings.height !== undefined) parts.push(`size ${settings.width}x${settings.height}`);
@@ -172,6 +177,17 @@ export function formatUserNote({ editedPrompt, settings }: UserNoteInput): strin
     lines.push(`[Current settings: ${parts.join(', ')}]`);
   }
   return lines.length > 0 ? lines.join('\n') : undefined;
+}
+
+/** Which of two prompts made on the same seeds the user chose, and the words that differed. */
+function formatComparedNote(chosen: string, over: string): string {
+  const diff = diffPrompts(chosen, over);
+  const quote = (phrases: string[]) => phrases.map((phrase) => JSON.stringify(phrase)).join(', ');
+  const mine = changedPhrases(diff.a);
+  const theirs = changedPhrases(diff.b);
+  const parts = [...(mine.length > 0 ? [`the chosen one has ${quote(mine)}`] : []), ...(theirs.length > 0 ? [`the other had ${quote(theirs)}`] : [])];
+  const difference = parts.length > 0 ? parts.join('; ') : 'only spacing';
+  return `[The user compared two prompts on the same seeds and chose: ${JSON.stringify(chosen)} over ${JSON.stringify(over)} (the difference: ${difference})]`;
 }
 
 export const RESET_MESSAGE = "I'm having trouble understanding the format. Let's start fresh.";

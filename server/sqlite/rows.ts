@@ -34,7 +34,7 @@ const storedSettingsSchema = z
   })
   .partial();
 const settingSuggestionsSchema = z.object({ steps: z.number(), cfg: z.number(), seed: z.number(), negativePrompt: z.string() }).partial();
-const pendingSchema = z.object({ promptEdited: z.boolean(), settingsChanged: z.boolean() }).partial();
+const pendingSchema = z.object({ promptEdited: z.boolean(), settingsChanged: z.boolean(), compared: z.object({ chosen: z.string(), over: z.string() }) }).partial();
 const suggestionSchema = z.object({ prompt: z.string(), turnId: z.number() });
 // The message is for a person and is kept whole; a code outside today's closed set reads as internal_error.
 const turnErrorSchema = z.object({ code: turnErrorCodeSchema.catch('internal_error'), message: z.string() });

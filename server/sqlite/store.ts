@@ -387,6 +387,13 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     },
   );
 
+  const pickComparedPrompt = db.transaction((conversationId: string, compared: { chosen: string; over: string }, at: string) => {
+    const current = requireConversation(conversationId);
+    // The comparison's note names the prompt chosen: no edit note of its own.
+    if (current.prompt !== compared.chosen) insertVersion(conversationId, { prompt: compared.chosen, source: 'user', turnId: null }, at);
+    setPending(conversationId, { compared });
+  });
+
   const selectPromptVersion = db.transaction((conversationId: string, versionId: number) => {
     const version = statements.getVersion.get(versionId, conversationId);
     if (!version) throw new StoreError(`No prompt version ${versionId} in conversation ${conversationId}.`);
@@ -538,6 +545,9 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     },
     takeSuggestion(conversationId, suggestion, at) {
       return write(() => addPromptVersion(conversationId, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, at, { tellModel: false, clearSuggestion: true }));
+    },
+    pickComparedPrompt(conversationId, compared, at) {
+      write(() => pickComparedPrompt(conversationId, compared, at));
     },
     selectPromptVersion(conversationId, versionId) {
       write(() => selectPromptVersion(conversationId, versionId));

@@ -4,6 +4,7 @@ import { isGenerateOffered, nameImageDownload, type ImageMadeWith, type ImageRec
 import { raw } from 'hono/html';
 import { createMarkdownStream, renderMarkdown, type MarkdownStream } from './markdown.ts';
 import { EMPTY, html, joinHtml, renderMessage, type Html } from './markup.ts';
+import { diffPrompts, type DiffPart } from '../../core/prompt-diff.ts';
 
 export interface BubbleIds {
   bubble: string;
@@ -301,4 +302,38 @@ export function renderGeneratedEntry(images: ImageDetails | readonly ImageDetail
 /** The ids of a batch's entry in the chat (its generation's id): the article, and its thumbnails' row. */
 export function describeBatchEntry(generationId: string): { entry: string; thumbs: string } {
   return { entry: `batch-${generationId}`, thumbs: `batch-${generationId}-thumbs` };
+}
+
+/** The ids of a comparison's entry in the chat: the article, and each side's thumbnails' row. */
+export function describeCompareEntry(key: string): { entry: string; thumbs: (side: 'a' | 'b') => string } {
+  return { entry: `compare-${key}`, thumbs: (side) => `compare-${key}-${side}-thumbs` };
+}
+
+/** One side of a comparison: its label, its version. */
+export interface CompareSideView {
+  versionId: number;
+  prompt: string;
+}
+
+/**
+ * A comparison made with "Compare with previous": two columns (A the earlier version, B the current), each with
+ * its prompt, the words the other lacks marked, its images as they come, and "This one", which tells the model.
+ */
+export function renderCompareEntry(conversationId: string, key: string, a: CompareSideView, b: CompareSideView): Html {
+  const ids = describeCompareEntry(key);
+  const diff = diffPrompts(a.prompt, b.prompt);
+  const column = (side: 'a' | 'b', view: CompareSideView, other: CompareSideView, parts: readonly DiffPart[]) => {
+    const label = side === 'a' ? 'A: the earlier prompt' : 'B: the current prompt';
+    const vals = JSON.stringify({ promptVersion: String(view.versionId), over: String(other.versionId) });
+    return html`<div class="compare-side" data-side="${side}">
+<p class="compare-label">${label}</p>
+<p class="compare-prompt">${joinHtml(parts.map((part) => (part.changed ? html`<mark>${part.text}</mark>` : html`${part.text}`)))}</p>
+<div class="thumbs" id="${ids.thumbs(side)}"></div>
+<button type="button" class="compare-pick" hx-post="${conversationPath(conversationId, '/compare/pick')}" hx-vals="${vals}" hx-swap="none" title="Make this the prompt, and tell the assistant it won">This one</button>
+</div>`;
+  };
+  return html`<article class="msg generated compare" id="${ids.entry}">
+<p class="generated-label"><span class="visually-hidden">Easel: </span>Compared on the same seeds</p>
+<div class="compare-columns">${column('a', a, b, diff.a)}${column('b', b, a, diff.b)}</div>
+</article>`;
 }

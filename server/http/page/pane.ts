@@ -19,7 +19,7 @@ export function renderPromptHistory(conversationId: string, pane: Pick<PaneView,
     'Control+Shift+Z',
     'Forward to the next version of the prompt (Ctrl+Shift+Z outside a text field)',
     pane.canRedo,
-  )}</span>`;
+  )}<button type="submit" id="prompt-compare" class="quiet" form="generate-form" name="compare" value="previous" title="Make the previous version and this one on the same seeds (Count images each), side by side"${pane.canUndo ? EMPTY : html` disabled`}>Compare with previous</button></span>`;
 }
 
 /** The model's prompt waiting beside the user's edit: "Use suggestion" takes it, "Keep mine" lets it go. */

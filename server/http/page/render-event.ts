@@ -21,6 +21,7 @@ import {
   renderReplyText,
   renderSendAgain,
   renderThumbnail,
+  describeCompareEntry,
   renderUserBubble,
   LAST_MESSAGE_SELECTOR,
   type BubbleIds,
@@ -56,6 +57,8 @@ export interface StreamView {
   replied?: boolean;
   /** Drawn by a page's live view: another tab or client made it (web/js/pane.js tells a prompt being typed). */
   live?: boolean;
+  /** "Compare with previous": the key of its two-column entry (drawn first by the route), where its images go. */
+  compareKey?: string;
 }
 
 /** The user's bubble of a streamed turn, next to its reply's. */
@@ -134,11 +137,14 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       // The event carries every setting the image was made with, as stored: the thumbnail needs nothing else.
       // A batch's images come one by one: its bar ends with the last, and they share one entry in the chat.
       const batch = event.batch;
-      const lastOfBatch = batch === undefined || batch.index >= batch.count - 1;
+      // A comparison ends with side B's last image.
+      const lastOfBatch = (event.compare === undefined || event.compare.side === 'b') && (batch === undefined || batch.index >= batch.count - 1);
       const generationId = view.generationId ?? event.id;
       const batchEntry = batch === undefined ? undefined : describeBatchEntry(generationId);
       const entry =
-        batch !== undefined && batch.index > 0 && batchEntry
+        event.compare !== undefined && view.compareKey !== undefined
+          ? renderPartial(`#${describeCompareEntry(view.compareKey).thumbs(event.compare.side)}`, 'beforeend', renderThumbnail(event))
+          : batch !== undefined && batch.index > 0 && batchEntry
           ? renderPartial(`#${batchEntry.thumbs}`, 'beforeend', renderThumbnail(event))
           : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(event, batch === undefined ? undefined : generationId))]);
       return joinHtml([

@@ -6,7 +6,7 @@ import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage }
 import { DEFAULT_SETTINGS, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
 import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
-import { conversationPath } from './bubbles.ts';
+import { conversationPath, renderCompareEntry, type CompareSideView } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
 import { galleryPath, renderGalleryMore, renderGalleryPage, renderGalleryResults } from './gallery.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
@@ -370,9 +370,14 @@ export function createPageRoutes(deps: PageDeps): Hono {
       delete settings.width;
       delete settings.height;
     }
+    // "Compare with previous": the stored current version and the one it was changed from, on the same seeds.
+    const compare = form.compare === 'previous' ? findPreviousVersions(id) : undefined;
+    if (form.compare === 'previous' && compare === undefined) {
+      return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError('There is no earlier version of the prompt to compare with.')), 409);
+    }
     const overrides = {
       // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
-      ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
+      ...(compare === undefined ? (typeof form.prompt === 'string' ? { prompt: form.prompt } : {}) : { promptVersions: [compare.a.versionId, compare.b.versionId] }),
       // A model choice as stored is not sent again: the servers are not asked about a name nobody changed.
       ...(settings ? { settings } : {}),
       ...(from === undefined ? {} : { from }),
@@ -394,13 +399,16 @@ export function createPageRoutes(deps: PageDeps): Hono {
       return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.fields?.prompt ?? result.error.message))]), STATUS[result.error.code]);
     }
     // Stryker disable next-line BooleanLiteral: a Generate stream has no bubble: every error goes to the image area either way
-    const view: StreamView = { conversationId: id, imageStarted: true };
+    const compareKey = compare === undefined ? undefined : randomBytes(8).toString('hex');
+    const view: StreamView = { conversationId: id, imageStarted: true, ...(compareKey === undefined ? {} : { compareKey }) };
     // A first Generate made the conversation: the page takes its place in the library at once.
     const head = creating ? headOf(id) : undefined;
     // The prompt on screen was saved first: the page learns the pane's new revision at once.
     // It follows the new conversation from here, its own image not drawn twice.
     const goLive = () => renderGoLive(id, (own) => expectOwn(own.pendingImages, id, 1));
-    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id), goLive()])) }, LIST_CHANGED] : [{ data: String(renderOwnPane(id)) }];
+    const compareEntry =
+      compare === undefined || compareKey === undefined ? EMPTY : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderCompareEntry(id, compareKey, compare.a, compare.b))]);
+    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id), goLive()])) }, LIST_CHANGED] : [{ data: String(joinHtml([renderOwnPane(id), compareEntry])) }];
     return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
@@ -482,6 +490,25 @@ export function createPageRoutes(deps: PageDeps): Hono {
   }
 
   // "Use suggestion" (accept=1) or "Keep mine" (accept=0); typing not saved yet is kept as a version first.
+  // "This one" under a comparison: the chosen version becomes the prompt, and the model hears of the choice.
+  page.post('/c/:id/compare/pick', async (c) => {
+    const id = c.req.param('id');
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const number = (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);
+    return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.pickComparedPrompt(id, number(body.value.promptVersion), number(body.value.over), { baseRevision })));
+  });
+
+  /** The current prompt version and its parent (A the earlier, B the current); undefined when there is no parent. */
+  function findPreviousVersions(id: string): { a: CompareSideView; b: CompareSideView } | undefined {
+    const versions = service.listPromptVersions(id) ?? [];
+    const pane = service.getPane(id);
+    const current = versions.find((version) => version.id === pane?.promptVersion);
+    const parent = versions.find((version) => version.id === current?.parentId);
+    if (!current || !parent) return undefined;
+    return { a: { versionId: parent.id, prompt: parent.prompt }, b: { versionId: current.id, prompt: current.prompt } };
+  }
+
   page.post('/c/:id/suggestion', async (c) => {
     const id = c.req.param('id');
     const body = await readFormBody(c);
