@@ -22,7 +22,7 @@ import { createApp } from './http/index.ts';
 import { createPageRoutes } from './http/page/index.ts';
 import { createOllamaChatModel } from './ollama/index.ts';
 import { createSqliteStore, StoreOpenError } from './sqlite/index.ts';
-import { createThumbnailer } from './sharp/index.ts';
+import { createImageConverter, createThumbnailer } from './sharp/index.ts';
 import { createImageFiles, writeFileAtomically } from './util/index.ts';
 import { createZipArchive } from './zip/index.ts';
 
@@ -90,6 +90,8 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     images,
     imageFiles,
     thumbnails,
+    // A reference image (dropped, pasted, or sent to the API) made a PNG with sharp.
+    converter: createImageConverter({ logger }),
     archive: createZipArchive(),
     logger,
     clock: Date,

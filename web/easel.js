@@ -17,6 +17,7 @@ import { onMessageClick } from './messages.js';
 import { onModelsChange, onModelsClick, onPullBeforeRequest, onPullFinished } from './models.js';
 import { onPromptAfterRequest, onPromptClick, onPromptConfigRequest, onPromptInput } from './prompt.js';
 import { onPromptCueClick } from './prompt-cue.js';
+import { onDragLeave, onDragOver, onDrop, onPaste, onReferenceChange, onReferenceFinished } from './reference.js';
 import { onRenameClick } from './rename.js';
 import { keyOneShot } from './send-key.js';
 import { applySizePreset, markChangedSetting, onSettingsAfterRequest, onSettingsClick, onSettingsConfigRequest, onSettingsInput } from './settings.js';
@@ -51,6 +52,7 @@ function start() {
     onGenerateFinished(event.detail.ctx);
     onSendFinished(event.detail.ctx);
     onImportFinished(event.detail.ctx);
+    onReferenceFinished(event.detail.ctx);
     onPullFinished(event.detail.ctx);
   });
   document.addEventListener('htmx:after:swap', () => {
@@ -88,12 +90,19 @@ function start() {
       markChangedSetting(event);
       applySizePreset(event);
       onImportChange(event);
+      onReferenceChange(event);
     },
     true,
   );
   document.addEventListener('keydown', onKeyDown);
   document.addEventListener('beforeinput', onBeforeInput, true);
   document.addEventListener('visibilitychange', onVisibilityChange);
+  // A reference image dropped or pasted onto the page (web/js/reference.js).
+  document.addEventListener('dragover', onDragOver);
+  document.addEventListener('dragleave', onDragLeave);
+  document.addEventListener('dragend', onDragLeave);
+  document.addEventListener('drop', onDrop);
+  document.addEventListener('paste', onPaste);
 
   // Outside #conversation, so once for the page.
   watchLibraryTimes();

@@ -455,7 +455,9 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
    * one file per item (nodes.py, SaveImage.save_images) and the history lists them all in its output. The items'
    * noise comes from one generator seeded once with the KSampler's seed (comfy/sample.py:8-25, prepare_noise): only
    * the first image is the seed's own image; the others have no seed that makes them alone, so none is claimed.
-   * A graph without %batch_size% (a workflow of the user's) makes one prompt per image instead, seed after seed.
+   * A graph without %batch_size% (a workflow of the user's) makes one prompt per image instead, seed after seed;
+   * a cancel keeps the images made before it (ports.ts). Where neither graph has it there is no generateBatch at
+   * all: the core's own loop, which saves each image as it comes.
    */
   async function generateBatch(request: ImageRequest & { count: number }, jobOptions: { signal: AbortSignal; onProgress: (progress: ImageProgress) => void }): Promise<ImageResult[]> {
     const graph = request.init === undefined ? options.workflow : options.img2imgWorkflow;
@@ -463,8 +465,13 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     const results: ImageResult[] = [];
     for (let index = 0; index < request.count; index++) {
       const share = (progress: ImageProgress) => jobOptions.onProgress(progress.fraction === undefined ? {} : { fraction: (index + progress.fraction) / request.count });
-      const [result] = await run({ ...request, seed: request.seed + index }, 1, { signal: jobOptions.signal, onProgress: share });
-      results.push(result as ImageResult);
+      try {
+        const [result] = await run({ ...request, seed: request.seed + index }, 1, { signal: jobOptions.signal, onProgress: share });
+        results.push(result as ImageResult);
+      } catch (error) {
+        if (jobOptions.signal.aborted && results.length > 0) return results;
+        throw error;
+      }
     }
     return results;
   }
@@ -619,5 +626,6 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     });
   }
 
-  return { name: 'comfyui', url, canVary: options.img2imgWorkflow === undefined ? CANNOT_VARY : true, generate, generateBatch, checkHealth, listModels };
+  const batches = takesBatchSize(options.workflow) || (options.img2imgWorkflow !== undefined && takesBatchSize(options.img2imgWorkflow));
+  return { name: 'comfyui', url, canVary: options.img2imgWorkflow === undefined ? CANNOT_VARY : true, generate, ...(batches ? { generateBatch } : {}), checkHealth, listModels };
 }

@@ -97,8 +97,13 @@ export type TurnEvent =
   | PaneEvent
   | ImageNotMadeEvent
   | { type: 'reset'; message: string }
-  | { type: 'generation'; id: string; queued?: boolean }
-  | { type: 'progress'; id: string; fraction?: number; step?: number; steps?: number; etaSeconds?: number }
+  /** `place`: while `queued`, its place in the image backend's line (1: the next one to start). */
+  | { type: 'generation'; id: string; queued?: boolean; place?: number }
+  /**
+   * How far the image is; while it still waits, its new place in line (`place` alone: 1 is next) each time the
+   * line moves.
+   */
+  | { type: 'progress'; id: string; place?: number; fraction?: number; step?: number; steps?: number; etaSeconds?: number }
   | ImageEvent
   | { type: 'error'; code: TurnErrorCode; message: string }
   | DoneEvent;

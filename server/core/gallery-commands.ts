@@ -203,7 +203,9 @@ export function removingThumbnails(
     }
     const deleted = await deleteConversation(id);
     if (deleted.ok) {
-      for (const imageId of ids) {
+      // The deletion waited for the images being made: the ones they saved meanwhile were not in the list read before.
+      for (const activity of state.activities.listKnown(id)) ids.push(...activity.madeImageIds);
+      for (const imageId of new Set(ids)) {
         await thumbnails.remove(imageId).catch((error: unknown) => state.deps.logger.warn('the thumbnail of a deleted image could not be removed', { imageId, error }));
       }
     }

@@ -192,6 +192,16 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
   let pending = 0;
   /** Jobs the backend is working on now (sent, not yet answered or settled after a cancel). */
   let onBackend = 0;
+  /** The jobs waiting for their turn, in order: the first one is next (place 1). */
+  const waiting: Array<{ moved: (place: number) => void }> = [];
+
+  /** A waiting job leaves the line (it starts, or it ended first): each one behind it moves up a place. */
+  function leaveLine(entry: (typeof waiting)[number]): void {
+    const at = waiting.indexOf(entry);
+    if (at === -1) return;
+    waiting.splice(at, 1);
+    for (let behind = at; behind < waiting.length; behind++) waiting[behind]!.moved(behind + 1);
+  }
 
   async function* generate(input: GenerateInput): AsyncGenerator<TurnEvent> {
     const id = newImageId();
@@ -210,9 +220,19 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
     const signal = AbortSignal.any([input.signal, abandoned.signal]);
     /** The backend job running now (the batch's, or the current image's when the core loops). */
     let job: Promise<unknown> | undefined;
+    /** Its place in line while it waits: told at first, then each time the line moves (a `progress` with `place`). */
+    const moves = createChannel<number>();
+    const inLine = { moved: (place: number) => moves.push(place) };
     try {
-      yield { type: 'generation', id, ...(queued ? { queued: true } : {}) };
-      await waitOrAbort(previous, signal);
+      if (queued) waiting.push(inLine);
+      yield { type: 'generation', id, ...(queued ? { queued: true, place: waiting.length } : {}) };
+      const started = waitOrAbort(previous, signal).finally(() => {
+        leaveLine(inLine);
+        moves.close();
+      });
+      started.catch(noop);
+      if (queued) for await (const place of moves) yield { type: 'progress', id, place };
+      await started;
       if (deps.unloadLlm) {
         await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
       }
@@ -256,7 +276,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       let made = 0;
 
       /** One finished image: checked, its parameters text, written, recorded; its event. */
-      const save = async (result: ImageResult, index: number, asked: ImageRequest, side: (typeof sides)[number]): Promise<ImageEvent> => {
+      const save = async (result: ImageResult, index: number, asked: ImageRequest, side: (typeof sides)[number], of = count): Promise<ImageEvent> => {
         const imageId = made++ === 0 ? id : newImageId();
         // One check for every backend, before anything is written: a broken image is refused whole.
         const checked = await checkPngImage(result.png, { maxPixels: deps.maxImagePixels });
@@ -321,7 +341,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           ...madeWith,
           ...(side.promptVersion === null ? {} : { promptVersion: side.promptVersion }),
           ...(source === null ? {} : { source }),
-          ...(count === 1 ? {} : { batch: { index, count } }),
+          ...(of === 1 ? {} : { batch: { index, count: of } }),
           ...(side.side === undefined ? {} : { compare: { id, side: side.side, index } }),
         };
       };
@@ -351,7 +371,17 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           if (results.length === 0) {
             throw new ImageBackendError('bad_response', `${BACKEND_LABELS[backend.name]} at ${backend.url} answered a batch of ${count} without an image. Try again, and check the backend's console if it happens again.`);
           }
-          for (const [index, result] of results.slice(0, count).entries()) yield await save(result, index, { ...prompted, seed: seed + index }, side);
+          // Fewer than asked after a cancel: the ones made, counted as what they are.
+          const kept = results.slice(0, count);
+          const of = signal.aborted && kept.length < count ? kept.length : count;
+          for (const [index, result] of kept.entries()) yield await save(result, index, { ...prompted, seed: seed + index }, side, of);
+          // Fewer than asked otherwise (an OpenAI-style server that ignores `n`): the missing seeds one job each, so
+          // the batch is what it says (its `count`) and its followers' progress ends.
+          for (let index = of === count ? kept.length : count; index < count; index++) {
+            const asked = { ...prompted, seed: seed + index };
+            const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), { index: at * count + index, count: total });
+            yield await save(result, index, asked, side);
+          }
         } else {
           // One job per image, seed after seed; each image is kept as it comes, and a cancel stops the rest.
           for (let index = 0; index < count; index++) {
@@ -373,6 +403,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       else if (!isImageBackendError(error) && !(error instanceof SeedOutOfRangeError) && !(error instanceof CannotVaryError) && !signal.aborted) deps.logger.error('image generation failed', { error });
       else deps.logger.warn('image generation did not finish', { error });
     } finally {
+      leaveLine(inLine);
       pending--;
       // Stryker disable next-line StringLiteral: no adapter reads the reason's words: any abort is a cancel
       abandoned.abort(new Error('the image is no longer awaited'));

@@ -18,7 +18,13 @@ export interface ImageInProgress {
   prompt: string;
   /** Still waiting for another image to finish first. */
   queued: boolean;
+  /** While queued: its place in the image backend's line (1: the next one to start). */
+  place?: number;
   progress?: Omit<ProgressEvent, 'type' | 'id'>;
+}
+
+export interface FollowImageOptions {
+  skipImages?: Iterable<string>;
 }
 
 export interface ImageActivity {
@@ -27,9 +33,12 @@ export interface ImageActivity {
   readonly turnId: number | null;
   /**
    * The `generation` event, the images made so far (a batch's), the latest `progress`, then every event until the
-   * end: the last `image`, or an `error`.
+   * end: the last `image`, or an `error`. `skipImages`: the ids of images the follower shows already (a page drawn
+   * from a snapshot): those are not replayed. Without it a follower, even one joining after the end, gets every image.
    */
-  follow(): AsyncIterable<TurnEvent>;
+  follow(options?: FollowImageOptions): AsyncIterable<TurnEvent>;
+  /** The ids of the images it made so far, in order (a batch's or a comparison's, one for a single image). */
+  readonly madeImageIds: readonly string[];
   cancel(reason: Error): void;
   /** Settles once the image ended (made, failed or cancelled); never rejects. */
   readonly settled: Promise<void>;
@@ -45,10 +54,14 @@ export interface ImageActivities {
   start(input: Omit<GenerateInput, 'signal'>): Promise<{ ok: true; activity: ImageActivity } | { ok: false; event: TurnEvent }>;
   /** The images still being made for a conversation, oldest first. */
   listRunning(conversationId: string): ImageActivity[];
+  /** The images being made for a conversation and those that ended less than `keepFinishedMs` ago, oldest first. */
+  listKnown(conversationId: string): ImageActivity[];
   /** A running image, or one that ended less than `keepFinishedMs` ago (a reader may join just after the end). */
   find(conversationId: string, id: string): ImageActivity | undefined;
   /** Cancels every image of the conversation being made; false when none was. */
   cancel(conversationId: string, reason: Error): boolean;
+  /** Cancels one image (a batch or a comparison: all of it) by its `generation` id; false when it is not being made. */
+  cancelOne(conversationId: string, id: string, reason: Error): boolean;
   /** Cancels every image being made. */
   cancelAll(reason: Error): void;
   /** Settles once every image started so far has ended. */
@@ -94,6 +107,8 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
     }
     const generation: GenerationEvent = first.value;
     let progress: ProgressEvent | undefined;
+    /** Its place in line while it waits, as last told (the `generation` event's, then each move's). */
+    let place = generation.place;
     /** A batch's images made so far (one for a single image): a reader joining late sees them. */
     const made: ImageEvent[] = [];
     /** How it ended: its last image, or an error (set once the generator is done: a batch goes on after its first image). */
@@ -104,14 +119,17 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
       id: generation.id,
       conversationId: input.conversationId,
       turnId: input.turnId,
-      follow() {
+      follow(options = {}) {
+        const skip = new Set(options.skipImages ?? []);
         // Stryker disable next-line ArrowFunction: memory only until the image ends: a reader nobody reads is dropped with it
         const reader: EventBuffer<TurnEvent> = createEventBuffer<TurnEvent>(() => readers.delete(reader));
         reader.push(generation);
+        // Still waiting, and the line moved since: its place now.
+        if (!final && !progress && place !== undefined && place !== generation.place) reader.push({ type: 'progress', id: generation.id, place });
         // Ended: its last progress, then what it made, as it happened; still running: what it made so far, then
         // how far it is now.
         if (progress && final) reader.push(progress);
-        for (const image of made) reader.push(image);
+        for (const image of made) if (!skip.has(image.id)) reader.push(image);
         if (progress && !final) reader.push(progress);
         if (final) {
           if (final.type === 'error') reader.push(final);
@@ -120,6 +138,9 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
           readers.add(reader);
         }
         return reader;
+      },
+      get madeImageIds() {
+        return made.map((image) => image.id);
       },
       cancel(reason) {
         controller.abort(reason);
@@ -134,6 +155,7 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
           turnId: input.turnId,
           prompt: input.prompt,
           queued: generation.queued === true && progress === undefined,
+          ...(generation.queued === true && progress === undefined && place !== undefined ? { place } : {}),
           ...(progress ? { progress: withoutType(progress) } : {}),
         };
       },
@@ -149,7 +171,9 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
       try {
         let ended: FinalEvent | undefined;
         for await (const event of { [Symbol.asyncIterator]: () => events }) {
-          if (event.type === 'progress') progress = event;
+          // A move in line is not progress: the image still waits.
+          if (event.type === 'progress' && event.place !== undefined) place = event.place;
+          else if (event.type === 'progress') progress = event;
           if (event.type === 'image') made.push(event);
           if (event.type === 'image' || event.type === 'error') ended = event;
           publish(event);
@@ -182,11 +206,18 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
   return {
     start,
     listRunning,
+    listKnown: (conversationId) => [...(byConversation.get(conversationId)?.values() ?? [])],
     find: (conversationId, id) => byConversation.get(conversationId)?.get(id),
     cancel(conversationId, reason) {
       const running = listRunning(conversationId);
       for (const activity of running) activity.cancel(reason);
       return running.length > 0;
+    },
+    cancelOne(conversationId, id, reason) {
+      const activity = byConversation.get(conversationId)?.get(id);
+      if (activity === undefined || activity.finished) return false;
+      activity.cancel(reason);
+      return true;
     },
     cancelAll(reason) {
       for (const entries of byConversation.values()) for (const activity of entries.values()) activity.cancel(reason);

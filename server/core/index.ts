@@ -76,6 +76,17 @@ export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, isConversationId, MAX_IMAGE_COUNT, REPLY_SAVE_INTERVAL_MS } from './service.ts';
 export { decodeCursor, encodeCursor, GALLERY_DEFAULT_LIMIT, GALLERY_MAX_LIMIT, toPromptWords, type GalleryCommands, type GalleryDeps, type GalleryFilters, type GalleryPage, type GalleryQuery } from './gallery-commands.ts';
+export {
+  describeReferenceTypes,
+  isReferenceImage,
+  isReferenceType,
+  MAX_REFERENCE_BYTES,
+  REFERENCE_TYPES,
+  type AddedReference,
+  type ConvertedImage,
+  type ImageConverter,
+  type ReferenceCommands,
+} from './reference-commands.ts';
 export { isImageId, THUMBNAIL_MAX_SIDE, thumbnailSize, thumbnailUrl, withThumbnails, type Thumbnailer } from './thumbnails.ts';
 export type { ConversationFollowing, ConversationSnapshot, LibraryFollowing } from './follow-commands.ts';
 export type { ConversationView, EaselService, Health, Result, SendOptions, ServiceError, ServiceErrorCode, GenerateOverrides } from './service.ts';

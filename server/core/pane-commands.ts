@@ -46,7 +46,7 @@ export interface PaneCommands {
    * current one (a new `user` version, one undo away, unless it is the current text already), and the next
    * message tells the model which prompt won and what differed.
    */
-  pickComparedPrompt(id: string, promptVersion: unknown, over: unknown, onScreen?: Pick<OnScreen, 'baseRevision'>): Result<PaneView>;
+  pickComparedPrompt(id: string, promptVersion: unknown, over: unknown, onScreen?: OnScreen): Result<PaneView>;
 }
 
 export function createPaneCommands(state: ServiceState): PaneCommands {
@@ -101,6 +101,23 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     return answered.ok ? paneOf(id) : answered;
   }
 
+  /** The version chosen in a comparison becomes the prompt, and the model hears which won over which. */
+  function pickCompared(id: string, promptVersion: unknown, over: unknown): Result<PaneView> {
+    const read = (value: unknown, field: string): Result<PromptVersion> => {
+      const version = typeof value === 'number' && Number.isInteger(value) ? deps.store.getPromptVersion(id, value) : undefined;
+      if (version) return { ok: true, value: version };
+      const message = `${field} must be the id of a prompt version of this conversation${value === undefined ? '' : `; there is no version ${JSON.stringify(value)}`} (GET the conversation: its promptVersions list them).`;
+      return refuse('invalid', message, { [field]: message });
+    };
+    const chosen = read(promptVersion, 'promptVersion');
+    if (!chosen.ok) return chosen;
+    const other = read(over, 'over');
+    if (!other.ok) return other;
+    if (chosen.value.id === other.value.id) return refuse('invalid', 'promptVersion and over must be the two different versions that were compared.', { over: 'The same version as promptVersion.' });
+    const picked = tryWrite('change', () => deps.store.pickComparedPrompt(id, { chosen: chosen.value.prompt, over: other.value.prompt }, state.isoNow()));
+    return picked.ok ? paneOf(id) : picked;
+  }
+
   return {
     setPrompt,
 
@@ -153,23 +170,9 @@ export function createPaneCommands(state: ServiceState): PaneCommands {
     },
 
     pickComparedPrompt(id, promptVersion, over, onScreen) {
-      const record = findRecord(id);
-      if (!record) return notFound(id);
-      const base = state.checkBase(id, onScreen?.baseRevision);
-      if (!base.ok) return base;
-      const read = (value: unknown, field: string): Result<PromptVersion> => {
-        const version = typeof value === 'number' && Number.isInteger(value) ? deps.store.getPromptVersion(id, value) : undefined;
-        if (version) return { ok: true, value: version };
-        const message = `${field} must be the id of a prompt version of this conversation${value === undefined ? '' : `; there is no version ${JSON.stringify(value)}`} (GET the conversation: its promptVersions list them).`;
-        return refuse('invalid', message, { [field]: message });
-      };
-      const chosen = read(promptVersion, 'promptVersion');
-      if (!chosen.ok) return chosen;
-      const other = read(over, 'over');
-      if (!other.ok) return other;
-      if (chosen.value.id === other.value.id) return refuse('invalid', 'promptVersion and over must be the two different versions that were compared.', { over: 'The same version as promptVersion.' });
-      const picked = tryWrite('change', () => deps.store.pickComparedPrompt(id, { chosen: chosen.value.prompt, over: other.value.prompt }, state.isoNow()));
-      return picked.ok ? paneOf(id) : picked;
+      if (!findRecord(id)) return notFound(id);
+      // What the screen shows is saved first, as for undo: the pick is one undo away from the user's own typing.
+      return afterScreen(id, onScreen, () => pickCompared(id, promptVersion, over));
     },
 
     takeSettingSuggestion(id, field, onScreen) {

@@ -9,10 +9,11 @@ import { applyShownText, type TurnEvent } from './events.ts';
 import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import { createGalleryCommands, makeThumbnailsOnSave, removingThumbnails, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
+import { createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type CompareSide, type ImageBackendStatus } from './generation.ts';
-import { endImageStream, type ImageActivity } from './image-activities.ts';
+import { endImageStream, type FollowImageOptions, type ImageActivity } from './image-activities.ts';
 import { applyUserSettings, pinChangedFrom, type PinnableField } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
 import { busy, invalid, notFound, refuse, type Result } from './results.ts';
@@ -84,7 +85,7 @@ export interface SendOptions {
 }
 
 /** What the page and the API ask of Easel: the library, the pane and the archive (their own modules), turns and images. */
-export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands, GalleryCommands {
+export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands, GalleryCommands, ReferenceCommands {
   checkHealth(signal?: AbortSignal): Promise<Health>;
   /**
    * Starts a turn at once, as a task of its own: it runs, stores its outcome and frees the conversation
@@ -110,14 +111,20 @@ export interface EaselService extends LibraryCommands, PaneCommands, ArchiveComm
   stopReply(id: string): boolean;
   /**
    * Follows an image being made (or ended within the last minute): its `generation` event and latest
-   * `progress`, then its events until `image` or `error`. Following never cancels it.
+   * `progress`, then its events until `image` or `error`. Following never cancels it. `skipImages`: the ids of the
+   * images the follower has already (its snapshot's), not replayed.
    */
-  followImage(id: string, imageId: string): Result<AsyncIterable<TurnEvent>>;
+  followImage(id: string, imageId: string, options?: FollowImageOptions): Result<AsyncIterable<TurnEvent>>;
   /**
    * Cancels the images being made for this conversation (Generate's and a reply's automatic one),
    * interrupting the backend; a reply still being written goes on. False when no image was being made.
    */
   cancelImages(id: string): boolean;
+  /**
+   * Cancels one image being made or waiting in line (a batch or a comparison: all of it, by its `generation` id);
+   * the others go on, and the ones behind it move up. False when it is not (or no longer) being made.
+   */
+  cancelImage(id: string, imageId: string): boolean;
   /** True while a reply is being written (until its outcome is stored), a stopped one included; not for its image. */
   isBusy(id: string): boolean;
   /** What Ollama and the image server offer now (GET /api/models); a server that cannot be asked says why. Never throws. */
@@ -150,7 +157,7 @@ export function isConversationId(value: string): boolean {
 }
 
 
-export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselService {
+export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<ReferenceDeps, 'converter'>): EaselService {
   const state = createServiceState(makeThumbnailsOnSave(deps));
 
   /**
@@ -355,6 +362,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
     pickComparedPrompt: announcing(pane.pickComparedPrompt),
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
+    ...createReferenceCommands(state, { ...(deps.converter ? { converter: deps.converter } : {}), ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}) }),
     ...createFollowCommands(state, () => service.listConversations()),
 
     async checkHealth(signal) {
@@ -551,11 +559,16 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps): EaselServic
       return activities.cancel(id, new Error('image cancelled by the user'));
     },
 
-    followImage(id, imageId) {
+    cancelImage(id, imageId) {
+      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
+      return activities.cancelOne(id, imageId, new Error('image cancelled by the user'));
+    },
+
+    followImage(id, imageId, options) {
       if (!findRecord(id)) return notFound(id);
       const activity = activities.find(id, imageId);
       if (!activity) return refuse('not_found', 'No such image is being made in this conversation (it may have ended a while ago: GET the conversation to see its images).');
-      return { ok: true, value: activity.follow() };
+      return { ok: true, value: activity.follow(options) };
     },
 
     isBusy(id) {

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { toPaneJson } from './pane-json.ts';
-import { pickMadeWith, thumbnailUrl, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../core/index.ts';
+import { describeReferenceTypes, isReferenceType, pickMadeWith, thumbnailUrl, type ConversationSummary, type ConversationView, type EaselService, type FeedEntry, type ImageRecord, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../core/index.ts';
 import { isPlainObject, readJsonBody, readMediaType, respondError, type JsonBody } from './errors.ts';
 import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal } from './stream-events.ts';
 
@@ -90,6 +90,16 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     const imported = await deps.service.importConversation(bytes);
     return imported.ok ? c.json({ id: imported.value.id }, 201) : respondError(c, imported.error);
+  });
+
+  // A reference image (PNG, JPEG or WebP as the body), stored as a PNG image of the conversation: `from` varies from
+  // it like any other. The app raises the body limit for this route to the image limit (MAX_REFERENCE_BYTES).
+  api.post('/conversations/:id/references', async (c) => {
+    const type = readMediaType(c);
+    if (!isReferenceType(type)) return c.json({ error: describeReferenceTypes(c.req.header('content-type')) }, 415);
+    const added = await deps.service.addReference(c.req.param('id'), new Uint8Array(await c.req.arrayBuffer()), type);
+    if (!added.ok) return respondError(c, added.error);
+    return c.json({ id: added.value.id, url: added.value.url, width: added.value.width, height: added.value.height }, 201);
   });
 
   api.get('/conversations/:id', (c) => {
@@ -238,8 +248,11 @@ export function createApiRoutes(deps: ApiDeps): Hono {
   });
 
   // Follows an image being made (an automatic one keeps going after its reply's stream is closed).
+  // `?skip=<id>,<id>…`: images the client has already (e.g. from GET the conversation), not replayed.
   api.get('/conversations/:id/generations/:imageId/events', (c) => {
-    const result = deps.service.followImage(c.req.param('id'), c.req.param('imageId'));
+    const skip = c.req.query('skip');
+    const options = skip === undefined ? {} : { skipImages: skip.split(',').slice(0, 1000) };
+    const result = deps.service.followImage(c.req.param('id'), c.req.param('imageId'), options);
     if (!result.ok) return respondError(c, result.error);
     // Following never cancels: hanging up only stops the reading.
     return streamEvents(c, { events: result.value, hangup: new AbortController(), logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
@@ -250,6 +263,13 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const id = c.req.param('id');
     if (!deps.service.getConversation(id)) return c.json({ error: 'There is no such conversation.' }, 404);
     return c.json({ cancelled: deps.service.cancelImages(id) });
+  });
+
+  // Cancels one image (a batch: all of it), waiting or being made; the others go on.
+  api.post('/conversations/:id/generations/:imageId/cancel', (c) => {
+    const id = c.req.param('id');
+    if (!deps.service.getConversation(id)) return c.json({ error: 'There is no such conversation.' }, 404);
+    return c.json({ cancelled: deps.service.cancelImage(id, c.req.param('imageId')) });
   });
 
   api.post('/conversations/:id/stop', (c) => {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { describeStorageFailure, isLoggedByStore, isStorageError, MAX_IMPORT_BYTES, type Logger } from '../core/index.ts';
+import { describeStorageFailure, isLoggedByStore, isStorageError, MAX_IMPORT_BYTES, MAX_REFERENCE_BYTES, type Logger } from '../core/index.ts';
 import { createApiRoutes, type ApiDeps } from './api.ts';
 import { isApiPath, respondMessage, STATUS } from './errors.ts';
 import { withRequestSignal } from './stream-events.ts';
@@ -13,6 +13,9 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 /** The routes that take a conversation's zip (API: the zip as the body; page: a form holding the file). */
 export const IMPORT_PATHS: ReadonlySet<string> = new Set(['/api/conversations/import', '/c/import']);
+
+/** The routes that take a reference image as the body (API and page alike): up to the image limit. */
+export const REFERENCE_PATH = /^\/(?:api\/conversations|c)\/[^/]+\/references$/;
 
 export interface AppDeps extends ApiDeps {
   logger: Logger;
@@ -53,7 +56,18 @@ export function createApp(deps: AppDeps): Hono {
     onError: (c) =>
       respondMessage(c, 413, `The file is larger than ${MAX_IMPORT_BYTES / 1024 / 1024} MB, more than Easel imports at once.`),
   });
-  app.use('*', (c, next) => (c.req.method === 'POST' && IMPORT_PATHS.has(c.req.path) ? importLimit(c, next) : textLimit(c, next)));
+  // A reference image may be as large as an image a backend may send.
+  const referenceLimit = bodyLimit({
+    maxSize: MAX_REFERENCE_BYTES,
+    onError: (c) => respondMessage(c, 413, `The picture is larger than ${MAX_REFERENCE_BYTES / 1024 / 1024} MB, more than Easel takes as a reference image.`),
+  });
+  app.use('*', (c, next) =>
+    c.req.method === 'POST' && IMPORT_PATHS.has(c.req.path)
+      ? importLimit(c, next)
+      : c.req.method === 'POST' && REFERENCE_PATH.test(c.req.path)
+        ? referenceLimit(c, next)
+        : textLimit(c, next),
+  );
   app.route('/api', createApiRoutes(deps));
   // A picture's thumbnail for the gallery (WebP, made at its first request when it predates thumbnails): the same
   // rules as the PNGs below; an image that is gone is 404, one whose file cannot be read as a picture 422.

@@ -93,6 +93,9 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     replaceTurn: db.prepare("UPDATE turns SET status = 'replaced' WHERE id = ? AND conversation_id = ?"),
     setPending: db.prepare('UPDATE conversations SET pending = ? WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
+    // An image of a batch carries the batch's first moment: never move the conversation back in time (ISO strings
+    // of one format compare as their moments do).
+    touchNotBack: db.prepare('UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?'),
     setPrompt: db.prepare('UPDATE conversations SET prompt = ?, prompt_version_id = ? WHERE id = ?'),
     setSettings: db.prepare('UPDATE conversations SET settings = ?, pinned = ?, setting_suggestions = ? WHERE id = ?'),
     setSuggestion: db.prepare('UPDATE conversations SET suggestion = ? WHERE id = ?'),
@@ -409,7 +412,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
 
   const addImage = db.transaction((image: ImageRecord) => {
     statements.insertImage.run(toImageRow(image));
-    statements.touch.run(image.createdAt, image.conversationId);
+    statements.touchNotBack.run(image.createdAt, image.conversationId);
   });
 
   const deleteConversation = db.transaction((id: string) => {

@@ -78,12 +78,13 @@ export interface NpmServer {
 }
 
 /** Runs the real `npm start` (whatever it does today) on a free port; resolves once /api/health answers 200. */
-export async function startNpmServer(options: { ollamaUrl: string; dataDir: string; nodeOptions?: string }): Promise<NpmServer> {
+export async function startNpmServer(options: { ollamaUrl: string; dataDir: string; nodeOptions?: string; flags?: string[] }): Promise<NpmServer> {
   const port = await findFreePort();
   const env: NodeJS.ProcessEnv = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false' };
   for (const key of Object.keys(env)) if (key.startsWith('EASEL_') || key === 'NODE_OPTIONS' || key === 'OLLAMA_HOST') delete env[key];
   if (options.nodeOptions) env.NODE_OPTIONS = options.nodeOptions;
-  const flags = ['--port', String(port), '--data-dir', options.dataDir, '--ollama-url', options.ollamaUrl, '--image-backend', 'none'];
+  // A later flag wins: `flags` may name an image backend.
+  const flags = ['--port', String(port), '--data-dir', options.dataDir, '--ollama-url', options.ollamaUrl, '--image-backend', 'none', ...(options.flags ?? [])];
   const started = performance.now();
   const npm = spawn('npm', ['start', '--', ...flags], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

@@ -23,6 +23,7 @@ import {
 } from './clients.ts';
 import { formatSelfTimes, summariseProfile, type CpuProfile } from './cpu-profile.ts';
 import { openInspector } from './inspector.ts';
+import { measureBatches } from './batches.ts';
 import { measureGallery } from './gallery.ts';
 import { measureProtocol } from './micro.ts';
 import { describeLoad, readCpuNs, readRssMb, sleep, startFakeProcess, startFollowersProcess, startNpmServer, type FakeProcess, type FollowersProcess, type NpmServer } from './processes.ts';
@@ -30,7 +31,7 @@ import { floodChunks, floodText, pacedText, pacedToken } from './replies.ts';
 import { formatMarkdown, formatTable, judge, median, quantile, quietestSum, type Figure } from './stats.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak', 'hostile', 'followers', 'gallery'] as const;
+const SECTIONS = ['protocol', 'startup', 'flood', 'latency', 'growth', 'leak', 'hostile', 'followers', 'gallery', 'batches'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: flags } = parseArgs({
@@ -130,6 +131,7 @@ async function measureAll(fake: FakeProcess): Promise<number> {
   if (runs('hostile')) await measureHostileImports(fake);
   if (runs('followers')) await measureFollowers(fake);
   if (runs('gallery')) figures.push(...(await measureGallery({ ollamaUrl: fake.url, dataDir: newDataDir(), quick, log })));
+  if (runs('batches')) figures.push(...(await measureBatches({ ollamaUrl: fake.url, dataDir: newDataDir(), quick, log })));
 
   const judged = figures.map(judge);
   console.log(`\n${formatTable(judged)}`);

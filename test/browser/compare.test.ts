@@ -35,8 +35,12 @@ describeInBrowser('Compare', () => {
     expect(await page.locator('.compare-side[data-side="a"] mark').allTextContents()).toEqual(['red']);
     expect((await page.locator('.compare-side[data-side="b"] mark').allTextContents()).join(' ')).toContain('blue');
 
+    // Typing not saved yet when "This one" is pressed is kept: saved as a version first, one undo away.
+    await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('a green fox, my own words');
     await page.locator('.compare-side[data-side="a"]').getByRole('button', { name: 'This one' }).click();
     await poll(() => page.getByRole('textbox', { name: 'Prompt', exact: true }).inputValue()).toBe('a red fox in the snow');
+    const versions = ((await (await stage.easel.get(`/api/conversations/${id}`)).json()) as { promptVersions: Array<{ prompt: string }> }).promptVersions.map((version) => version.prompt);
+    expect(versions.slice(-2)).toEqual(['a green fox, my own words', 'a red fox in the snow']);
     stage.fake.enqueue(scriptReply('Red it is.', replyMeta('a red fox in the snow')));
     await page.getByRole('textbox', { name: 'Message', exact: true }).fill('good, keep going');
     await page.getByRole('button', { name: 'Send' }).click();

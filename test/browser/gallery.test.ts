@@ -196,6 +196,7 @@ describeInBrowser('the gallery', () => {
     await openGallery();
     await grid().locator(`#gallery-item-${source.id} button`).click();
     const before = a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length;
+    const paneBefore = ((await (await stage.easel.get(`/api/conversations/${boat}`)).json()) as { prompt: string }).prompt;
     await view().getByRole('button', { name: 'Remix' }).click();
     await page.waitForURL(`${stage.easel.url}/c/${boat}`);
     await poll(() => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length).toBe(before + 1);
@@ -203,11 +204,14 @@ describeInBrowser('the gallery', () => {
     expect(sent).toMatchObject({ prompt: source.prompt, steps: 2, width: 512, height: 384 });
     expect(sent.seed).not.toBe(source.seed);
     await poll(() => page.locator('#image-frame img').getAttribute('src')).not.toBe(`/images/${source.id}.png`);
-    expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).inputValue()).toBe(source.prompt);
+    // Remix makes a picture; it does not change the conversation's prompt (Use prompt does that).
+    expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).inputValue()).toBe(paneBefore);
+    expect(((await (await stage.easel.get(`/api/conversations/${boat}`)).json()) as { prompt: string }).prompt).toBe(paneBefore);
     // The new picture is in the gallery (first), and stays out of this suite's bookkeeping.
-    const listed = (await (await stage.easel.get('/api/images')).json()) as { images: Array<{ id: string; prompt: string }> };
-    expect(listed.images[0]?.prompt).toBe(source.prompt);
-    deleted.add(listed.images[0]?.id ?? '');
+    // The request reached the server before the picture is stored: wait for it to be listed.
+    const newest = async () => ((await (await stage.easel.get('/api/images')).json()) as { images: Array<{ id: string; prompt: string }> }).images[0];
+    await poll(async () => (await newest())?.prompt).toBe(source.prompt);
+    deleted.add((await newest())?.id ?? '');
 
     const other = live().find((image) => image.conversationId === boat && image.prompt !== source.prompt) ?? source;
     await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('something else entirely');

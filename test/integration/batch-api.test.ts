@@ -97,6 +97,31 @@ describe('AUTOMATIC1111', () => {
     expect(followed.filter((event) => event.type === 'image').map((event) => event.data['seed'])).toEqual([42, 43, 44]);
   });
 
+  it('a follower opened mid-batch with ?skip= the images it has gets only the rest (a reload draws the stored ones)', async () => {
+    const localai = await track(createFakeLocalAi({ delayMs: 300 }));
+    const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
+    const id = await easel.newConversation();
+    const response = await easel.post(`/api/conversations/${id}/generations`, BODY);
+    // Read on to the end (hanging up would cancel the Generate), the first image awaited.
+    let generation = '';
+    let firstImage!: () => void;
+    const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
+    const reading = (async () => {
+      for await (const event of iterateSse(response.body!)) {
+        if (event.type === 'generation') generation = String(event.data['id']);
+        if (event.type === 'image') firstImage();
+      }
+    })();
+    await imageSeen;
+    const stored = ((await (await easel.get(`/api/conversations/${id}`)).json()) as { images: Array<{ id: string; seed: number }> }).images;
+    expect(stored.map((image) => image.seed)).toEqual([42]);
+    const followed = await readSse(await easel.get(`/api/conversations/${id}/generations/${generation}/events?skip=${stored.map((image) => image.id).join(',')}`));
+    expect(followed.filter((event) => event.type === 'image').map((event) => event.data['seed'])).toEqual([43, 44]);
+    // Without it, a follower gets every image.
+    const all = await readSse(await easel.get(`/api/conversations/${id}/generations/${generation}/events`));
+    expect(all.filter((event) => event.type === 'image').map((event) => event.data['seed'])).toEqual([42, 43, 44]);    await reading;
+  });
+
   it('count out of 1–8 is 422, and nothing is sent', async () => {
     const a1111 = await track(createFakeA1111({ stepDelayMs: 1 }));
     const easel = await easelWith(['--image-backend', 'a1111', '--image-url', a1111.url]);
@@ -202,6 +227,32 @@ describe("the page's Count", () => {
     expect(entries).toHaveLength(1);
     expect(find(page, '#log article.generated').querySelectorAll('button.thumb').map((thumb) => thumb.getAttribute('data-seed'))).toEqual(['7', '8', '9']);
     expect(((a1111.requests.find((request) => request.path === '/sdapi/v1/txt2img')!.body) as Record<string, unknown>)['batch_size']).toBe(3);
+  });
+
+  it('a page reloaded mid-batch follows the batch without drawing its stored images again', async () => {
+    const localai = await track(createFakeLocalAi({ delayMs: 300 }));
+    const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
+    const id = await easel.newConversation();
+    const response = await easel.post(`/api/conversations/${id}/generations`, BODY);
+    let generation = '';
+    let firstImage!: () => void;
+    const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
+    const reading = (async () => {
+      for await (const event of iterateSse(response.body!)) {
+        if (event.type === 'generation') generation = String(event.data['id']);
+        if (event.type === 'image') firstImage();
+      }
+    })();
+    await imageSeen;
+    // The page as drawn now shows image 1; its follower brings 2 and 3 only.
+    const page = read(await (await fetch(`${easel.url}/c/${id}`)).text());
+    expect(find(page, '#log article.generated').querySelectorAll('button.thumb').map((thumb) => thumb.getAttribute('data-seed'))).toEqual(['42']);
+    const frames = await readSseFrames(await fetch(`${easel.url}/c/${id}/images/${generation}/events`));
+    const html = frames.map((frame) => frame.data).join('\n');
+    expect(html).not.toContain('Image 1 of 3 is ready.');
+    expect(html).toContain('Image 2 of 3 is ready.');
+    expect(html).toContain('Image 3 of 3 is ready.');
+    await reading;
   });
 
   it('a count that is not 1–8 is said in the image area', async () => {

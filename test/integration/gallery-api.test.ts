@@ -215,6 +215,26 @@ describe('DELETE /api/images/:id', () => {
   });
 });
 
+describe('DELETE /api/conversations/:id', () => {
+  it('removes the thumbnails of images saved while it waited for them to finish', async () => {
+    const id = await easel.newConversation();
+    const response = await easel.post(`/api/conversations/${id}/generations`, { prompt: 'eight foxes', count: 8, settings: { steps: 1, seed: 1, width: 512, height: 512 } });
+    const made: string[] = [];
+    let deleting: Promise<Response> | undefined;
+    // Deleted at the first image: the batch's other images are still being saved, and are kept until it ends.
+    for await (const event of iterateSse(response.body!)) {
+      if (event.type === 'image') {
+        made.push(String(event.data['id']));
+        deleting ??= del(`/api/conversations/${id}`);
+      }
+    }
+    expect((await deleting!).status).toBe(204);
+    expect(made.length).toBeGreaterThan(1);
+    const thumbs = join(easel.dataDir, 'thumbs');
+    expect(made.filter((image) => existsSync(join(thumbs, `${image}.webp`)))).toEqual([]);
+  });
+});
+
 describe('GET /images/thumbs/:id.webp', () => {
   it('serves the WebP made when the image was saved, cached as the PNGs are; made again, once, for an image that predates it', async () => {
     const id = await easel.newConversation();

@@ -123,7 +123,8 @@ async function remix(strength) {
   const data = current.dataset;
   const path = data.conversationPath ?? '';
   if (!isConversationPath(path)) return;
-  const form = new URLSearchParams({ sendKey: newSendKey(), prompt: data.prompt ?? '', seed: '-1', negativePrompt: data.negativePrompt ?? '' });
+  // `origin`: the conversation's own prompt stays as it is (this picture's prompt is only this image's).
+  const form = new URLSearchParams({ sendKey: newSendKey(), origin: 'gallery', prompt: data.prompt ?? '', seed: '-1', negativePrompt: data.negativePrompt ?? '' });
   if (strength !== undefined) form.set('from', `${data.id ?? ''}:${strength}`);
   for (const name of /** @type {const} */ (['steps', 'cfg', 'width', 'height', 'sampler', 'scheduler'])) {
     const value = data[name];

@@ -236,7 +236,13 @@ export function isImageUrl(url: string): boolean {
 
 const ALT_PROMPT_CHARS = 120;
 
+/** A reference image the user brought (server/core/reference-commands.ts): no prompt, nothing it was made with. */
+function isReference(image: ImageDetails): boolean {
+  return image.prompt === '' && image.seed === null && image.steps === null && image.model === null;
+}
+
 function describeImage(image: ImageDetails): string {
+  if (isReference(image)) return 'Reference image';
   const prompt = image.prompt.length > ALT_PROMPT_CHARS ? `${image.prompt.slice(0, ALT_PROMPT_CHARS)}…` : image.prompt;
   return `Image: ${prompt}`;
 }
@@ -292,9 +298,9 @@ export function renderGeneratedEntry(images: ImageDetails | readonly ImageDetail
   if (first === undefined) return EMPTY;
   // A batch's entry has ids, so its later images join it as they come (render-event.ts).
   const ids = batchId !== undefined && isImageId(batchId) ? describeBatchEntry(batchId) : undefined;
-  return html`<article class="msg generated"${ids ? html` id="${ids.entry}"` : EMPTY}>
-<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate</p>
-<p class="generated-prompt">${first.prompt}</p>
+  return html`<article class="msg generated${isReference(first) ? ' reference' : ''}"${ids ? html` id="${ids.entry}"` : EMPTY}>
+${isReference(first) ? html`<p class="generated-label"><span class="visually-hidden">You: </span>Reference image</p>` : html`<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate</p>
+<p class="generated-prompt">${first.prompt}</p>`}
 <div class="thumbs"${ids ? html` id="${ids.thumbs}"` : EMPTY}>${shown.map(renderThumbnail)}</div>
 </article>`;
 }
@@ -329,7 +335,7 @@ export function renderCompareEntry(conversationId: string, key: string, a: Compa
 <p class="compare-label">${label}</p>
 <p class="compare-prompt">${joinHtml(parts.map((part) => (part.changed ? html`<mark>${part.text}</mark>` : html`${part.text}`)))}</p>
 <div class="thumbs" id="${ids.thumbs(side)}"></div>
-<button type="button" class="compare-pick" hx-post="${conversationPath(conversationId, '/compare/pick')}" hx-vals="${vals}" hx-swap="none" title="Make this the prompt, and tell the assistant it won">This one</button>
+<button type="button" class="compare-pick" hx-post="${conversationPath(conversationId, '/compare/pick')}" hx-vals="${vals}" hx-include="#prompt" hx-swap="none" title="Make this the prompt, and tell the assistant it won">This one</button>
 </div>`;
   };
   return html`<article class="msg generated compare" id="${ids.entry}">

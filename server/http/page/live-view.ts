@@ -7,7 +7,7 @@ import { describeBubble, renderImage as renderFramedImage, renderNoImage, render
 import { renderRenameInput } from './library.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 import { renderPaneUpdate } from './pane.ts';
-import { renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
+import { isLastImage, renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
 import { renderComposerStatus, renderTurnBubble } from './views.ts';
 
 /** What one page asked for itself: claimed from the feed as its events arrive (see claim*), so it is not drawn twice. */
@@ -122,8 +122,8 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       return renderEventHtml(event as TurnEvent, turnId === null ? view as StreamView : { conversationId, imageStarted: true, generationId: imageId, replied: true, bubbleId: `turn-${turnId}` });
     }
     if (view === 'followed') return EMPTY;
-    // A batch goes on after its first image: its view ends with its last one, or an error.
-    const ended = event.type === 'error' || (event.type === 'image' && (event.batch === undefined || event.batch.index >= event.batch.count - 1));
+    // A batch or a comparison goes on after its first image: its view ends where the sender's does, or at an error.
+    const ended = event.type === 'error' || (event.type === 'image' && isLastImage(event));
     if (ended) images.delete(imageId);
     return renderEventHtml(event as TurnEvent, view);
   }
@@ -156,7 +156,8 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
     const shows = `[data-url="/images/${imageId}.png"]`;
     const latest = service.getConversation(conversationId)?.images.at(-1);
     return joinHtml([
-      renderPartial(`.msg.generated:has(${shows})`, 'delete'),
+      // The entry goes only when the picture is all it holds: a batch or a comparison keeps its other pictures.
+      renderPartial(`.msg.generated:has(${shows}):not(:has(.thumb-item + .thumb-item, .compare-side))`, 'delete'),
       renderPartial(`.thumb-item:has(${shows})`, 'delete'),
       renderPartial(`#image-frame:has(${shows})`, 'innerHTML', latest ? renderFramedImage(latest) : renderNoImage()),
     ]);

@@ -137,8 +137,7 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       // The event carries every setting the image was made with, as stored: the thumbnail needs nothing else.
       // A batch's images come one by one: its bar ends with the last, and they share one entry in the chat.
       const batch = event.batch;
-      // A comparison ends with side B's last image.
-      const lastOfBatch = (event.compare === undefined || event.compare.side === 'b') && (batch === undefined || batch.index >= batch.count - 1);
+      const lastOfBatch = isLastImage(event);
       const generationId = view.generationId ?? event.id;
       const batchEntry = batch === undefined ? undefined : describeBatchEntry(generationId);
       const entry =
@@ -229,13 +228,21 @@ function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>
   if (!ids) return EMPTY;
   return joinHtml([
     renderPartial('#image-error', 'innerHTML'),
-    renderPartial('#image-status', 'beforeend', renderGenerationBlock(conversationId, { id: event.id, queued: event.queued === true }, follow)),
-    renderPartial('#image-announce', 'textContent', html`${describeGenerationState(event.queued === true)}`),
+    renderPartial('#image-status', 'beforeend', renderGenerationBlock(conversationId, { id: event.id, queued: event.queued === true, ...(event.place === undefined ? {} : { place: event.place }) }, follow)),
+    renderPartial('#image-announce', 'textContent', html`${describeGenerationState(event.queued === true, event.place)}`),
   ]);
 }
 
-function describeGenerationState(queued: boolean): string {
-  return queued ? 'Waiting for the image backend: another image is being made first.' : 'Making the image…';
+function describeGenerationState(queued: boolean, place?: number): string {
+  if (!queued) return 'Making the image…';
+  return place === undefined ? 'Waiting for the image backend: another image is being made first.' : `Waiting — ${describePlace(place)} in line`;
+}
+
+/** 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, 21st. */
+export function describePlace(place: number): string {
+  const tens = place % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][place % 10] ?? 'th');
+  return `${place}${suffix}`;
 }
 
 const BUBBLE_ID = /^(turn-\d{1,15}|reply-[a-f0-9]{12})$/;
@@ -249,16 +256,16 @@ export function isBubbleId(value: unknown): value is string {
  * The block of one image being made. `follow`: the image runs on its own (an automatic one, after its reply):
  * the block opens a stream of its own that brings its progress and puts it into that reply's bubble.
  */
-export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'progress'>, follow?: { bubbleId?: string }): Html {
+export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'place' | 'progress'>, follow?: { bubbleId?: string }): Html {
   const ids = describeGeneration(image.id);
   if (!ids) return EMPTY;
-  const state = image.queued ? describeGenerationState(true) : image.progress ? 'Making the image…' : describeGenerationState(false);
+  const state = image.queued ? describeGenerationState(true, image.place) : image.progress ? 'Making the image…' : describeGenerationState(false);
   // Into its reply's bubble; without one (Generate's), into the chat where it ends.
   const path = conversationPath(conversationId, `/images/${image.id}/events`);
   const followUrl = !follow ? undefined : follow.bubbleId === undefined ? path : isBubbleId(follow.bubbleId) ? `${path}?bubble=${follow.bubbleId}` : undefined;
   return html`<div class="generation" id="${ids.block}">
 <p class="image-state" id="${ids.state}">${state}</p>
-<div class="progress-row">${renderProgressBar(ids.bar, image.progress ?? {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></div>${
+<div class="progress-row">${renderProgressBar(ids.bar, image.progress ?? {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, `/images/${image.id}/cancel`)}" hx-swap="none">Cancel</button></div>${
     followUrl ? html`<div class="image-follower" hidden hx-get="${followUrl}" hx-trigger="load" hx-swap="none"></div>` : EMPTY
   }
 </div>`;
@@ -267,6 +274,8 @@ export function renderGenerationBlock(conversationId: string, image: Pick<ImageI
 function renderGenerationProgress(event: Extract<TurnEvent, { type: 'progress' }>): Html {
   const ids = describeGeneration(event.id);
   if (!ids) return EMPTY;
+  // Still waiting: only its place in line changes.
+  if (event.place !== undefined) return renderPartial(`#${ids.state}`, 'innerMorph', html`${describeGenerationState(true, event.place)}`);
   return joinHtml([
     // Morphing leaves identical text untouched, so a queued image's line changes once, not per step.
     renderPartial(`#${ids.state}`, 'innerMorph', html`Making the image…`),
@@ -321,3 +330,11 @@ export function renderImageError(message: string): Html {
   return html`<p class="image-error" role="alert">${renderMessage(message)}</p>`;
 }
 
+/**
+ * Whether an image ends its generation: the only one, a batch's last, or side B's last of a comparison. The
+ * sender's stream and every other page's live view end the generation's bar on the same image.
+ */
+export function isLastImage(event: Extract<TurnEvent, { type: 'image' }>): boolean {
+  const { batch, compare } = event;
+  return (compare === undefined || compare.side === 'b') && (batch === undefined || batch.index >= batch.count - 1);
+}

@@ -3,10 +3,10 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
 import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage } from '../stream-events.ts';
-import { DEFAULT_SETTINGS, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
+import { DEFAULT_SETTINGS, isReferenceType, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
 import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
-import { conversationPath, renderCompareEntry, type CompareSideView } from './bubbles.ts';
+import { conversationPath, renderCompareEntry, renderGeneratedEntry, renderImage, type CompareSideView } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
 import { galleryPath, renderGalleryMore, renderGalleryPage, renderGalleryResults } from './gallery.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
@@ -390,7 +390,10 @@ export function createPageRoutes(deps: PageDeps): Hono {
     // The page's image is the server's, like its replies: closing or reloading the page ends only this stream
     // (the image goes on, shown in every page and after a reload); Cancel and Stop end it.
     if (overrides.settings) await withRequestSignal(c, (signal) => service.prepareModelChoice(overrides.settings, signal));
-    const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen: true, baseRevision, outlivesReader: true }));
+    // The gallery's Remix and Vary make a picture from another picture's prompt: not the conversation's pane, so
+    // not saved as its prompt (the image records no version); Use prompt is how that prompt becomes the pane's.
+    const fromScreen = form.origin !== 'gallery';
+    const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen, baseRevision, outlivesReader: true }));
     if (!result.ok) {
       expectOwn(own.pendingImages, id, -1);
       // Made from an older pane than the stored one: the newer pane is shown (typing kept), nothing is made.
@@ -413,6 +416,36 @@ export function createPageRoutes(deps: PageDeps): Hono {
   });
 
   // The page's Stop is the reply's: an image being made has its own Cancel.
+  // A reference image dropped, pasted or chosen on the page (web/js/reference.js): a form holding the file, which
+  // the API takes as the body. The same rules (PNG, JPEG or WebP; the image limits); shown in the chat with its Vary buttons.
+  page.post('/c/:id/references', async (c) => {
+    const refused = (message: string, status: 400 | 404 | 409 | 413 | 415 | 422 | 503) =>
+      c.html(String(renderPartial('#image-error', 'innerHTML', renderImageError(message))), status);
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const file = body.value.file;
+    if (!(file instanceof File) || file.size === 0) return refused('Choose a PNG, JPEG or WebP picture to add as a reference image.', 422);
+    if (!isReferenceType(file.type)) {
+      return refused(`${file.name || 'The file'} is not a PNG, JPEG or WebP picture${file.type ? ` (it is ${file.type})` : ''}: add one of those as a reference image.`, 415);
+    }
+    const added = await service.addReference(c.req.param('id'), new Uint8Array(await file.arrayBuffer()), file.type);
+    if (!added.ok) {
+      const message = added.error.code === 'not_found' ? 'A reference image belongs to a conversation: send a message or press Generate first, then add it.' : added.error.message;
+      return refused(message, STATUS[added.error.code]);
+    }
+    const image = added.value.image;
+    return sendHtml(
+      c,
+      joinHtml([
+        renderPartial('#image-error', 'innerHTML'),
+        renderPartial('#log-empty', 'delete'),
+        renderPartial('#log', 'beforeend', renderGeneratedEntry(image)),
+        renderPartial('#image-frame', 'innerHTML', renderImage(image)),
+      ]),
+      201,
+    );
+  });
+
   page.post('/c/:id/stop', (c) => {
     service.stopReply(c.req.param('id'));
     return c.body(null, 204);
@@ -423,7 +456,13 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const id = c.req.param('id');
     const imageId = c.req.param('imageId');
     const bubble = c.req.query('bubble');
-    const result = service.followImage(id, imageId);
+    // The images the page shows already are not drawn twice (a reload mid-batch): those named in `skip`, else,
+    // while it is still being made, the ones stored now. One that ended is replayed whole: its last image ends its block.
+    const skip = c.req.query('skip');
+    const conversation = skip === undefined ? service.getConversation(id) : undefined;
+    const running = conversation?.generating.some((image) => image.id === imageId) === true;
+    const skipImages = skip !== undefined ? skip.split(',').slice(0, 1000) : running ? (conversation?.images.map((image) => image.id) ?? []) : [];
+    const result = service.followImage(id, imageId, { skipImages });
     // Stryker disable next-line BooleanLiteral: the follower's stream replays the image's generation event first, and onEvent sets it then
     const view: StreamView = { conversationId: id, imageStarted: true, generationId: imageId, ...(isBubbleId(bubble) ? { bubbleId: bubble } : {}) };
     // Gone already (ended a while ago): its block goes; a reload shows the image where it belongs.
@@ -443,6 +482,12 @@ export function createPageRoutes(deps: PageDeps): Hono {
   // Cancel stops only the images: a reply being written at the same time goes on.
   page.post('/c/:id/images/cancel', (c) => {
     service.cancelImages(c.req.param('id'));
+    return c.body(null, 204);
+  });
+
+  // One image's own Cancel: the others go on.
+  page.post('/c/:id/images/:imageId/cancel', (c) => {
+    service.cancelImage(c.req.param('id'), c.req.param('imageId'));
     return c.body(null, 204);
   });
 
@@ -496,7 +541,9 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const body = await readFormBody(c);
     if (!body.ok) return body.response;
     const number = (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);
-    return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.pickComparedPrompt(id, number(body.value.promptVersion), number(body.value.over), { baseRevision })));
+    // The prompt on screen comes along (hx-include) and is saved first, as for undo: typing not yet saved is kept.
+    const prompt = typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {};
+    return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.pickComparedPrompt(id, number(body.value.promptVersion), number(body.value.over), { ...prompt, baseRevision })));
   });
 
   /** The current prompt version and its parent (A the earlier, B the current); undefined when there is no parent. */

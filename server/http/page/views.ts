@@ -150,6 +150,7 @@ ${renderResendForm(id)}
 <div id="image-frame" class="image-frame">${latestImage ? renderImage(latestImage) : renderNoImage()}</div>
 <div id="image-status" class="image-status">${renderRunningImages(id, conversation)}</div>
 <div id="image-error" class="image-error-slot"></div>
+${renderReferenceForm(id)}
 <p id="image-announce" class="visually-hidden" aria-live="polite"></p>
 </section>
 ${renderPromptPane(id, conversation.prompt, model.imageStatus, conversation.pane)}
@@ -157,8 +158,20 @@ ${renderPromptPane(id, conversation.prompt, model.imageStatus, conversation.pane
 ${renderSettingsPanel(id, conversation.settings, conversation.pane)}
 </div>
 <div id="pane-inbox" hidden></div>
+<p id="drop-hint" class="drop-hint" hidden>Drop the picture to add it as a reference image</p>
 ${model.live ? renderLiveStream(id, model.live, conversation.pane.paneRevision) : html`<div id="live" hidden hx-sse:connect="/library/events" hx-swap="none"></div>`}
 </main>`;
+}
+
+/**
+ * A reference image, the starting point for Vary: chosen here (the keyboard's way), or dropped or pasted anywhere
+ * on the page (web/js/reference.js puts that file in this form). It lands in the chat with its Vary buttons.
+ */
+function renderReferenceForm(conversationId: string): Html {
+  return html`<form id="reference-form" class="reference-form" hx-post="${conversationPath(conversationId, '/references')}" hx-encoding="multipart/form-data" hx-swap="none" hx-disable="#reference-button">
+<label id="reference-button" class="button quiet reference-button">Add a reference image…<input type="file" id="reference-file" name="file" accept="image/png,image/jpeg,image/webp" class="visually-hidden"></label>
+<span class="hint">or drop or paste a picture</span>
+</form>`;
 }
 
 /**

@@ -100,6 +100,58 @@ describe('a batch in the generator', () => {
     expect(singles).toBe(1);
   });
 
+  it('a batch of its own that returns fewer than asked: the missing seeds made one job each, the count what is made', async () => {
+    const singles: ImageRequest[] = [];
+    const backend: ImageBackend = {
+      name: 'openai',
+      url: 'http://x',
+      async generate(request) {
+        singles.push(request);
+        return { png: makePng(8, 8), seed: request.seed };
+      },
+      // A server that ignores `n`: one image, whatever was asked.
+      generateBatch: async (request) => [{ png: makePng(8, 8), seed: request.seed }],
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images, added } = setUp(backend);
+    const events = await collectAll(images.generate(input(3)));
+    expect(singles.map((request) => request.seed)).toEqual([11, 12]);
+    const made = events.filter((event): event is Extract<TurnEvent, { type: 'image' }> => event.type === 'image');
+    expect(made.map((event) => [event.seed, event.batch])).toEqual([
+      [10, { index: 0, count: 3 }],
+      [11, { index: 1, count: 3 }],
+      [12, { index: 2, count: 3 }],
+    ]);
+    expect(added).toHaveLength(3);
+    expect(events.at(-1)).toMatchObject({ type: 'image', batch: { index: 2, count: 3 } });
+  });
+
+  it('a batch of its own cancelled with some images made: those are kept, counted as what was made, and no more asked', async () => {
+    const controller = new AbortController();
+    let singles = 0;
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      async generate(request) {
+        singles++;
+        return { png: makePng(8, 8), seed: request.seed };
+      },
+      async generateBatch(request) {
+        controller.abort();
+        return [0, 1].map((index) => ({ png: makePng(8, 8), seed: request.seed + index }));
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images, added } = setUp(backend);
+    const events = await collectAll(images.generate({ ...input(4), signal: controller.signal }));
+    expect(singles).toBe(0);
+    expect(events.filter((event) => event.type === 'image').map((event) => (event as { batch?: unknown }).batch)).toEqual([
+      { index: 0, count: 2 },
+      { index: 1, count: 2 },
+    ]);
+    expect(added).toHaveLength(2);
+  });
+
   it('a random batch is drawn so that its last seed is in range; a fixed one past the range is refused', async () => {
     let drawn: { min: number; max: number } | undefined;
     const backend: ImageBackend = {

@@ -5,7 +5,7 @@ import { DEFAULT_SETTINGS } from '../../../server/core/settings.ts';
 import { describeFamily } from '../../../server/core/pane.ts';
 import type { DoneEvent, TurnEvent } from '../../../server/core/index.ts';
 import { renderEventHtml, renderTurnStart } from '../../../server/http/page/index.ts';
-import { isBubbleId, type StreamView } from '../../../server/http/page/render-event.ts';
+import { describePlace, isBubbleId, type StreamView } from '../../../server/http/page/render-event.ts';
 import { targets } from '../../helpers/html.ts';
 import { renderMessage } from '../../../server/http/page/markup.ts';
 
@@ -91,13 +91,13 @@ describe('renderEventHtml', () => {
     expect(markup).not.toContain('Retry');
   });
 
-  it('starts an image with an indeterminate progressbar and a Cancel that stops only images', () => {
+  it('starts an image with an indeterminate progressbar and a Cancel that stops only this image', () => {
     const markup = String(renderEventHtml({ type: 'generation', id: 'g1' }, view));
     const bar = /<div class="progress" id="generation-g1-bar" role="progressbar"[^>]*>/.exec(markup)?.[0] ?? '';
     expect(bar).toContain('aria-label="Image progress"');
     expect(bar).not.toContain('aria-valuenow');
     expect(markup).toContain('<progress max="100" aria-hidden="true"></progress>');
-    expect(markup).toContain('hx-post="/c/c1/images/cancel"');
+    expect(markup).toContain('hx-post="/c/c1/images/g1/cancel"');
     expect(markup).toContain('Making the image…');
   });
 
@@ -369,6 +369,12 @@ describe('each event of a turn, as the page receives it', () => {
     expect(queued).toContain('<p class="image-state" id="generation-g1-state">Waiting for the image backend: another image is being made first.</p>');
     expect(queued).toMatch(/textContent">Waiting for the image backend: another image is being made first\.<\/hx-partial>$/);
     expect(String(renderEventHtml({ type: 'generation', id: 'g1' }, fresh()))).toMatch(/textContent">Making the image…<\/hx-partial>$/);
+    // With its place in line, and its own Cancel.
+    const second = String(renderEventHtml({ type: 'generation', id: 'g1', queued: true, place: 2 }, fresh()));
+    expect(second).toContain('<p class="image-state" id="generation-g1-state">Waiting — 2nd in line</p>');
+    expect(second).toContain('hx-post="/c/c1/images/g1/cancel"');
+    expect(String(renderEventHtml({ type: 'progress', id: 'g1', place: 1 }, fresh()))).toBe('<hx-partial hx-target="#generation-g1-state" hx-swap="innerMorph">Waiting — 1st in line</hx-partial>');
+    expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(describePlace)).toEqual(['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '22nd', '101st', '111th']);
     // After the reply's end, the block follows the image on a stream of its own.
     expect(String(renderEventHtml({ type: 'generation', id: 'g1' }, { ...fresh(), bubbleId: 'reply-0123456789ab', replied: true }))).toContain(
       '<div class="image-follower" hidden hx-get="/c/c1/images/g1/events?bubble=reply-0123456789ab" hx-trigger="load" hx-swap="none"></div>',

@@ -70,11 +70,31 @@ describe('ComfyUI', () => {
     expect(results.every((result) => result.steps === REQUEST.steps)).toBe(true);
   });
 
-  it('a workflow without %batch_size%: one prompt per seed, each image its own seed, progress across the batch', async () => {
+  it('workflows without %batch_size%: no batch of its own, so the core makes (and saves) one image per seed', async () => {
+    const workflow = await loadShippedWorkflow();
+    (workflow['5'] as { inputs: Record<string, unknown> }).inputs['batch_size'] = 1;
+    expect(createComfyUiBackend({ url: 'http://127.0.0.1:1', workflow }).generateBatch).toBeUndefined();
+    expect(createComfyUiBackend({ url: 'http://127.0.0.1:1', workflow, img2imgWorkflow: workflow }).generateBatch).toBeUndefined();
+  });
+
+  it('a cancel in a batch of a graph without %batch_size% (the other has it) keeps the images made before it', async () => {
+    const comfy = await startFakeComfyUi({ stepDelayMs: 5 });
+    const workflow = await loadShippedWorkflow();
+    (workflow['5'] as { inputs: Record<string, unknown> }).inputs['batch_size'] = 1;
+    const backend = createComfyUiBackend({ url: comfy.url, workflow, img2imgWorkflow: await loadShippedWorkflow() });
+    const controller = new AbortController();
+    // Cancelled once the second image is under way.
+    const results = await backend.generateBatch!(BATCH, run(controller.signal, (progress) => {
+      if ((progress.fraction ?? 0) > 0.4) controller.abort();
+    }));
+    expect(results.map((result) => result.seed)).toEqual([REQUEST.seed]);
+  });
+
+  it('a workflow without %batch_size% for text to image only: one prompt per seed, each image its own seed, progress across the batch', async () => {
     const comfy = await startFakeComfyUi({ stepDelayMs: 1 });
     const workflow = await loadShippedWorkflow();
     (workflow['5'] as { inputs: Record<string, unknown> }).inputs['batch_size'] = 1;
-    const backend = createComfyUiBackend({ url: comfy.url, workflow });
+    const backend = createComfyUiBackend({ url: comfy.url, workflow, img2imgWorkflow: await loadShippedWorkflow() });
     const progress = recordProgress();
     const results = await backend.generateBatch!(BATCH, run(undefined, progress.onProgress));
     expect(comfy.workflows).toHaveLength(3);

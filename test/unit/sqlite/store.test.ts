@@ -261,6 +261,20 @@ describe('the SQLite store', () => {
     expect(toSearchTerms('  ')).toEqual([]);
   });
 
+  it('never moves a conversation back in time when an image of an earlier moment is added (a batch shares its first moment)', () => {
+    const store = createSqliteStore({ path: ':memory:' });
+    store.createConversation({ id: 'c1', createdAt: at, settings: DEFAULT_SETTINGS });
+    store.addImage(image('c1', null, `${'a'.repeat(32)}.png`));
+    // A message sent mid-batch, then the batch's next image, stamped with the batch's first moment.
+    exchange(store, 'c1', 'a cat', 'Which cat?', later);
+    store.addImage({ ...image('c1', null, `${'b'.repeat(32)}.png`), id: 'bbbbbbb2' });
+    expect(store.getConversation('c1')?.updatedAt).toBe(later);
+    // A later image still moves it on.
+    const latest = '2026-11-23T12:00:00.000Z';
+    store.addImage({ ...image('c1', null, `${'c'.repeat(32)}.png`), id: 'ccccccc3', createdAt: latest });
+    expect(store.getConversation('c1')?.updatedAt).toBe(latest);
+  });
+
   it('deletes a conversation with its turns, images, context and search rows, and returns its image files', () => {
     const path = tempPath();
     const store = createSqliteStore({ path });
