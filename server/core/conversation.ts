@@ -182,8 +182,8 @@ export interface ConversationStore {
   getListing(id: string): ConversationListing | undefined;
   /** Null clears the title (back to "from the first message"). False when there is no such conversation. */
   renameConversation(id: string, title: string | null): boolean;
-  /** Deletes the conversation and every record of it in one transaction; returns its image file names. */
-  deleteConversation(id: string): { files: string[] } | undefined;
+  /** Deletes the conversation and every record of it in one transaction; returns its images' file names and ids. */
+  deleteConversation(id: string): { files: string[]; imageIds: string[] } | undefined;
   listTurns(conversationId: string): TranscriptTurn[];
   /** The last user message that was not replaced, and every turn after it (not replaced), oldest first. */
   listLastExchange(conversationId: string): TranscriptTurn[];

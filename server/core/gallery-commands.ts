@@ -186,29 +186,3 @@ export function createGalleryCommands(state: ServiceState, thumbnails: Thumbnail
   };
 }
 
-/** Deleting a conversation also removes its images' thumbnails (its PNGs go with it already). */
-export function removingThumbnails(
-  state: ServiceState,
-  thumbnails: Thumbnailer | undefined,
-  deleteConversation: (id: string) => Promise<Result<void>>,
-): (id: string) => Promise<Result<void>> {
-  if (!thumbnails) return deleteConversation;
-  return async (id) => {
-    // Read before: afterwards the records are gone. A store that cannot be read now leaves them (unused, never missing).
-    let ids: string[] = [];
-    try {
-      ids = state.deps.store.listImages(id).map((image) => image.id);
-    } catch {
-      ids = [];
-    }
-    const deleted = await deleteConversation(id);
-    if (deleted.ok) {
-      // The deletion waited for the images being made: the ones they saved meanwhile were not in the list read before.
-      for (const activity of state.activities.listKnown(id)) ids.push(...activity.madeImageIds);
-      for (const imageId of new Set(ids)) {
-        await thumbnails.remove(imageId).catch((error: unknown) => state.deps.logger.warn('the thumbnail of a deleted image could not be removed', { imageId, error }));
-      }
-    }
-    return deleted;
-  };
-}

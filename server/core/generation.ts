@@ -363,6 +363,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       const total = count * sides.length;
       for (const [at, side] of sides.entries()) {
         const prompted = { ...request, prompt: side.prompt };
+        /** The first seed of this side no batch job made: all of them when the core loops. */
+        let next = 0;
         if (count > 1 && backend.generateBatch !== undefined) {
           // One job for the whole batch (A1111's batch_size, ComfyUI's latent batch, `n`): its results in seed order.
           const generateBatch = backend.generateBatch.bind(backend);
@@ -375,20 +377,15 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           const kept = results.slice(0, count);
           const of = signal.aborted && kept.length < count ? kept.length : count;
           for (const [index, result] of kept.entries()) yield await save(result, index, { ...prompted, seed: seed + index }, side, of);
-          // Fewer than asked otherwise (an OpenAI-style server that ignores `n`): the missing seeds one job each, so
-          // the batch is what it says (its `count`) and its followers' progress ends.
-          for (let index = of === count ? kept.length : count; index < count; index++) {
-            const asked = { ...prompted, seed: seed + index };
-            const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), { index: at * count + index, count: total });
-            yield await save(result, index, asked, side);
-          }
-        } else {
-          // One job per image, seed after seed; each image is kept as it comes, and a cancel stops the rest.
-          for (let index = 0; index < count; index++) {
-            const asked = { ...prompted, seed: seed + index };
-            const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), total === 1 ? undefined : { index: at * count + index, count: total });
-            yield await save(result, index, asked, side);
-          }
+          // Fewer than asked otherwise (an OpenAI-style server that ignores `n`): the loop below makes the missing
+          // seeds one job each, so the batch is what it says (its `count`) and its followers' progress ends.
+          next = of === count ? kept.length : count;
+        }
+        // One job per image, seed after seed; each image is kept as it comes, and a cancel stops the rest.
+        for (let index = next; index < count; index++) {
+          const asked = { ...prompted, seed: seed + index };
+          const result = yield* runJob((onProgress) => backend.generate(asked, { signal, onProgress }), total === 1 ? undefined : { index: at * count + index, count: total });
+          yield await save(result, index, asked, side);
         }
       }
     } catch (error) {

@@ -37,8 +37,6 @@ export interface ImageActivity {
    * from a snapshot): those are not replayed. Without it a follower, even one joining after the end, gets every image.
    */
   follow(options?: FollowImageOptions): AsyncIterable<TurnEvent>;
-  /** The ids of the images it made so far, in order (a batch's or a comparison's, one for a single image). */
-  readonly madeImageIds: readonly string[];
   cancel(reason: Error): void;
   /** Settles once the image ended (made, failed or cancelled); never rejects. */
   readonly settled: Promise<void>;
@@ -54,8 +52,6 @@ export interface ImageActivities {
   start(input: Omit<GenerateInput, 'signal'>): Promise<{ ok: true; activity: ImageActivity } | { ok: false; event: TurnEvent }>;
   /** The images still being made for a conversation, oldest first. */
   listRunning(conversationId: string): ImageActivity[];
-  /** The images being made for a conversation and those that ended less than `keepFinishedMs` ago, oldest first. */
-  listKnown(conversationId: string): ImageActivity[];
   /** A running image, or one that ended less than `keepFinishedMs` ago (a reader may join just after the end). */
   find(conversationId: string, id: string): ImageActivity | undefined;
   /** Cancels every image of the conversation being made; false when none was. */
@@ -139,9 +135,6 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
         }
         return reader;
       },
-      get madeImageIds() {
-        return made.map((image) => image.id);
-      },
       cancel(reason) {
         controller.abort(reason);
       },
@@ -206,7 +199,6 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
   return {
     start,
     listRunning,
-    listKnown: (conversationId) => [...(byConversation.get(conversationId)?.values() ?? [])],
     find: (conversationId, id) => byConversation.get(conversationId)?.get(id),
     cancel(conversationId, reason) {
       const running = listRunning(conversationId);

@@ -1,5 +1,6 @@
 // The library: conversations listed, searched, made, renamed and deleted (with their image files).
 import { describeFamily } from './pane.ts';
+import type { Thumbnailer } from './thumbnails.ts';
 import { describeConversation, UNTITLED, type ConversationSummary } from './library.ts';
 import { invalid, notFound, type Result } from './results.ts';
 import { DEFAULT_SETTINGS } from './settings.ts';
@@ -21,8 +22,8 @@ export interface LibraryCommands {
   deleteConversation(id: string): Promise<Result<void>>;
 }
 
-/** `stop` ends a conversation's reply and images, before it is deleted. */
-export function createLibraryCommands(state: ServiceState, turns: { stop(id: string): boolean }): LibraryCommands {
+/** `stop` ends a conversation's reply and images, before it is deleted; `thumbnails` go with their images. */
+export function createLibraryCommands(state: ServiceState, turns: { stop(id: string): boolean }, thumbnails?: Thumbnailer): LibraryCommands {
   const { deps, findRecord, tryWrite, deleting } = state;
   const getSummary = (id: string): ConversationSummary | undefined => {
     const record = findRecord(id);
@@ -86,6 +87,10 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
         // The records are gone first: a file left behind by a crash here is only unused, never missing.
         for (const file of deleted.value.files) {
           await deps.imageFiles.remove(file).catch((error: unknown) => deps.logger.warn('an image file of a deleted conversation could not be removed', { file, error }));
+        }
+        // Listed by the deletion itself, after the images being made have settled: none saved meanwhile is missed.
+        for (const imageId of thumbnails ? deleted.value.imageIds : []) {
+          await thumbnails?.remove(imageId).catch((error: unknown) => deps.logger.warn('the thumbnail of a deleted image could not be removed', { imageId, error }));
         }
         return { ok: true, value: undefined };
       } finally {

@@ -8,7 +8,7 @@ import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
 import { applyShownText, type TurnEvent } from './events.ts';
 import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
-import { createGalleryCommands, makeThumbnailsOnSave, removingThumbnails, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
+import { createGalleryCommands, makeThumbnailsOnSave, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
 import { createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
@@ -348,10 +348,8 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     return { settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, ...set }) };
   }
 
-  const library = createLibraryCommands(state, { stop });
   const service: EaselService = {
-    ...library,
-    deleteConversation: removingThumbnails(state, deps.thumbnails, library.deleteConversation),
+    ...createLibraryCommands(state, { stop }, deps.thumbnails),
     ...pane,
     setPrompt: announcing(pane.setPrompt),
     setSettings: announcing(pane.setSettings),

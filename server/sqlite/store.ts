@@ -81,7 +81,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
        ORDER BY id`,
     ),
     listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
-    listImageFiles: db.prepare<[string], { file: string }>('SELECT file FROM images WHERE conversation_id = ?'),
+    listImageFiles: db.prepare<[string], { id: string; file: string }>('SELECT id, file FROM images WHERE conversation_id = ?'),
     getImage: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE id = ?'),
     insertTurn: db.prepare(
       'INSERT INTO turns (conversation_id, role, text, metadata, status, error, notices, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -417,10 +417,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
 
   const deleteConversation = db.transaction((id: string) => {
     if (!statements.getConversation.get(id)) return undefined;
-    const files = statements.listImageFiles.all(id).map((row) => row.file);
+    const images = statements.listImageFiles.all(id);
     // Turns, images, the context and the search rows go with it (ON DELETE CASCADE, triggers).
     statements.deleteConversation.run(id);
-    return { files };
+    return { files: images.map((row) => row.file), imageIds: images.map((row) => row.id) };
   });
 
   const importConversation = db.transaction((input: ConversationImport) => {

@@ -216,6 +216,15 @@ describe('DELETE /api/images/:id', () => {
 });
 
 describe('DELETE /api/conversations/:id', () => {
+  it('removes the thumbnails of its images with their PNGs', async () => {
+    const id = await easel.newConversation();
+    const image = await makeImage(easel, id, 'a red fox');
+    const thumbnail = join(easel.dataDir, 'thumbs', `${image}.webp`);
+    await expect.poll(() => existsSync(thumbnail), { timeout: 10_000 }).toBe(true);
+    expect((await del(`/api/conversations/${id}`)).status).toBe(204);
+    expect(existsSync(thumbnail)).toBe(false);
+  });
+
   it('removes the thumbnails of images saved while it waited for them to finish', async () => {
     const id = await easel.newConversation();
     const response = await easel.post(`/api/conversations/${id}/generations`, { prompt: 'eight foxes', count: 8, settings: { steps: 1, seed: 1, width: 512, height: 512 } });
