@@ -6,7 +6,7 @@ import { checkPngImage } from '../png/index.ts';
 import { LIMITS, MAX_REPLY_CHARS, metadataSchema, type ContextEntry } from '../protocol/index.ts';
 import { turnErrorCodeSchema } from './error-codes.ts';
 import { turnStatusSchema, type ConversationImport, type TranscriptTurn } from './conversation.ts';
-import { imageMadeWithSchema, imageSourceSchema, pickMadeWith, type ImageRecord, type ImageSource } from './image-record.ts';
+import { compareSideSchema, imageMadeWithSchema, imageSourceSchema, pickMadeWith, type ImageRecord, type ImageSource } from './image-record.ts';
 import { imageSkipReasonSchema, PINNABLE_FIELDS, promptSourceSchema, type PinnableField, type PromptSuggestion, type PromptVersion, type SettingSuggestions } from './pane.ts';
 import { parseBoundedJson, type JsonBounds } from './bounded-json.ts';
 import { toContextEntry } from './context-change.ts';
@@ -134,6 +134,7 @@ export async function buildArchiveFiles(
       ...pickMadeWith(image),
       promptVersion: indexOf(versionIndex, image.promptVersion),
       source: image.source === null ? null : { ...image.source, image: pictureIndex.get(image.source.imageId) ?? null },
+      ...(image.compareSide === null ? {} : { compareSide: image.compareSide }),
       createdAt: image.createdAt,
     })),
   };
@@ -285,6 +286,8 @@ const promptVersionSchema = z
 const imageV2Schema = imageSchema.extend({
   promptVersion: position.nullable(),
   source: imageSourceSchema.extend({ image: position.nullable() }).strict().nullable().default(null),
+  /** Compare's side; absent for any other image, and in an export made before it was kept. */
+  compareSide: compareSideSchema.nullable().default(null),
 });
 
 const pinnableSettingsSchema = settingsSchema.pick({ steps: true, cfg: true, seed: true, negativePrompt: true });
@@ -458,7 +461,7 @@ export async function readArchiveFiles(
     const name = `${id}.png`;
     written.push({ name, bytes });
     const { file: _file, source: imageSource, ...record } = { source: null, ...image };
-    images.push({ promptVersion: null, ...record, source: toImageSource(imageSource, newIds), id, file: name, width: checked.value.width, height: checked.value.height });
+    images.push({ promptVersion: null, compareSide: null, ...record, source: toImageSource(imageSource, newIds), id, file: name, width: checked.value.width, height: checked.value.height });
   }
   return {
     ok: true,

@@ -68,6 +68,12 @@ export interface ImageEvent {
   compare?: { id: string; side: 'a' | 'b'; index: number };
 }
 
+/** One side of a comparison: the prompt version it is made from, and that version's prompt. */
+export interface CompareVersion {
+  promptVersion: number;
+  prompt: string;
+}
+
 /** The prompt pane and settings as the reply left them, as stored: the page shows exactly this. */
 export type PaneEvent = { type: 'pane' } & PaneView;
 
@@ -98,7 +104,11 @@ export type TurnEvent =
   | ImageNotMadeEvent
   | { type: 'reset'; message: string }
   /** `place`: while `queued`, its place in the image backend's line (1: the next one to start). */
-  | { type: 'generation'; id: string; queued?: boolean; place?: number }
+  /**
+   * An image (or a batch, or a comparison) begins: its id, its place in line when it waits; a comparison names its
+   * two prompt versions (`compare`), so every page draws the two columns before the first picture.
+   */
+  | { type: 'generation'; id: string; queued?: boolean; place?: number; compare?: { a: CompareVersion; b: CompareVersion } }
   /**
    * How far the image is; while it still waits, its new place in line (`place` alone: 1 is next) each time the
    * line moves.
@@ -137,6 +147,8 @@ export type LiveEvent =
   | { type: 'title'; title: string }
   /** One of its images was deleted (from the gallery, or the API): pages drop it. */
   | { type: 'image_deleted'; imageId: string }
+  /** A reference image was added (dropped, pasted, or sent to the API): pages show it; GET the conversation for it. */
+  | { type: 'reference_added'; imageId: string }
   | { type: 'deleted' };
 
 /** What every page's library list receives: a conversation created, renamed, updated (a message, an image), or deleted. */

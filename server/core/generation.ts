@@ -2,9 +2,9 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { addDenoisingStrength, checkPngImage, formatA1111Parameters, parseA1111Parameters, readPngText, writePngText } from '../png/index.ts';
 import { LIMITS } from '../protocol/limits.ts';
 import type { ConversationStore } from './conversation.ts';
-import type { ImageRecord, ImageSource } from './image-record.ts';
+import { COMPARE_SIDES, type CompareSide, type ImageRecord, type ImageSource } from './image-record.ts';
 import { ImageBackendError, isImageBackendError, isLoggedByStore, isStorageError } from './errors.ts';
-import type { ImageEvent, TurnEvent } from './events.ts';
+import type { CompareVersion, ImageEvent, TurnEvent } from './events.ts';
 import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';
 import { describeStorageFailure } from './library.ts';
 import type { Logger } from './logger.ts';
@@ -41,14 +41,12 @@ export interface GenerateInput {
    * Compare: two versions of the prompt made on the same seeds, side A's images first, then side B's; `prompt`
    * and `promptVersion` are then side A's. Each image's event has `compare: { id (the generation's), side, index }`.
    */
-  compare?: { sides: [CompareSide, CompareSide] };
+  compare?: { sides: [CompareVersion, CompareVersion] };
   signal: AbortSignal;
 }
 
-/** One side of a comparison: the prompt version it is made from. */
-export interface CompareSide {
-  prompt: string;
-  promptVersion: number;
+function pickVersion({ promptVersion, prompt }: CompareVersion): CompareVersion {
+  return { promptVersion, prompt };
 }
 
 export interface ImageGenerator {
@@ -225,7 +223,12 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
     const inLine = { moved: (place: number) => moves.push(place) };
     try {
       if (queued) waiting.push(inLine);
-      yield { type: 'generation', id, ...(queued ? { queued: true, place: waiting.length } : {}) };
+      yield {
+        type: 'generation',
+        id,
+        ...(queued ? { queued: true, place: waiting.length } : {}),
+        ...(input.compare === undefined ? {} : { compare: { a: pickVersion(input.compare.sides[0]), b: pickVersion(input.compare.sides[1]) } }),
+      };
       const started = waitOrAbort(previous, signal).finally(() => {
         leaveLine(inLine);
         moves.close();
@@ -270,8 +273,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       // The images of a batch share the moment the first was saved: the page shows them as one entry.
       let batchAt: string | undefined;
       // Compare: each side in turn, on the same seeds; otherwise the one prompt.
-      const sides: Array<{ prompt: string; promptVersion: number | null; side?: 'a' | 'b' }> =
-        input.compare === undefined ? [{ prompt: input.prompt, promptVersion: input.promptVersion }] : input.compare.sides.map((side, at) => ({ ...side, side: at === 0 ? ('a' as const) : ('b' as const) }));
+      const sides: Array<{ prompt: string; promptVersion: number | null; side?: CompareSide }> =
+        input.compare === undefined ? [{ prompt: input.prompt, promptVersion: input.promptVersion }] : input.compare.sides.map((side, at) => ({ ...side, side: COMPARE_SIDES[at] as CompareSide }));
       const single = count === 1 && input.compare === undefined;
       let made = 0;
 
@@ -323,6 +326,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           model: madeWith.model ?? null,
           promptVersion: side.promptVersion,
           source,
+          compareSide: side.side ?? null,
           createdAt: single ? new Date(deps.clock.now()).toISOString() : batchAt,
         };
         try {

@@ -21,6 +21,8 @@ export interface ImageInProgress {
   /** While queued: its place in the image backend's line (1: the next one to start). */
   place?: number;
   progress?: Omit<ProgressEvent, 'type' | 'id'>;
+  /** A comparison: its two prompt versions (its `generation` event's), so a reload draws its two columns. */
+  compare?: GenerationEvent['compare'];
 }
 
 export interface FollowImageOptions {
@@ -150,6 +152,7 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
           queued: generation.queued === true && progress === undefined,
           ...(generation.queued === true && progress === undefined && place !== undefined ? { place } : {}),
           ...(progress ? { progress: withoutType(progress) } : {}),
+          ...(generation.compare === undefined ? {} : { compare: generation.compare }),
         };
       },
     };

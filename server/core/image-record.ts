@@ -39,6 +39,11 @@ export const imageSourceSchema = z
   .strict();
 export type ImageSource = z.infer<typeof imageSourceSchema>;
 
+/** The two sides of a comparison (Compare): `a` the first prompt version, `b` the second. */
+export const COMPARE_SIDES = ['a', 'b'] as const;
+export const compareSideSchema = z.enum(COMPARE_SIDES);
+export type CompareSide = z.infer<typeof compareSideSchema>;
+
 /** A picture Easel keeps: where it is, which turn and prompt version it belongs to, and what it was made with. */
 export interface ImageRecord extends ImageMadeWith {
   id: string;
@@ -50,6 +55,8 @@ export interface ImageRecord extends ImageMadeWith {
   promptVersion: number | null;
   /** The image it was made from (Vary), or null: made from the prompt alone. */
   source: ImageSource | null;
+  /** One of a comparison (Compare): its side, `a` the first version and `b` the second; null otherwise. */
+  compareSide: CompareSide | null;
   createdAt: string;
 }
 

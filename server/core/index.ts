@@ -17,7 +17,19 @@ export type {
   TurnStatus,
 } from './conversation.ts';
 export { TURN_STATUSES, turnStatusSchema } from './conversation.ts';
-export { IMAGE_MADE_WITH_FIELDS, imageMadeWithSchema, imageSourceSchema, pickMadeWith, VARY_STRENGTH, type ImageMadeWith, type ImageRecord, type ImageSource } from './image-record.ts';
+export {
+  COMPARE_SIDES,
+  compareSideSchema,
+  IMAGE_MADE_WITH_FIELDS,
+  imageMadeWithSchema,
+  imageSourceSchema,
+  pickMadeWith,
+  VARY_STRENGTH,
+  type CompareSide,
+  type ImageMadeWith,
+  type ImageRecord,
+  type ImageSource,
+} from './image-record.ts';
 export {
   ARCHIVE_FORMAT,
   ARCHIVE_MANIFEST,
@@ -33,7 +45,7 @@ export { describeConversation, describeStorageFailure, UNTITLED, type Conversati
 export { createReplySaver, type ReplySaver } from './reply-saver.ts';
 export { ChatModelError, ImageBackendError, isChatModelError, isImageBackendError, isLoggedByStore, isStorageError, StorageError } from './errors.ts';
 export type { ChatModelErrorCode, ImageBackendErrorCode, StorageErrorCode } from './errors.ts';
-export type { DoneEvent, ImageEvent, ImageNotMadeEvent, LibraryEvent, LiveEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
+export type { CompareVersion, DoneEvent, ImageEvent, ImageNotMadeEvent, LibraryEvent, LiveEvent, MetadataEvent, PaneEvent, TurnEvent, TurnEventType } from './events.ts';
 // The families of checkpoints, for the page's lists and labels (the rules stay in server/protocol).
 export { FAMILY_STYLES, IMAGE_FAMILIES, type ImageFamily } from '../protocol/index.ts';
 export { createModelCatalog, type ListedCheckpoint, type ModelCatalog, type ModelsView, type PullEvent } from './model-catalog.ts';

@@ -35,6 +35,13 @@ export interface ReferenceDeps {
   /** Without one, references are refused as unavailable. */
   converter?: ImageConverter;
   thumbnails?: Thumbnailer;
+  /** Makes a new, empty conversation with this id (the page's empty page), as a first message or Generate would. */
+  createConversation?: (id: string) => Result<unknown>;
+}
+
+export interface AddReferenceOptions {
+  /** The conversation does not exist yet (the empty page): the picture creates it, once it is known to be good. */
+  create?: boolean;
 }
 
 export interface AddedReference {
@@ -47,7 +54,7 @@ export interface AddedReference {
 
 export interface ReferenceCommands {
   /** Stores `bytes` (a picture of type `type`) as a reference image of the conversation. */
-  addReference(conversationId: string, bytes: Uint8Array, type: string): Promise<Result<AddedReference>>;
+  addReference(conversationId: string, bytes: Uint8Array, type: string, options?: AddReferenceOptions): Promise<Result<AddedReference>>;
 }
 
 /** A reference image (brought by the user), told apart from a made one by what it lacks. */
@@ -69,9 +76,10 @@ const DEFAULT_MAX_PIXELS = 8192 * 8192;
 export function createReferenceCommands(state: ServiceState, references: ReferenceDeps): ReferenceCommands {
   const { deps } = state;
   return {
-    async addReference(conversationId, bytes, type) {
+    async addReference(conversationId, bytes, type, options = {}) {
       if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
-      if (!state.findRecord(conversationId)) return notFound(conversationId);
+      const creating = !state.findRecord(conversationId) && options.create === true && references.createConversation !== undefined;
+      if (!creating && !state.findRecord(conversationId)) return notFound(conversationId);
       if (bytes.byteLength > MAX_REFERENCE_BYTES) {
         return refuse('too_large', `The picture is ${Math.ceil(bytes.byteLength / 1024 / 1024)} MB; Easel takes reference images of at most ${MAX_REFERENCE_BYTES / 1024 / 1024} MB.`);
       }
@@ -91,6 +99,11 @@ export function createReferenceCommands(state: ServiceState, references: Referen
       }
       const checked = await checkPngImage(converted.png, { maxPixels });
       if (!checked.ok) return refuse('invalid', checked.error.message);
+      // Only a good picture makes a conversation.
+      if (creating) {
+        const created = references.createConversation?.(conversationId);
+        if (created && !created.ok) return created;
+      }
       const id = randomBytes(16).toString('hex');
       const file = `${id}.png`;
       try {
@@ -117,6 +130,7 @@ export function createReferenceCommands(state: ServiceState, references: Referen
         model: null,
         promptVersion: null,
         source: null,
+        compareSide: null,
         createdAt: state.isoNow(),
       };
       const stored = state.tryWrite('image', () => deps.store.addImage(image));
@@ -129,6 +143,8 @@ export function createReferenceCommands(state: ServiceState, references: Referen
         if (!made.ok) deps.logger.warn('no thumbnail was made for a reference image', { imageId: id, reason: made.error.message });
       });
       state.announce(conversationId);
+      // Every page of the conversation shows it (its own answer shows it too: the page draws it once).
+      state.feed.publish(conversationId, { type: 'reference_added', imageId: id });
       return { ok: true, value: { id, url: image.url, width: image.width, height: image.height, image } };
     },
   };

@@ -5,14 +5,14 @@ import { createArchiveCommands, type ArchiveCommands } from './archive-commands.
 import { createFollowCommands, type FollowCommands } from './follow-commands.ts';
 import { isStorageError } from './errors.ts';
 import { createEventBuffer, type EventBuffer } from './event-buffer.ts';
-import { applyShownText, type TurnEvent } from './events.ts';
+import { applyShownText, type CompareVersion, type TurnEvent } from './events.ts';
 import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import { createGalleryCommands, makeThumbnailsOnSave, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
 import { createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
-import { NO_BACKEND_MESSAGE, type CompareSide, type ImageBackendStatus } from './generation.ts';
+import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import { endImageStream, type FollowImageOptions, type ImageActivity } from './image-activities.ts';
 import { applyUserSettings, pinChangedFrom, type PinnableField } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
@@ -42,8 +42,9 @@ export interface GenerateOverrides {
   /** How many images, 1–8 (default 1): a batch, seeds seed, seed + 1, …, each its own record. */
   count?: unknown;
   /**
-   * Compare: `[a, b]`, two distinct prompt versions of this conversation, each made on the same seeds (`count` each),
-   * A's images first. Not with `prompt`.
+   * Compare: `[a, b]`, two distinct prompt versions of this conversation, or `"previous"` (the pane's and the one it
+   * was changed from), each made on the same seeds (`count` each), A's images first. Not with `prompt` (but for
+   * the page's, saved first).
    */
   promptVersions?: unknown;
 }
@@ -181,27 +182,36 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     return { ok: true, value: { image, strength: parsed.data.strength } };
   }
   /**
-   * Compare's `promptVersions`: two distinct versions of this conversation (each named when unknown), never with
-   * a `prompt` override; undefined when it is no comparison.
+   * Compare's `promptVersions`: two distinct versions of this conversation (each named when unknown), or
+   * `"previous"`: the pane's version and the one it was changed from. Never with a `prompt` override, but for the
+   * page's, which is saved first (so the typing on screen is side B); undefined when it is no comparison.
    */
-  function readCompareVersions(id: string, overrides: GenerateOverrides): Result<[CompareSide, CompareSide] | undefined> {
+  function readCompareVersions(id: string, overrides: GenerateOverrides, fromScreen: boolean): Result<[CompareVersion, CompareVersion] | undefined> {
     const value = overrides.promptVersions;
     if (value === undefined) return { ok: true, value: undefined };
     const wrong = (message: string) => refuse('invalid', message, { promptVersions: message });
-    if (!Array.isArray(value) || value.length !== 2 || !value.every((version) => Number.isInteger(version))) {
-      return wrong('promptVersions must be two prompt version ids, [a, b] (GET the conversation: its promptVersions list them).');
+    if (overrides.prompt !== undefined && !fromScreen) return wrong('Send promptVersions or prompt, not both: a comparison makes each version as it was stored.');
+    let pair: [number, number];
+    if (value === 'previous') {
+      const current = findRecord(id)?.promptVersion ?? null;
+      const parent = current === null ? null : (deps.store.getPromptVersion(id, current)?.parentId ?? null);
+      if (current === null || parent === null) return wrong('There is no earlier version of the prompt to compare with: change the prompt first.');
+      pair = [parent, current];
+    } else if (Array.isArray(value) && value.length === 2 && value.every((version) => Number.isInteger(version))) {
+      pair = value as [number, number];
+    } else {
+      return wrong('promptVersions must be two prompt version ids, [a, b], or "previous" (GET the conversation: its promptVersions list them).');
     }
-    const [a, b] = value as [number, number];
+    const [a, b] = pair;
     if (a === b) return wrong('promptVersions must be two different versions of the prompt: a comparison of one version with itself shows nothing.');
-    if (overrides.prompt !== undefined) return wrong('Send promptVersions or prompt, not both: a comparison makes each version as it was stored.');
-    const sides: CompareSide[] = [];
+    const sides: CompareVersion[] = [];
     for (const versionId of [a, b]) {
       const version = deps.store.getPromptVersion(id, versionId);
       if (!version) return wrong(`There is no prompt version ${versionId} in this conversation (GET the conversation: its promptVersions list them).`);
       if (version.prompt.trim() === '') return wrong(`Prompt version ${versionId} is empty: nothing to make.`);
       sides.push({ prompt: version.prompt, promptVersion: version.id });
     }
-    return { ok: true, value: sides as [CompareSide, CompareSide] };
+    return { ok: true, value: sides as [CompareVersion, CompareVersion] };
   }
   const { running, activities, deleting, findRecord, tryWrite, logStorageFailure, isoNow, turnStateOf } = state;
   const replyTimeouts = deps.replyTimeouts ?? DEFAULT_REPLY_TIMEOUTS;
@@ -360,7 +370,16 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     pickComparedPrompt: announcing(pane.pickComparedPrompt),
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
-    ...createReferenceCommands(state, { ...(deps.converter ? { converter: deps.converter } : {}), ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}) }),
+    ...createReferenceCommands(state, {
+      ...(deps.converter ? { converter: deps.converter } : {}),
+      ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}),
+      createConversation: (id) => {
+        if (!isConversationId(id) || deleting.has(id)) return refuse('invalid', 'This new conversation has no valid id: reload the page and try again.');
+        const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), prompt: '', ...newSettings({}) }));
+        if (created.ok) state.announce(id, 'created');
+        return created;
+      },
+    }),
     ...createFollowCommands(state, () => service.listConversations()),
 
     async checkHealth(signal) {
@@ -453,7 +472,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
       }
       if (!deps.images.configured) return refuse('unavailable', NO_BACKEND_MESSAGE);
       const base = record ?? { prompt: '', settings: DEFAULT_SETTINGS };
-      const compared = readCompareVersions(id, overrides);
+      const compared = readCompareVersions(id, overrides, options.fromScreen === true);
       if (!compared.ok) return compared;
       const sides = compared.value;
       const prompt = overrides.prompt === undefined ? { success: true as const, data: base.prompt } : promptSchema.safeParse(overrides.prompt);

@@ -293,8 +293,9 @@ function toSummaryJson(summary: ConversationSummary) {
 
 /** null: the backend ignored that setting and did not say what it used, so Easel claims nothing. */
 function toImageJson(image: ImageRecord) {
-  const { id, url, promptVersion, source, createdAt } = image;
-  return { id, url, ...pickMadeWith(image), promptVersion, source, createdAt };
+  const { id, url, promptVersion, source, compareSide, createdAt } = image;
+  // `compareSide` only for a comparison's image: its side, `a` or `b`.
+  return { id, url, ...pickMadeWith(image), promptVersion, source, ...(compareSide === null ? {} : { compareSide }), createdAt };
 }
 
 /** An image as the gallery lists it: where it is, its thumbnail, and what it was made with. */

@@ -100,7 +100,13 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       });
       await client.chat({
         model: chatModel,
-        messages: request.messages.map(({ role, content }) => ({ role, content })),
+        // Images go as bytes: the client base64-encodes a Uint8Array (ollama-js @ f23d7ee src/index.ts:10-14
+        // encodeImage, `Buffer.from(image).toString('base64')`; dist/index.mjs:7-10 in the 0.6.4 installed) and
+        // Ollama's api.ImageData ([]byte, api/types.go:57) decodes it. A string would first be tried as a file
+        // path (src/index.ts:15-20), so bytes are never passed as one.
+        messages: request.messages.map(({ role, content, images }) =>
+          images !== undefined && images.length > 0 ? { role, content, images } : { role, content },
+        ),
         stream: true,
         ...(request.format !== undefined && { format: request.format }),
         ...(chatOptions !== undefined && { options: chatOptions }),

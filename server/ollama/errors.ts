@@ -27,6 +27,30 @@ export function isModelNotFound(error: OllamaResponseError): boolean {
   return error.status_code === 404 && /model/i.test(error.error) && /not found/i.test(error.error);
 }
 
+/**
+ * Ollama refused a chat because the model cannot read the images sent with it. No Ollama checks the
+ * `vision` capability before a chat (server/routes.go ChatHandler :2610-2638 @ fb30760 asks only for
+ * completion, tools and thinking); the runner refuses, in the words of the version:
+ * - fb30760 (v0.33.0-rc2): llama-server has no projector and answers "Multimodal data provided, but model
+ *   does not support multimodal requests." (llama.cpp tools/server server-common.cpp), which Ollama relays
+ *   with its status and its JSON body as the error text (llm/llama_server.go:1648-1654, :1782-1794;
+ *   routes.go:2903, streamResponse :2116-2118); on the llama-server chat path, "image input is not supported";
+ * - v0.12.6: a gemma3, mistral3, llama4, mllama or qwen25vl model without vision weights answers 500
+ *   "Failed to create new sequence: failed to process inputs: this model is missing data required for image
+ *   input" (model/model.go:29, runner/ollamarunner/runner.go:119-121, :862); other models ignored the images.
+ */
+export function isImageInputRefused(error: OllamaResponseError): boolean {
+  return /does not support multimodal|image input is not supported|missing data required for image input/i.test(error.error);
+}
+
+export function describeCannotSeeImages(model: string): string {
+  return (
+    `The model "${model}" cannot see images, so Ollama refused the message with the picture. ` +
+    'Choose a vision model such as gemma3 or llava in Settings → Models or with --model ' +
+    '(pull one with `ollama pull gemma3`), or send the message without the picture.'
+  );
+}
+
 export function describeUnreachable(host: string): string {
   return `Ollama is not reachable at ${host}. Start it with \`ollama serve\` (or set --ollama-url).`;
 }
@@ -70,6 +94,9 @@ export function toChatModelError(error: unknown, context: ErrorContext): ChatMod
   if (isOllamaResponseError(error)) {
     if (isModelNotFound(error)) {
       return new ChatModelError('model_not_found', describeModelMissing(model), { cause: error });
+    }
+    if (isImageInputRefused(error)) {
+      return new ChatModelError('bad_response', describeCannotSeeImages(model), { cause: error });
     }
     return new ChatModelError(
       'bad_response',

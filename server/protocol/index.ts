@@ -56,3 +56,17 @@ export {
   resolveFamily,
 } from './families.ts';
 export type { FamilyStyle, ImageFamily, ImageSize, ResolvedFamily } from './families.ts';
+export {
+  buildCheckMessages,
+  buildCheckReminder,
+  buildDescribeMessages,
+  critiqueJsonSchema,
+  critiqueSchema,
+  describeJsonSchema,
+  describeSchema,
+  MAX_CRITIQUE_ITEMS,
+  MAX_ELEMENT_CHARS,
+  parseCritique,
+  parseDescription,
+} from './vision.ts';
+export type { CheckMessagesInput, Critique, CritiqueResult, DescribeMessagesInput, Description, DescriptionResult, VisionMessages } from './vision.ts';

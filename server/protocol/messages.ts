@@ -6,6 +6,8 @@ export type ChatRole = 'system' | 'user' | 'assistant';
 export interface ChatMessage {
   role: ChatRole;
   content: string;
+  /** Raw bytes of images (PNG, JPEG…) the model should see with this message; only a vision model reads them. */
+  images?: Uint8Array[];
 }
 
 /** The model options the protocol chooses (e.g. for compaction); Ollama's names. */

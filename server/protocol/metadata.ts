@@ -23,12 +23,13 @@ export const REQUIRED_METADATA_FIELDS = ['prompt', 'generate_image', 'steps', 'c
 export type MetadataField = keyof Metadata;
 
 // Ollama turns `format` into a llama.cpp grammar (json-schema-to-grammar.cpp). It enforces the structure
-// (`type`, `properties` in order, `required`, `enum`, no other keys) and an integer's `minimum`/`maximum`,
+// (`type`, `properties` in order, `required`, `enum`, an array's `items`, no other keys) and an integer's `minimum`/`maximum`,
 // but reads those bounds as a 32-bit int: LIMITS.seed.max (4294967295) would become -1 and the grammar
 // would allow no seed but -1. So integer bounds are sent only when they fit; the seed keeps only its
 // minimum (-1) and our own parser clamps the rest. Number ranges are not enforced by the grammar, and a
-// `maxLength` of 2000 would expand into 2000 nested grammar rules, so neither is sent.
-const STRUCTURAL_KEYWORDS = new Set(['type', 'properties', 'required', 'enum']);
+// `maxLength` of 2000 would expand into 2000 nested grammar rules (an array's `maxItems` likewise), so none is
+// sent: our parsers check lengths and cap lists.
+const STRUCTURAL_KEYWORDS = new Set(['type', 'properties', 'required', 'enum', 'items']);
 const INTEGER_BOUNDS = new Set(['minimum', 'maximum']);
 const INT32 = { min: -2_147_483_648, max: 2_147_483_647 } as const;
 
@@ -36,7 +37,8 @@ function isInt32(value: unknown): boolean {
   return Number.isInteger(value) && (value as number) >= INT32.min && (value as number) <= INT32.max;
 }
 
-function restrictToOllamaGrammar(schema: unknown): unknown {
+/** A JSON Schema (as z.toJSONSchema writes it) limited to what Ollama's grammar enforces correctly, nested objects and arrays' items included. */
+export function restrictToOllamaGrammar(schema: unknown): unknown {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
   const isInteger = (schema as Record<string, unknown>).type === 'integer';
   const restricted: Record<string, unknown> = {};
@@ -50,8 +52,12 @@ function restrictToOllamaGrammar(schema: unknown): unknown {
       restricted[keyword] = Object.fromEntries(
         Object.entries(value).map(([name, property]) => [name, restrictToOllamaGrammar(property)]),
       );
+    } else if (keyword === 'items') {
+      restricted[keyword] = restrictToOllamaGrammar(value);
     } else if (keyword === 'required' && Array.isArray(value)) {
-      restricted[keyword] = value.filter((name) => (REQUIRED_METADATA_FIELDS as readonly unknown[]).includes(name));
+      // Only names the object itself describes (zod lists exactly those; the grammar has no rule for any other).
+      const properties = (schema as Record<string, unknown>).properties;
+      restricted[keyword] = value.filter((name) => typeof name === 'string' && typeof properties === 'object' && properties !== null && Object.hasOwn(properties, name));
     } else {
       restricted[keyword] = value;
     }

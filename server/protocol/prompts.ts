@@ -23,8 +23,9 @@ ${formatMetadataJson({ prompt, generate_image: true, ...EXAMPLE_SETTINGS })}`;
 /**
  * How the family's text encoder wants the prompt written, in a few lines the model can follow: tags for CLIP
  * families (within its 75 tokens), booru tags after the quality tags for Pony and Illustrious, sentences for T5.
+ * `settings: false` leaves out the line on CFG, for a model that writes no settings (the vision prompts).
  */
-function describeFamily(style: FamilyStyle): string {
+export function describeFamily(style: FamilyStyle, { settings = true }: { settings?: boolean } = {}): string {
   const lines = [`THE IMAGE MODEL is ${style.label}. Write the prompt the way it reads prompts:`];
   if (style.promptStyle === 'tags') {
     lines.push('- Comma-separated tags and short phrases, the subject first, then details, style, lighting. No full sentences.');
@@ -39,12 +40,12 @@ function describeFamily(style: FamilyStyle): string {
       : `- Detail helps: it reads up to about ${style.tokenBudget} tokens.`,
   );
   if (!style.negativePrompt) lines.push('- It ignores negative prompts: say what you want instead of what to avoid.');
-  if (!style.cfgMatters) lines.push(`- It ignores classic CFG: keep cfg at ${style.cfg}.`);
+  if (settings && !style.cfgMatters) lines.push(`- It ignores classic CFG: keep cfg at ${style.cfg}.`);
   return lines.join('\n');
 }
 
 /** How long the prompt may be, as every message to the model says it: a family's encoder decides. */
-function describePromptLength(style: FamilyStyle | undefined, clip = `within about ${style?.tokenBudget ?? 75} tokens`): string {
+export function describePromptLength(style: FamilyStyle | undefined, clip = `within about ${style?.tokenBudget ?? 75} tokens`): string {
   if (style === undefined) return 'under 200 characters';
   return style.encoder === 'clip' ? clip : 'a few sentences';
 }

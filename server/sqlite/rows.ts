@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { toContextEntry, toMetadata } from '../core/context-change.ts';
 import { turnErrorCodeSchema } from '../core/error-codes.ts';
 import { turnStatusSchema, type ConversationRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
-import { IMAGE_MADE_WITH_FIELDS, type ImageMadeWith, type ImageRecord } from '../core/image-record.ts';
+import { IMAGE_MADE_WITH_FIELDS, type CompareSide, type ImageMadeWith, type ImageRecord } from '../core/image-record.ts';
 import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
 import { DEFAULT_SETTINGS } from '../core/settings.ts';
 import { imageFamilySchema, metadataSchema, type ContextEntry, type Metadata } from '../protocol/index.ts';
@@ -135,6 +135,8 @@ export type ImageRow = {
   /** Vary: the image it was made from and the strength (migration 009); NULL for one made from the prompt. */
   source_image_id: string | null;
   source_strength: number | null;
+  /** Compare: the side it was made for (migration 011); NULL for every other image. */
+  compare_side: CompareSide | null;
 } & { [Field in keyof ImageMadeWith as ToColumn<Field>]: ImageMadeWith[Field] };
 
 type ToColumn<Field extends string> = Field extends `${infer Head}${infer Tail}`
@@ -147,7 +149,7 @@ function toColumn<Field extends string>(field: Field): ToColumn<Field> {
 }
 
 /** The images table's columns, in the order of its INSERT. */
-export const IMAGE_COLUMNS = ['id', 'conversation_id', 'turn_id', 'file', ...IMAGE_MADE_WITH_FIELDS.map(toColumn), 'prompt_version_id', 'created_at', 'source_image_id', 'source_strength'] as const;
+export const IMAGE_COLUMNS = ['id', 'conversation_id', 'turn_id', 'file', ...IMAGE_MADE_WITH_FIELDS.map(toColumn), 'prompt_version_id', 'created_at', 'source_image_id', 'source_strength', 'compare_side'] as const;
 
 export function toConversation(row: ConversationRow): ConversationRecord {
   return {
@@ -215,7 +217,8 @@ export function toImageRow(image: ImageRecord): ImageRow {
     created_at: image.createdAt,
     source_image_id: image.source?.imageId ?? null,
     source_strength: image.source?.strength ?? null,
-    ...(madeWith as Omit<ImageRow, 'id' | 'conversation_id' | 'turn_id' | 'file' | 'prompt_version_id' | 'created_at' | 'source_image_id' | 'source_strength'>),
+    compare_side: image.compareSide,
+    ...(madeWith as Omit<ImageRow, 'id' | 'conversation_id' | 'turn_id' | 'file' | 'prompt_version_id' | 'created_at' | 'source_image_id' | 'source_strength' | 'compare_side'>),
   };
 }
 
@@ -230,6 +233,7 @@ export function toImage(row: ImageRow): ImageRecord {
     ...madeWith,
     promptVersion: row.prompt_version_id,
     source: row.source_image_id === null || row.source_strength === null ? null : { imageId: row.source_image_id, strength: row.source_strength },
+    compareSide: row.compare_side,
     createdAt: row.created_at,
   };
 }

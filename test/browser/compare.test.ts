@@ -4,6 +4,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { replyMeta } from '../helpers/replies.ts';
+import { openPage } from './browser.ts';
 import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 
 describeInBrowser('Compare', () => {
@@ -46,5 +47,35 @@ describeInBrowser('Compare', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await poll(() => stage.fake.chatRequests().length).toBe(1);
     expect(stage.fake.chatRequests()[0]?.messages?.at(-1)?.content).toContain('chose: "a red fox in the snow" over "a blue fox in the snow at dusk"');
+  });
+
+  it('compares the typing on screen with the version it changes, side by side in another tab and after a reload', async () => {
+    const id = await stage.easel.newConversation();
+    expect((await stage.easel.put(`/api/conversations/${id}/settings`, { steps: 3, width: 64, height: 64, seed: 77 })).status).toBe(200);
+    await stage.easel.put(`/api/conversations/${id}/prompt`, { prompt: 'an owl on a branch' });
+    open.problems.length = 0;
+    await page.goto(`${stage.easel.url}/c/${id}`);
+    const other = await openPage(stage);
+    try {
+      await other.page.goto(`${stage.easel.url}/c/${id}`);
+      await poll(() => page.locator('#generate').getAttribute('data-backend-ready')).toBe('yes');
+      // Not saved yet: Compare saves it first, and it is side B.
+      await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('an owl on a branch at night');
+      await page.getByRole('button', { name: 'Compare with previous' }).click();
+      await poll(() => page.locator('.compare-side img').count()).toBe(2);
+      expect(await page.locator('.compare-side[data-side="b"] mark').allTextContents()).toEqual(['at night']);
+      // The other tab draws the same two columns as it happens, each picture in its side.
+      for (const shown of [other.page]) {
+        await poll(() => shown.locator('.compare-side[data-side="a"] img').count()).toBe(1);
+        await poll(() => shown.locator('.compare-side[data-side="b"] img').count()).toBe(1);
+        expect(await shown.locator('.compare-side[data-side="b"] .compare-prompt').textContent()).toBe('an owl on a branch at night');
+      }
+      await page.reload();
+      await poll(() => page.locator('.compare-side[data-side="b"] img').count()).toBe(1);
+      expect(await page.locator('.compare-side[data-side="a"] .compare-prompt').textContent()).toBe('an owl on a branch');
+      expect(other.problems).toEqual([]);
+    } finally {
+      await other.close();
+    }
   });
 });

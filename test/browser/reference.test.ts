@@ -4,6 +4,7 @@
 // keyboard's way) does the same, and a file that is no picture is refused in the image error slot.
 import { afterEach, expect, it } from 'vitest';
 import { makePng } from '../fakes/png-bytes.ts';
+import { conversationIdOf, openPage } from './browser.ts';
 import { describeInBrowser, poll, useBrowserStage } from './suite.ts';
 
 describeInBrowser('Reference images', () => {
@@ -76,5 +77,42 @@ describeInBrowser('Reference images', () => {
     await poll(() => page.locator('#log article.generated.reference').count()).toBe(1);
     await poll(() => page.locator('#image-error').textContent()).toBe('');
     await poll(() => page.locator('#log article.generated.reference').getByRole('button', { name: 'Vary (strong)' }).isVisible()).toBe(true);
+  });
+
+  /** Drops a PNG of this size on the page's log, as a file manager's drag would. */
+  async function dropPicture(on: typeof page, width: number, height: number): Promise<void> {
+    await on.evaluate((base64) => {
+      const bytes = Uint8Array.from(atob(base64), (char) => char.charCodeAt(0));
+      const files = new DataTransfer();
+      files.items.add(new File([bytes], 'fox.png', { type: 'image/png' }));
+      document.querySelector('#log')?.dispatchEvent(new DragEvent('drop', { dataTransfer: files, bubbles: true, cancelable: true }));
+    }, Buffer.from(makePng(width, height)).toString('base64'));
+  }
+
+  it('a picture dropped on the empty page starts the conversation, and another tab of it shows the next one live', async () => {
+    open.problems.length = 0;
+    await page.goto(`${stage.easel.url}/`);
+    await page.locator('#status .state').first().waitFor();
+    await dropPicture(page, 32, 20);
+    await poll(() => page.locator('#log article.generated.reference').count()).toBe(1);
+    // The page is the conversation's now: its address, and the library lists it.
+    await poll(() => new URL(page.url()).pathname.startsWith('/c/')).toBe(true);
+    const id = conversationIdOf(page);
+    await poll(() => page.locator(`#conversation-list a[href="/c/${id}"]`).count()).toBe(1);
+
+    const other = await openPage(stage);
+    try {
+      await other.page.goto(`${stage.easel.url}/c/${id}`);
+      await other.page.locator('#status .state').first().waitFor();
+      await dropPicture(page, 24, 24);
+      await poll(() => page.locator('#log article.generated.reference').count()).toBe(2);
+      // Drawn once in each page: the one that added it (its answer and its live view) and the other.
+      await poll(() => other.page.locator('#log article.generated.reference').count()).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await page.locator('#log article.generated.reference').count()).toBe(2);
+      expect(other.problems).toEqual([]);
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -62,6 +62,12 @@ export interface FakeOllamaReply {
 export interface FakeChatMessage {
   role: string;
   content: string;
+  /**
+   * Images as sent: base64 strings (api.Message.Images []ImageData, api/types.go:203 @ fb30760; ImageData is
+   * []byte, :57, so encoding/json reads each as base64). A script sees them here; the decoded bytes are in
+   * FakeOllamaRequest.images and chatImages().
+   */
+  images?: string[];
   [key: string]: unknown;
 }
 
@@ -90,6 +96,11 @@ export interface FakeOllamaRequest {
   receivedAt: number;
   /** True when the client hung up before the reply ended. */
   aborted: boolean;
+  /**
+   * /api/chat only, once the body decoded as Ollama decodes it: the bytes of each message's `images`
+   * (one list per message, empty when it has none), base64-decoded as Go does.
+   */
+  images?: Uint8Array[][];
 }
 
 export interface FakeOllama {
@@ -109,6 +120,11 @@ export interface FakeOllama {
   enqueue(...replies: FakeOllamaScript[]): void;
   /** Parsed bodies of every /api/chat request, in arrival order. */
   chatRequests(): FakeChatRequestBody[];
+  /**
+   * The decoded image bytes of every /api/chat request whose body Ollama would have decoded, in arrival
+   * order: per request, per message, its images (see FakeOllamaRequest.images).
+   */
+  chatImages(): Uint8Array[][][];
   /**
    * What the model would actually read for each /api/chat request: the messages rendered through
    * Ollama's template for mistral:7b. Shows what a template silently drops.
@@ -151,6 +167,7 @@ export interface FakeModelSpec {
   /**
    * /api/show `capabilities` (types/model/capability.go: completion, tools, insert, vision, embedding,
    * thinking, image, audio). Default ['completion']; [] leaves the field out (api/types.go:752 omitempty).
+   * Without 'vision', a chat whose messages carry images is refused as Ollama refuses it (see handleChat).
    */
   capabilities?: string[];
   /** /api/show `model_info["<family>.context_length"]`. Default 32768; null leaves the key out. */
@@ -224,6 +241,14 @@ const NO_REPLY_LEFT = 'fake-ollama: no scripted reply left';
 const FORMAT_VIOLATION = 'fake-ollama: scripted reply does not satisfy the requested format';
 const UNCONVERTIBLE_SCHEMA = 'fake-ollama: the format schema has a bound llama.cpp would misread';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+/** llama-server's refusal of images without a projector, as its error JSON (see handleChat). */
+const LLAMA_SERVER_NO_MULTIMODAL = JSON.stringify({
+  error: {
+    code: 400,
+    message: 'Multimodal data provided, but model does not support multimodal requests.',
+    type: 'invalid_request_error',
+  },
+});
 /** The paths this fake serves, each registered in v0.12.6 server/routes.go:1455-1485 for its methods. */
 const KNOWN_PATHS = new Set(['/', '/api/version', '/api/ps', '/api/tags', '/api/show', '/api/generate', '/api/chat', '/api/pull']);
 
@@ -345,6 +370,7 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       const parsed = parseBody(rawBody);
       record = { method, path, body: parsed.value, rawBody, receivedAt: Date.now(), aborted: exchange.hungUp };
       requests.push(record);
+      exchange.record = record;
       notify();
       await route(method, path, parsed, exchange);
     } catch (error) {
@@ -437,9 +463,11 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
   }
 
   async function handleChat(body: Record<string, unknown>, exchange: Exchange): Promise<void> {
-    const request = validateChatRequest(body);
+    const { request, images } = validateChatRequest(body);
+    if (exchange.record) exchange.record.images = images;
     if (request.model === '') throw new HttpError(400, 'model is required');
-    if (!findModel(request.model)) throw new HttpError(404, `model '${request.model}' not found`);
+    const chatted = findModel(request.model);
+    if (!chatted) throw new HttpError(404, `model '${request.model}' not found`);
     const messages = request.messages ?? [];
     if (messages.length === 0) {
       // No messages only loads (or, with keep_alive 0, unloads) the model.
@@ -459,6 +487,23 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
     }
     // Any role is accepted: Ollama only lower-cases it (v0.12.6 api/types.go:198) and the template renders
     // nothing for a role it has no branch for (see renderMistralPrompt).
+
+    if (images.some((list) => list.length > 0) && !(chatted.capabilities ?? ['completion']).includes('vision')) {
+      // Ollama checks no `vision` capability for a chat (server/routes.go:2610-2638 @ fb30760 asks for
+      // completion, tools, thinking): it loads the model (:2634 scheduleRunner), renders the prompt with an
+      // [img-N] tag per image (server/prompt.go:80, :106-121) and hands the images to llama-server as
+      // multimodal_data (llm/llama_server.go:1603-1618). Without a projector llama-server refuses: llama.cpp
+      // tools/server/server-common.cpp tokenize_input_subprompt throws "Multimodal data provided, but model
+      // does not support multimodal requests.", answered 400 invalid_request_error. Ollama keeps that status
+      // and the whole trimmed body as the message (llama_server.go:1648-1654, statusErrorMessage :1782-1794),
+      // ChatHandler passes it on (routes.go:2902-2903) and streamResponse, with nothing written yet, answers
+      // c.JSON(status, {"error": message}) (:2116-2118). So the error text is llama-server's JSON.
+      // (v0.12.6 refused only some architectures without vision weights, 500 "Failed to create new sequence:
+      // failed to process inputs: this model is missing data required for image input", and let the other
+      // models ignore the images: model/model.go:29, runner/ollamarunner/runner.go:119-121, :862.)
+      markLoaded(request.model);
+      throw new HttpError(400, LLAMA_SERVER_NO_MULTIMODAL);
+    }
 
     const script = queue.shift();
     if (script === undefined) throw recordScriptError(NO_REPLY_LEFT);
@@ -637,6 +682,9 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
         .filter((request) => request.path === '/api/chat' && isRecord(request.body))
         .map((request) => request.body as FakeChatRequestBody);
     },
+    chatImages() {
+      return requests.flatMap((request) => (request.path === '/api/chat' && request.images ? [request.images] : []));
+    },
     renderedPrompts() {
       return this.chatRequests().map((body) => renderMistralPrompt(body.messages ?? []));
     },
@@ -693,6 +741,8 @@ interface Exchange {
   onHangUp: Array<() => void>;
   /** Called when a reply stalls (stallAfter) once its earlier lines left for the socket. */
   onStalled: () => void;
+  /** What the fake keeps of this request (set once its body was read). */
+  record?: FakeOllamaRequest;
 }
 
 interface ReplyStats {
@@ -949,7 +999,9 @@ function requireObjectBody(parsed: ParsedBody, goType: string): Record<string, u
   return parsed.value;
 }
 
-function validateChatRequest(body: Record<string, unknown>): FakeChatRequestBody {
+/** A chat body as api.ChatRequest decodes it, with the bytes of each message's images. */
+function validateChatRequest(body: Record<string, unknown>): { request: FakeChatRequestBody; images: Uint8Array[][] } {
+  const images: Uint8Array[][] = [];
   expectFieldType(body, 'model', 'string', 'ChatRequest');
   expectFieldType(body, 'stream', 'bool', 'ChatRequest');
   expectFieldType(body, 'options', 'object', 'ChatRequest', 'map[string]interface {}');
@@ -969,6 +1021,7 @@ function validateChatRequest(body: Record<string, unknown>): FakeChatRequestBody
       }
       expectFieldType(message, 'role', 'string', 'ChatRequest.messages');
       expectFieldType(message, 'content', 'string', 'ChatRequest.messages');
+      images.push(decodeMessageImages(message.images));
     }
   }
   const format = body.format;
@@ -976,7 +1029,7 @@ function validateChatRequest(body: Record<string, unknown>): FakeChatRequestBody
     format === undefined || format === null || format === '' || format === 'json' || isRecord(format);
   if (!isValidFormat) throw new HttpError(400, 'invalid format: expected "json" or a valid JSON schema');
   const messages = (body.messages ?? []) as Array<Record<string, unknown>>;
-  return {
+  const request = {
     ...body,
     model: typeof body.model === 'string' ? body.model : '',
     messages: messages.map((message) => ({
@@ -985,6 +1038,92 @@ function validateChatRequest(body: Record<string, unknown>): FakeChatRequestBody
       content: typeof message.content === 'string' ? message.content : '',
     })),
   } as FakeChatRequestBody;
+  return { request, images };
+}
+
+/**
+ * One message's `images` as encoding/json reads a []api.ImageData (api/types.go:203, ImageData []byte :57,
+ * @ fb30760): null or absent is none, each string is base64 (a null one an empty image), anything else is
+ * a type error. Message.UnmarshalJSON (api/types.go:209-219) decodes through its own `Alias` type, so Go names
+ * the field `Alias.images`. gin's ShouldBindJSON returns the error and ChatHandler answers it 400
+ * `{"error": err.Error()}` (server/routes.go:2444-2450), before the model is even looked up.
+ */
+function decodeMessageImages(value: unknown): Uint8Array[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) {
+    throw new HttpError(400, `json: cannot unmarshal ${describeJsonType(value)} into Go struct field Alias.images of type []api.ImageData`);
+  }
+  return value.map((item) => {
+    if (item === null) return new Uint8Array(0);
+    if (typeof item !== 'string') {
+      throw new HttpError(400, `json: cannot unmarshal ${describeJsonType(item)} into Go struct field Alias.images of type api.ImageData`);
+    }
+    const decoded = decodeGoBase64(item);
+    if (typeof decoded === 'number') throw new HttpError(400, `illegal base64 data at input byte ${decoded}`);
+    return decoded;
+  });
+}
+
+const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const BASE64_VALUES = new Map(Array.from(BASE64_ALPHABET, (character, value) => [character.charCodeAt(0), value]));
+const CR = 0x0d;
+const LF = 0x0a;
+const PAD = 0x3d;
+
+/**
+ * Go's base64.StdEncoding.Decode, which encoding/json runs on a JSON string bound for a []byte (decode.go
+ * literalStore; its error is returned as is): the bytes, or the offset Go's CorruptInputError names,
+ * "illegal base64 data at input byte N". Per decodeQuantum (encoding/base64/base64.go): '\r' and '\n' are
+ * skipped anywhere, padding is required ("YQ" fails at the quantum's start, "YQ=" at the end), '=' in the
+ * first two places of a quantum, any byte outside the alphabet, and anything after the padding fail at
+ * that byte. Offsets count the string's UTF-8 bytes, as Go sees them.
+ */
+function decodeGoBase64(text: string): Uint8Array | number {
+  const src = Buffer.from(text, 'utf8');
+  const out: number[] = [];
+  let si = 0;
+  const skipNewlines = () => {
+    while (si < src.length && (src[si] === LF || src[si] === CR)) si++;
+  };
+  while (si < src.length) {
+    const quantum = [0, 0, 0, 0];
+    let length = 4;
+    let trailingAt: number | undefined;
+    for (let j = 0; j < 4; j++) {
+      if (si === src.length) {
+        if (j === 0) return Uint8Array.from(out); // only newlines were left
+        return si - j; // a quantum cut short: padding is required
+      }
+      const byte = src[si++] ?? 0;
+      const value = BASE64_VALUES.get(byte);
+      if (value !== undefined) {
+        quantum[j] = value;
+        continue;
+      }
+      if (byte === LF || byte === CR) {
+        j--;
+        continue;
+      }
+      if (byte !== PAD || j < 2) return si - 1;
+      if (j === 2) {
+        // "==" is expected; the first '=' is read.
+        skipNewlines();
+        if (si === src.length) return src.length;
+        if (src[si] !== PAD) return si - 1;
+        si++;
+      }
+      skipNewlines();
+      if (si < src.length) trailingAt = si;
+      length = j;
+      break;
+    }
+    const bits = ((quantum[0] ?? 0) << 18) | ((quantum[1] ?? 0) << 12) | ((quantum[2] ?? 0) << 6) | (quantum[3] ?? 0);
+    out.push((bits >> 16) & 0xff);
+    if (length >= 3) out.push((bits >> 8) & 0xff);
+    if (length === 4) out.push(bits & 0xff);
+    if (trailingAt !== undefined) return trailingAt;
+  }
+  return Uint8Array.from(out);
 }
 
 function expectFieldType(

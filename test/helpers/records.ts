@@ -20,6 +20,7 @@ export function makeImageRecord(over: Partial<ImageRecord> = {}): ImageRecord {
     model: null,
     promptVersion: null,
     source: null,
+    compareSide: null,
     createdAt: '2026-11-26T10:00:00.000Z',
     ...over,
   };

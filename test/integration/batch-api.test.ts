@@ -247,7 +247,10 @@ describe("the page's Count", () => {
     // The page as drawn now shows image 1; its follower brings 2 and 3 only.
     const page = read(await (await fetch(`${easel.url}/c/${id}`)).text());
     expect(find(page, '#log article.generated').querySelectorAll('button.thumb').map((thumb) => thumb.getAttribute('data-seed'))).toEqual(['42']);
-    const frames = await readSseFrames(await fetch(`${easel.url}/c/${id}/images/${generation}/events`));
+    // The follower names the pictures shown (its first), so one stored meanwhile is neither missed nor drawn twice.
+    const follower = find(page, `#generation-${generation} .image-follower`).getAttribute('hx-get');
+    expect(follower).toBe(`/c/${id}/images/${generation}/events?skip=${generation}`);
+    const frames = await readSseFrames(await fetch(`${easel.url}${follower}`));
     const html = frames.map((frame) => frame.data).join('\n');
     expect(html).not.toContain('Image 1 of 3 is ready.');
     expect(html).toContain('Image 2 of 3 is ready.');

@@ -14,7 +14,7 @@ interface Conversation {
   promptVersion: number | null;
   canUndo: boolean;
   promptVersions: Array<{ id: number; parentId: number | null; prompt: string; source: string }>;
-  images: Array<{ id: string; prompt: string; seed: number | null; promptVersion: number | null }>;
+  images: Array<{ id: string; prompt: string; seed: number | null; promptVersion: number | null; compareSide?: string }>;
 }
 
 const { fake, a1111, easel } = useEasel('each test', { a1111: { stepDelayMs: 1 } });
@@ -57,6 +57,31 @@ describe('compare', () => {
     const records = (await conversation(id)).images;
     expect(records.map((image) => [image.id, image.seed, image.promptVersion])).toEqual(images.map((image) => [image['id'], image['seed'], image['promptVersion']]));
     expect(events.at(-1)).toMatchObject({ type: 'done', data: { level: 'clean' } });
+  });
+
+  it('"previous" compares the pane\'s version with the one it was changed from; the generation names both, each image keeps its side', async () => {
+    const { id, a, b } = await twoVersions();
+    const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { promptVersions: 'previous', settings: { steps: 4, seed: 9, width: 64, height: 64 } }));
+    const generation = events.find((event) => event.type === 'generation')!.data;
+    expect(generation['compare']).toEqual({ a: { promptVersion: a, prompt: 'a red fox in snow' }, b: { promptVersion: b, prompt: 'a blue fox in snow at dusk' } });
+    expect(txt2img().map((body) => body['prompt'])).toEqual(['a red fox in snow', 'a blue fox in snow at dusk']);
+    // Kept with each image, so a reload and every other page draw the two columns.
+    expect((await conversation(id)).images.map((image) => [image.promptVersion, image.compareSide])).toEqual([
+      [a, 'a'],
+      [b, 'b'],
+    ]);
+    // A plain image says nothing of a side.
+    await readSse(await easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, width: 64, height: 64 } }));
+    expect((await conversation(id)).images.at(-1)).not.toHaveProperty('compareSide');
+  });
+
+  it('"previous" with no earlier version is refused with 422, saying so', async () => {
+    const id = await easel.newConversation();
+    await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'a lone fox' });
+    const refused = await easel.post(`/api/conversations/${id}/generations`, { promptVersions: 'previous' });
+    expect(refused.status).toBe(422);
+    expect(JSON.stringify(await refused.json())).toContain('no earlier version');
+    expect(txt2img()).toHaveLength(0);
   });
 
   it('a random seed is drawn once: both sides get it', async () => {
@@ -143,8 +168,26 @@ describe('the page', () => {
       ['a red fox in snow', 7],
       ['a blue fox in snow at dusk', 7],
     ]);
+    // After a reload the same two columns, each side's picture in its own.
+    const reloaded = await (await fetch(`${easel.url}/c/${id}`)).text();
+    const entry = /<article class="msg generated compare" id="compare-([^"]+)">([\s\S]*?)<\/article>/.exec(reloaded);
+    expect(entry?.[2]).toContain('a <mark>red</mark> fox in snow');
+    const stored = (await conversation(id)).images;
+    expect(entry?.[1]).toBe(stored[0]!.id);
+    expect(entry?.[2]).toMatch(new RegExp(`id="compare-${stored[0]!.id}-a-thumbs">[^]*?/images/${stored[0]!.id}\\.png[^]*?id="compare-${stored[0]!.id}-b-thumbs">[^]*?/images/${stored[1]!.id}\\.png`));
     const picked = await sendForm(easel, 'POST', `/c/${id}/compare/pick`, { promptVersion: String(a), over: String((await conversation(id)).promptVersions[1]!.id) });
     expect(picked.status).toBe(200);
     expect((await conversation(id)).prompt).toBe('a red fox in snow');
+  });
+
+  it('"Compare with previous" makes the prompt on screen, saved first, against the version it changes', async () => {
+    const { id, b } = await twoVersions();
+    const frames = await readSseFrames(
+      await sendForm(easel, 'POST', `/c/${id}/generations`, { compare: 'previous', prompt: 'a white fox in snow at dusk', count: '1', seed: '3', steps: '4', cfg: '7', width: '64', height: '64', negativePrompt: '', sendKey: randomUUID() }),
+    );
+    expect(frames.map((frame) => frame.data).join('\n')).toContain('a <mark>white</mark> fox in snow at dusk');
+    expect(txt2img().map((body) => body['prompt'])).toEqual(['a blue fox in snow at dusk', 'a white fox in snow at dusk']);
+    const stored = await conversation(id);
+    expect(stored.promptVersions.at(-1)).toMatchObject({ prompt: 'a white fox in snow at dusk', parentId: b, source: 'user' });
   });
 });

@@ -2,6 +2,7 @@
 // body, stores it as a PNG image of the conversation (an empty prompt, nothing it was made with), and `from` varies
 // from it like any other image: the image server's img2img gets that PNG. Another type is 415, more pixels than
 // --max-image-pixels 422, and the page's route answers with the chat entry and its Vary buttons.
+import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -10,7 +11,7 @@ import { checkPngImage } from '../../server/png/index.ts';
 import { createFakeA1111 } from '../fakes/fake-a1111.ts';
 import { decodeSolidPng, makePng } from '../fakes/png-bytes.ts';
 import { closeAfterEachTest, type TestEasel } from '../helpers/easel.ts';
-import { readSse } from '../helpers/sse.ts';
+import { iterateSse, readSse } from '../helpers/sse.ts';
 
 const { track, startEasel: easelWith } = closeAfterEachTest();
 
@@ -128,5 +129,47 @@ describe('POST /c/:id/references (the page)', () => {
     const refused = await easel.post(`/c/${id}/references`, undefined, { headers: {}, body: text });
     expect(refused.status).toBe(415);
     expect(await refused.text()).toMatch(/hx-target="#image-error"[\s\S]*notes\.txt is not a PNG, JPEG or WebP picture/);
+  });
+
+  it('on the empty page the picture starts the conversation; a refused one starts none', async () => {
+    const { easel } = await withA1111();
+    const id = randomUUID();
+    const text = new FormData();
+    text.append('file', new Blob(['hello'], { type: 'text/plain' }), 'notes.txt');
+    text.append('startNew', '1');
+    expect((await easel.post(`/c/${id}/references`, undefined, { headers: {}, body: text })).status).toBe(415);
+    expect((await easel.get(`/api/conversations/${id}`)).status).toBe(404);
+
+    const form = new FormData();
+    form.append('file', new Blob([makePng(16, 16) as Uint8Array<ArrayBuffer>], { type: 'image/png' }), 'fox.png');
+    form.append('startNew', '1');
+    const response = await easel.post(`/c/${id}/references`, undefined, { headers: {}, body: form });
+    expect(response.status, await response.clone().text()).toBe(201);
+    // The page becomes the conversation's: its head, its live stream, the library told.
+    expect(response.headers.get('hx-trigger')).toContain('easel:list');
+    const page = await response.text();
+    expect(page).toContain('<hx-partial hx-target="#start-new" hx-swap="delete">');
+    expect(page).toMatch(/hx-target="#live" hx-swap="outerHTML"/);
+    const stored = (await (await easel.get(`/api/conversations/${id}`)).json()) as { images: Array<{ prompt: string }> };
+    expect(stored.images).toHaveLength(1);
+  });
+
+  it('every follower of the conversation hears of a new reference: reference_added with its id', async () => {
+    const { easel } = await withA1111();
+    const id = await easel.newConversation();
+    const hangup = new AbortController();
+    const response = await fetch(`${easel.url}/api/conversations/${id}/events`, { signal: hangup.signal });
+    const events = iterateSse(response.body as ReadableStream<Uint8Array>);
+    expect((await events.next()).value?.type).toBe('snapshot');
+    const added = (await (await sendReference(easel, id, makePng(8, 8), 'image/png')).json()) as { id: string };
+    let seen: { type: string; data: Record<string, unknown> } | undefined;
+    for await (const event of events) {
+      if (event.type === 'reference_added') {
+        seen = event;
+        break;
+      }
+    }
+    hangup.abort();
+    expect(seen?.data).toEqual({ imageId: added.id });
   });
 });

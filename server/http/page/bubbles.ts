@@ -1,6 +1,6 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
-import { isGenerateOffered, nameImageDownload, type ImageMadeWith, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
+import { isGenerateOffered, nameImageDownload, type CompareSide, type CompareVersion, type ImageMadeWith, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
 import { raw } from 'hono/html';
 import { createMarkdownStream, renderMarkdown, type MarkdownStream } from './markdown.ts';
 import { EMPTY, html, joinHtml, renderMessage, type Html } from './markup.ts';
@@ -310,31 +310,30 @@ export function describeBatchEntry(generationId: string): { entry: string; thumb
   return { entry: `batch-${generationId}`, thumbs: `batch-${generationId}-thumbs` };
 }
 
-/** The ids of a comparison's entry in the chat: the article, and each side's thumbnails' row. */
-export function describeCompareEntry(key: string): { entry: string; thumbs: (side: 'a' | 'b') => string } {
-  return { entry: `compare-${key}`, thumbs: (side) => `compare-${key}-${side}-thumbs` };
-}
-
-/** One side of a comparison: its label, its version. */
-export interface CompareSideView {
-  versionId: number;
-  prompt: string;
+/** The ids of a comparison's entry in the chat (its generation's id): the article, and each side's thumbnails' row. */
+export function describeCompareEntry(generationId: string): { entry: string; thumbs: (side: CompareSide) => string } {
+  return { entry: `compare-${generationId}`, thumbs: (side) => `compare-${generationId}-${side}-thumbs` };
 }
 
 /**
- * A comparison made with "Compare with previous": two columns (A the earlier version, B the current), each with
- * its prompt, the words the other lacks marked, its images as they come, and "This one", which tells the model.
+ * A comparison (Compare): two columns, A and B, each with its prompt, the words the other lacks marked, its images
+ * (those made so far; the rest join as they come) and "This one", which makes it the prompt and tells the model.
+ * The same live, in every page and after a reload.
  */
-export function renderCompareEntry(conversationId: string, key: string, a: CompareSideView, b: CompareSideView): Html {
-  const ids = describeCompareEntry(key);
+export function renderCompareEntry(conversationId: string, generationId: string, versions: Record<CompareSide, CompareVersion>, images: Partial<Record<CompareSide, readonly ImageDetails[]>> = {}): Html {
+  if (!isImageId(generationId)) return EMPTY;
+  const ids = describeCompareEntry(generationId);
+  const { a, b } = versions;
   const diff = diffPrompts(a.prompt, b.prompt);
-  const column = (side: 'a' | 'b', view: CompareSideView, other: CompareSideView, parts: readonly DiffPart[]) => {
-    const label = side === 'a' ? 'A: the earlier prompt' : 'B: the current prompt';
-    const vals = JSON.stringify({ promptVersion: String(view.versionId), over: String(other.versionId) });
+  // A version changed from the other is the later one: what "Compare with previous" makes.
+  const ordered = a.promptVersion < b.promptVersion;
+  const column = (side: CompareSide, view: CompareVersion, other: CompareVersion, parts: readonly DiffPart[]) => {
+    const label = side === 'a' ? (ordered ? 'A: the earlier prompt' : 'A') : ordered ? 'B: the later prompt' : 'B';
+    const vals = JSON.stringify({ promptVersion: String(view.promptVersion), over: String(other.promptVersion) });
     return html`<div class="compare-side" data-side="${side}">
 <p class="compare-label">${label}</p>
 <p class="compare-prompt">${joinHtml(parts.map((part) => (part.changed ? html`<mark>${part.text}</mark>` : html`${part.text}`)))}</p>
-<div class="thumbs" id="${ids.thumbs(side)}"></div>
+<div class="thumbs" id="${ids.thumbs(side)}">${(images[side] ?? []).map(renderThumbnail)}</div>
 <button type="button" class="compare-pick" hx-post="${conversationPath(conversationId, '/compare/pick')}" hx-vals="${vals}" hx-include="#prompt" hx-swap="none" title="Make this the prompt, and tell the assistant it won">This one</button>
 </div>`;
   };

@@ -7,7 +7,7 @@ import { describeBubble, renderImage as renderFramedImage, renderNoImage, render
 import { renderRenameInput } from './library.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 import { renderPaneUpdate } from './pane.ts';
-import { isLastImage, renderEventHtml, renderTurnStart, type StreamView } from './render-event.ts';
+import { isLastImage, renderEventHtml, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
 import { renderComposerStatus, renderTurnBubble } from './views.ts';
 
 /** What one page asked for itself: claimed from the feed as its events arrive (see claim*), so it is not drawn twice. */
@@ -172,6 +172,10 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
         return renderComposerStatus('This conversation was deleted in another tab or window. Your text is kept: copy it, or start a new conversation.');
       }
       if (event.type === 'image_deleted') return renderImageDeleted(event.imageId);
+      if (event.type === 'reference_added') {
+        const image = service.getConversation(conversationId)?.images.find((stored) => stored.id === event.imageId);
+        return image ? renderReferenceAdded(image) : EMPTY;
+      }
       if ('imageId' in event && typeof event.imageId === 'string') return renderImage(event, event.imageId);
       if (event.type === 'pane') {
         // Another tab's change, or a reply's: shown unless this page is typing in that field (web/js/pane.js).

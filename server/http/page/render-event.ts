@@ -2,7 +2,7 @@
 // becomes one SSE message whose data is htmx 4 <hx-partial> fragments with their own targets.
 // It only renders: the protocol (withholding `---` and the JSON, the ladder) lives in the core.
 import { raw } from 'hono/html';
-import { decideTurnOffers, statusOfDone, type ImageInProgress, type TurnEvent } from '../../core/index.ts';
+import { decideTurnOffers, isImageId, statusOfDone, type ImageInProgress, type TurnEvent } from '../../core/index.ts';
 import {
   conversationPath,
   describeBubble,
@@ -22,9 +22,11 @@ import {
   renderSendAgain,
   renderThumbnail,
   describeCompareEntry,
+  renderCompareEntry,
   renderUserBubble,
   LAST_MESSAGE_SELECTOR,
   type BubbleIds,
+  type ImageDetails,
 } from './bubbles.ts';
 import { renderCreated, type ChatHead } from './library.ts';
 import { createMarkdownStream, type MarkdownStream } from './markdown.ts';
@@ -57,8 +59,6 @@ export interface StreamView {
   replied?: boolean;
   /** Drawn by a page's live view: another tab or client made it (web/js/pane.js tells a prompt being typed). */
   live?: boolean;
-  /** "Compare with previous": the key of its two-column entry (drawn first by the route), where its images go. */
-  compareKey?: string;
 }
 
 /** The user's bubble of a streamed turn, next to its reply's. */
@@ -140,9 +140,10 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       const lastOfBatch = isLastImage(event);
       const generationId = view.generationId ?? event.id;
       const batchEntry = batch === undefined ? undefined : describeBatchEntry(generationId);
+      // A comparison's entry was drawn with its `generation` event (or by the reload): each image joins its side.
       const entry =
-        event.compare !== undefined && view.compareKey !== undefined
-          ? renderPartial(`#${describeCompareEntry(view.compareKey).thumbs(event.compare.side)}`, 'beforeend', renderThumbnail(event))
+        event.compare !== undefined
+          ? renderPartial(`#${describeCompareEntry(event.compare.id).thumbs(event.compare.side)}`, 'beforeend', renderThumbnail(event))
           : batch !== undefined && batch.index > 0 && batchEntry
           ? renderPartial(`#${batchEntry.thumbs}`, 'beforeend', renderThumbnail(event))
           : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(event, batch === undefined ? undefined : generationId))]);
@@ -228,6 +229,8 @@ function renderGenerationStart(event: Extract<TurnEvent, { type: 'generation' }>
   if (!ids) return EMPTY;
   return joinHtml([
     renderPartial('#image-error', 'innerHTML'),
+    // A comparison's two columns come first, empty: its images join them as they come.
+    event.compare === undefined ? EMPTY : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderCompareEntry(conversationId, event.id, event.compare))]),
     renderPartial('#image-status', 'beforeend', renderGenerationBlock(conversationId, { id: event.id, queued: event.queued === true, ...(event.place === undefined ? {} : { place: event.place }) }, follow)),
     renderPartial('#image-announce', 'textContent', html`${describeGenerationState(event.queued === true, event.place)}`),
   ]);
@@ -256,13 +259,21 @@ export function isBubbleId(value: unknown): value is string {
  * The block of one image being made. `follow`: the image runs on its own (an automatic one, after its reply):
  * the block opens a stream of its own that brings its progress and puts it into that reply's bubble.
  */
-export function renderGenerationBlock(conversationId: string, image: Pick<ImageInProgress, 'id' | 'queued' | 'place' | 'progress'>, follow?: { bubbleId?: string }): Html {
+export function renderGenerationBlock(
+  conversationId: string,
+  image: Pick<ImageInProgress, 'id' | 'queued' | 'place' | 'progress'>,
+  follow?: { bubbleId?: string; skip?: readonly string[] },
+): Html {
   const ids = describeGeneration(image.id);
   if (!ids) return EMPTY;
   const state = image.queued ? describeGenerationState(true, image.place) : image.progress ? 'Making the image…' : describeGenerationState(false);
   // Into its reply's bubble; without one (Generate's), into the chat where it ends.
   const path = conversationPath(conversationId, `/images/${image.id}/events`);
-  const followUrl = !follow ? undefined : follow.bubbleId === undefined ? path : isBubbleId(follow.bubbleId) ? `${path}?bubble=${follow.bubbleId}` : undefined;
+  // `skip`: its pictures the page shows already (a reload mid-batch), named so none is drawn twice or missed.
+  const query = new URLSearchParams();
+  if (follow?.bubbleId !== undefined) query.set('bubble', follow.bubbleId);
+  if (follow?.skip !== undefined) query.set('skip', follow.skip.filter(isImageId).join(','));
+  const followUrl = !follow || (follow.bubbleId !== undefined && !isBubbleId(follow.bubbleId)) ? undefined : query.size === 0 ? path : `${path}?${query}`;
   return html`<div class="generation" id="${ids.block}">
 <p class="image-state" id="${ids.state}">${state}</p>
 <div class="progress-row">${renderProgressBar(ids.bar, image.progress ?? {})}<button type="button" class="cancel" hx-post="${conversationPath(conversationId, `/images/${image.id}/cancel`)}" hx-swap="none">Cancel</button></div>${
@@ -337,4 +348,19 @@ export function renderImageError(message: string): Html {
 export function isLastImage(event: Extract<TurnEvent, { type: 'image' }>): boolean {
   const { batch, compare } = event;
   return (compare === undefined || compare.side === 'b') && (batch === undefined || batch.index >= batch.count - 1);
+}
+
+/**
+ * A reference image added: its entry in the chat and the image area. Drawn by the page that added it (its answer)
+ * and by every page's live view, in either order, so the entry replaces itself (its id is its image's) instead
+ * of showing twice.
+ */
+export function renderReferenceAdded(image: ImageDetails & { id: string }): Html {
+  if (!isImageId(image.id)) return EMPTY;
+  return joinHtml([
+    renderPartial('#log-empty', 'delete'),
+    renderPartial(`#${describeBatchEntry(image.id).entry}`, 'delete'),
+    renderPartial('#log', 'beforeend', renderGeneratedEntry([image], image.id)),
+    renderPartial('#image-frame', 'innerHTML', renderImage(image)),
+  ]);
 }

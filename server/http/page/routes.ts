@@ -6,14 +6,14 @@ import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage }
 import { DEFAULT_SETTINGS, isReferenceType, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
 import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
-import { conversationPath, renderCompareEntry, renderGeneratedEntry, renderImage, type CompareSideView } from './bubbles.ts';
+import { conversationPath } from './bubbles.ts';
 import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
 import { galleryPath, renderGalleryMore, renderGalleryPage, renderGalleryResults } from './gallery.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import { renderModelsUpdate, renderPullEvent, renderPullRefused, renderPullStarted, type ModelChoices } from './models-view.ts';
 import { renderPaneUpdate } from './pane.ts';
 import { createLiveView, createOwnWork, expectOwn, noteOwnRevisions, skipOwnRevisions, type OwnWork } from './live-view.ts';
-import { isBubbleId, renderEventHtml, renderImageError, renderTurnStart, type StreamView } from './render-event.ts';
+import { isBubbleId, renderEventHtml, renderImageError, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { CHOICE_FIELDS, readSettingsForm, withoutUnchangedChoices } from './settings-form.ts';
 import {
@@ -172,7 +172,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const live = createLiveView({ service, conversationId: id, own: ownWorkOf(c.req.query('view')), running });
     // Too far behind to resume (events no longer kept, a restart): the log and the pane are drawn again.
     const first: SseMessage[] = snapshot
-      ? [{ id: snapshotId, data: String(joinHtml([renderPartial('#log', 'innerHTML', renderTranscript(id, snapshot.turns, snapshot.images, service.isBusy(id))), renderPaneUpdate(id, snapshot.pane)])) }]
+      ? [{ id: snapshotId, data: String(joinHtml([renderPartial('#log', 'innerHTML', renderTranscript(id, snapshot.turns, snapshot.images, service.isBusy(id), snapshot.generating)), renderPaneUpdate(id, snapshot.pane)])) }]
       : [];
     // A reconnect may have missed changes of the list too (its events are not resumed): it is fetched again.
     if (c.req.header('last-event-id') !== undefined) first.push(LIST_CHANGED);
@@ -370,14 +370,11 @@ export function createPageRoutes(deps: PageDeps): Hono {
       delete settings.width;
       delete settings.height;
     }
-    // "Compare with previous": the stored current version and the one it was changed from, on the same seeds.
-    const compare = form.compare === 'previous' ? findPreviousVersions(id) : undefined;
-    if (form.compare === 'previous' && compare === undefined) {
-      return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError('There is no earlier version of the prompt to compare with.')), 409);
-    }
     const overrides = {
       // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
-      ...(compare === undefined ? (typeof form.prompt === 'string' ? { prompt: form.prompt } : {}) : { promptVersions: [compare.a.versionId, compare.b.versionId] }),
+      ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
+      // "Compare with previous": the prompt on screen (saved first, by the core) and the version it was changed from.
+      ...(form.compare === 'previous' ? { promptVersions: 'previous' } : {}),
       // A model choice as stored is not sent again: the servers are not asked about a name nobody changed.
       ...(settings ? { settings } : {}),
       ...(from === undefined ? {} : { from }),
@@ -399,19 +396,16 @@ export function createPageRoutes(deps: PageDeps): Hono {
       // Made from an older pane than the stored one: the newer pane is shown (typing kept), nothing is made.
       const newer = result.error.code === 'stale' && result.error.pane ? renderPaneUpdate(id, result.error.pane) : EMPTY;
       // A prompt the pane cannot hold is said in its own words, not the API's `prompt: …`.
-      return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.fields?.prompt ?? result.error.message))]), STATUS[result.error.code]);
+      return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.fields?.prompt ?? result.error.fields?.promptVersions ?? result.error.message))]), STATUS[result.error.code]);
     }
     // Stryker disable next-line BooleanLiteral: a Generate stream has no bubble: every error goes to the image area either way
-    const compareKey = compare === undefined ? undefined : randomBytes(8).toString('hex');
-    const view: StreamView = { conversationId: id, imageStarted: true, ...(compareKey === undefined ? {} : { compareKey }) };
+    const view: StreamView = { conversationId: id, imageStarted: true };
     // A first Generate made the conversation: the page takes its place in the library at once.
     const head = creating ? headOf(id) : undefined;
     // The prompt on screen was saved first: the page learns the pane's new revision at once.
     // It follows the new conversation from here, its own image not drawn twice.
     const goLive = () => renderGoLive(id, (own) => expectOwn(own.pendingImages, id, 1));
-    const compareEntry =
-      compare === undefined || compareKey === undefined ? EMPTY : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderCompareEntry(id, compareKey, compare.a, compare.b))]);
-    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id), goLive()])) }, LIST_CHANGED] : [{ data: String(joinHtml([renderOwnPane(id), compareEntry])) }];
+    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id), goLive()])) }, LIST_CHANGED] : [{ data: String(renderOwnPane(id)) }];
     return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
@@ -428,19 +422,20 @@ export function createPageRoutes(deps: PageDeps): Hono {
     if (!isReferenceType(file.type)) {
       return refused(`${file.name || 'The file'} is not a PNG, JPEG or WebP picture${file.type ? ` (it is ${file.type})` : ''}: add one of those as a reference image.`, 415);
     }
-    const added = await service.addReference(c.req.param('id'), new Uint8Array(await file.arrayBuffer()), file.type);
-    if (!added.ok) {
-      const message = added.error.code === 'not_found' ? 'A reference image belongs to a conversation: send a message or press Generate first, then add it.' : added.error.message;
-      return refused(message, STATUS[added.error.code]);
-    }
-    const image = added.value.image;
+    const id = c.req.param('id');
+    // On the empty page the picture starts the conversation, as a first message or Generate does.
+    const creating = body.value.startNew === '1' && !service.getSummary(id);
+    const added = await service.addReference(id, new Uint8Array(await file.arrayBuffer()), file.type, { create: creating });
+    if (!added.ok) return refused(added.error.message, STATUS[added.error.code]);
+    const head = creating ? headOf(id) : undefined;
+    // The library lists the new conversation at once.
+    if (head) c.header('HX-Trigger', JSON.stringify({ 'easel:list': { target: 'body' } }));
     return sendHtml(
       c,
       joinHtml([
+        head ? joinHtml([renderCreated(head), renderGoLive(id, () => {})]) : EMPTY,
         renderPartial('#image-error', 'innerHTML'),
-        renderPartial('#log-empty', 'delete'),
-        renderPartial('#log', 'beforeend', renderGeneratedEntry(image)),
-        renderPartial('#image-frame', 'innerHTML', renderImage(image)),
+        renderReferenceAdded(added.value.image),
       ]),
       201,
     );
@@ -545,16 +540,6 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const prompt = typeof body.value.prompt === 'string' ? { prompt: body.value.prompt } : {};
     return sendPane(c, id, changeFromPage(id, body.value, (baseRevision) => service.pickComparedPrompt(id, number(body.value.promptVersion), number(body.value.over), { ...prompt, baseRevision })));
   });
-
-  /** The current prompt version and its parent (A the earlier, B the current); undefined when there is no parent. */
-  function findPreviousVersions(id: string): { a: CompareSideView; b: CompareSideView } | undefined {
-    const versions = service.listPromptVersions(id) ?? [];
-    const pane = service.getPane(id);
-    const current = versions.find((version) => version.id === pane?.promptVersion);
-    const parent = versions.find((version) => version.id === current?.parentId);
-    if (!current || !parent) return undefined;
-    return { a: { versionId: parent.id, prompt: parent.prompt }, b: { versionId: current.id, prompt: current.prompt } };
-  }
 
   page.post('/c/:id/suggestion', async (c) => {
     const id = c.req.param('id');

@@ -1,8 +1,9 @@
-import type { ConversationView, Health, ImageRecord, PaneView, Settings, TranscriptTurn } from '../../core/index.ts';
+import type { CompareSide, CompareVersion, ConversationView, Health, ImageInProgress, ImageRecord, PaneView, Settings, TranscriptTurn } from '../../core/index.ts';
 import { decideTurnOffers, describeModelHealth, isPinnableField, MAX_IMAGE_COUNT, MAX_MESSAGE_CHARS, SETTING_LIMITS } from '../../core/index.ts';
 import {
   conversationPath,
   renderAssistantBubble,
+  renderCompareEntry,
   renderRegenerateButton,
   renderRegenerateForm,
   renderResendForm,
@@ -121,12 +122,12 @@ export function renderConversationPart(model: PageModel): Html {
   const { conversation, isNew } = model;
   const id = conversation.id;
   const latestImage = conversation.images.at(-1);
-  const empty = conversation.turns.length === 0 && conversation.images.length === 0;
+  const empty = conversation.turns.length === 0 && conversation.images.length === 0 && conversation.generating.every((image) => image.compare === undefined);
   return html`<main id="conversation" class="layout" data-conversation-id="${id}">
 <section class="chat" aria-label="Chat">
 ${renderChatHead({ id, title: conversation.title, isNew, imageCount: conversation.images.length })}
 <div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0">
-${empty ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images, model.busy)}
+${empty ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images, model.busy, conversation.generating)}
 </div>
 <form id="composer" class="composer" hx-post="${conversationPath(id, '/messages')}" hx-swap="none" hx-disable="#send" data-stream novalidate>
 ${isNew ? html`<input type="hidden" id="start-new" name="startNew" value="1">` : EMPTY}
@@ -168,7 +169,8 @@ ${model.live ? renderLiveStream(id, model.live, conversation.pane.paneRevision) 
  * on the page (web/js/reference.js puts that file in this form). It lands in the chat with its Vary buttons.
  */
 function renderReferenceForm(conversationId: string): Html {
-  return html`<form id="reference-form" class="reference-form" hx-post="${conversationPath(conversationId, '/references')}" hx-encoding="multipart/form-data" hx-swap="none" hx-disable="#reference-button">
+  // On the empty page the picture starts the conversation (#start-new goes with it, as with a first message).
+  return html`<form id="reference-form" class="reference-form" hx-post="${conversationPath(conversationId, '/references')}" hx-encoding="multipart/form-data" hx-include="#start-new" hx-swap="none" hx-disable="#reference-button">
 <label id="reference-button" class="button quiet reference-button">Add a reference image…<input type="file" id="reference-file" name="file" accept="image/png,image/jpeg,image/webp" class="visually-hidden"></label>
 <span class="hint">or drop or paste a picture</span>
 </form>`;
@@ -179,7 +181,14 @@ function renderReferenceForm(conversationId: string): Html {
  * its image until it lands in its reply, or in the chat for Generate's.
  */
 function renderRunningImages(conversationId: string, conversation: ConversationView): Html {
-  return joinHtml(conversation.generating.map((image) => renderGenerationBlock(conversationId, image, image.turnId === null ? {} : { bubbleId: `turn-${image.turnId}` })));
+  return joinHtml(
+    conversation.generating.map((image) => {
+      // Its pictures shown already: those stored with its first one (a batch's share their moment, generation.ts).
+      const first = conversation.images.find((stored) => stored.id === image.id);
+      const skip = first === undefined ? [] : conversation.images.filter((stored) => stored.createdAt === first.createdAt && stored.conversationId === first.conversationId).map((stored) => stored.id);
+      return renderGenerationBlock(conversationId, image, image.turnId === null ? { skip } : { bubbleId: `turn-${image.turnId}`, skip });
+    }),
+  );
 }
 
 /**
@@ -324,7 +333,13 @@ ${VARY_CHOICES.map((choice, index) => html`<button type="submit" form="generate-
  * The turns, with each Generate-button image placed where it was made (by time): the same order the
  * live page showed, after a reload.
  */
-export function renderTranscript(conversationId: string, turns: readonly TranscriptTurn[], images: readonly ImageRecord[], busy: boolean): Html {
+export function renderTranscript(
+  conversationId: string,
+  turns: readonly TranscriptTurn[],
+  images: readonly ImageRecord[],
+  busy: boolean,
+  generating: readonly ImageInProgress[] = [],
+): Html {
   // Stryker disable next-line MethodExpression,ConditionalExpression: a replaced turn is always followed by the turns that replaced it, never the last of its role
   const shown = turns.filter((turn) => turn.status !== 'replaced');
   const lastUser = shown.findLast((turn) => turn.role === 'user');
@@ -341,7 +356,7 @@ export function renderTranscript(conversationId: string, turns: readonly Transcr
       // A batch's images share their moment (generation.ts): one entry, as the live page showed them.
       const batch = [image];
       while (next + batch.length < loose.length && loose[next + batch.length]?.createdAt === image.createdAt) batch.push(loose[next + batch.length] as ImageRecord);
-      taken.push(renderGeneratedEntry(batch, batch.length > 1 ? image.id : undefined));
+      taken.push(image.compareSide === null ? renderGeneratedEntry(batch, batch.length > 1 ? image.id : undefined) : renderStoredComparison(conversationId, batch, generating));
       next += batch.length;
     }
     return taken;
@@ -351,7 +366,30 @@ export function renderTranscript(conversationId: string, turns: readonly Transcr
     const last = !busy && (turn === lastUser || turn === lastAssistant);
     return joinHtml([before, renderTurn(conversationId, turns, turn, index, last)]);
   });
-  return joinHtml([...parts, ...takeLooseBefore(undefined)]);
+  // A comparison still being made that has no picture yet: its two columns, which its pictures join.
+  const starting = generating.filter((image) => image.compare !== undefined && !images.some((stored) => stored.id === image.id));
+  return joinHtml([...parts, ...takeLooseBefore(undefined), ...starting.map((image) => renderCompareEntry(conversationId, image.id, image.compare as CompareVersions))]);
+}
+
+type CompareVersions = Record<CompareSide, CompareVersion>;
+
+/**
+ * A comparison's stored pictures (they share their moment, and the first has its generation's id): its two
+ * columns, each version's prompt read from its pictures, or, while side B has none yet, from the running image.
+ */
+function renderStoredComparison(conversationId: string, images: readonly ImageRecord[], generating: readonly ImageInProgress[]): Html {
+  const first = images[0] as ImageRecord;
+  const bySide = { a: images.filter((image) => image.compareSide === 'a'), b: images.filter((image) => image.compareSide === 'b') };
+  const running = generating.find((image) => image.id === first.id)?.compare;
+  const versionOf = (side: CompareSide): CompareVersion | undefined => {
+    const image = bySide[side][0];
+    return image !== undefined && image.promptVersion !== null ? { promptVersion: image.promptVersion, prompt: image.prompt } : running?.[side];
+  };
+  const a = versionOf('a');
+  const b = versionOf('b');
+  // Half a comparison whose other side is not known (stopped before it, or its versions gone): one row of pictures.
+  if (a === undefined || b === undefined) return renderGeneratedEntry(images, images.length > 1 ? first.id : undefined);
+  return renderCompareEntry(conversationId, first.id, { a, b }, bySide);
 }
 
 /** One stored turn's bubble as a reload draws it, not the last one (a turn another tab's Edit or Regenerate replaced). */

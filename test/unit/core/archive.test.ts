@@ -90,6 +90,14 @@ describe('an export', () => {
 });
 
 describe('an import', () => {
+  it('keeps a comparison\'s side with each of its images', async () => {
+    const files = await exportSource({ ...source, images: [image({ compareSide: 'b' })] });
+    expect((manifestOf(files).images as Array<Record<string, unknown>>)[0]?.['compareSide']).toBe('b');
+    const read = await readArchiveFiles(files, ids);
+    if (!read.ok) throw new Error(read.error.message);
+    expect(read.value.conversation.images.map((stored) => stored.compareSide)).toEqual(['b']);
+  });
+
   it('gives back every record of the export: turns, their errors, notices and notes, the context as the model saw it', async () => {
     const read = await readArchiveFiles(await exportSource(), ids);
     if (!read.ok) throw new Error(read.error.message);
@@ -99,7 +107,7 @@ describe('an import', () => {
     // toStrictEqual: a key holding undefined (a note, a negative prompt) is not the same entry.
     expect(conversation.context).toStrictEqual(source.context);
     expect(conversation.images).toEqual([
-      { id: 'new-image', file: 'new-image.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, source: null, createdAt: AT },
+      { id: 'new-image', file: 'new-image.png', turn: 1, prompt: 'a fox', negativePrompt: '', steps: 20, cfg: 7, seed: 5, sampler: 'DPM++ 2M', scheduler: 'Karras', width: 8, height: 8, model: null, promptVersion: 1, source: null, compareSide: null, createdAt: AT },
     ]);
     expect(conversation.pane).toEqual({
       versions: [

@@ -238,9 +238,10 @@ describe('the page of a conversation', () => {
     });
     const root = page(view);
     expect(root.querySelectorAll('#image-status .generation').map((block) => block.id)).toEqual(['generation-g1', 'generation-g2']);
-    expect(find(root, '#generation-g1 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g1/events?bubble=turn-7');
-    // Generate's image outlives the page that asked for it: a reload follows it too, into the chat.
-    expect(find(root, '#generation-g2 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g2/events');
+    expect(find(root, '#generation-g1 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g1/events?bubble=turn-7&skip=');
+    // Generate's image outlives the page that asked for it: a reload follows it too, into the chat. `skip`: none of
+    // its pictures is shown yet.
+    expect(find(root, '#generation-g2 .image-follower').getAttribute('hx-get')).toBe('/c/c1/images/g2/events?skip=');
     expect(find(root, '#generation-g2-state').text).toBe('Waiting for the image backend: another image is being made first.');
     expect(find(root, '#generation-g1-bar').getAttribute('aria-valuenow')).toBe('50');
     expect(find(root, '#generation-g1-state').text).toBe('Making the image…');

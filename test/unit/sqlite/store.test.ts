@@ -37,7 +37,7 @@ function exchange(store: ConversationStore, id: string, message: string, answer:
 function image(conversationId: string, turnId: number | null, file: string): ImageRecord {
   return {
     id: file.slice(0, 8), conversationId, turnId, file, url: '', prompt: 'p', negativePrompt: '',
-    steps: 20, cfg: 7, seed: 5, sampler: null, scheduler: null, width: 512, height: 512, model: null, promptVersion: null, source: null, createdAt: at,
+    steps: 20, cfg: 7, seed: 5, sampler: null, scheduler: null, width: 512, height: 512, model: null, promptVersion: null, source: null, compareSide: null, createdAt: at,
   };
 }
 
@@ -371,11 +371,11 @@ describe('the SQLite store', () => {
     const store = createSqliteStore({ path });
     store.addImage({
       id: 'i2', conversationId: 'c1', turnId: null, file: 'new.png', url: '', prompt: 'q', negativePrompt: '',
-      steps: null, cfg: null, seed: null, sampler: null, scheduler: null, width: 64, height: 64, model: null, promptVersion: null, source: null, createdAt: at,
+      steps: null, cfg: null, seed: null, sampler: null, scheduler: null, width: 64, height: 64, model: null, promptVersion: null, source: null, compareSide: null, createdAt: at,
     });
     store.addImage({
       id: 'i3', conversationId: 'c1', turnId: null, file: 'euler.png', url: '', prompt: 'r', negativePrompt: '',
-      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', scheduler: null, width: 64, height: 64, model: null, promptVersion: null, source: null, createdAt: at,
+      steps: 12, cfg: 6.5, seed: 7, sampler: 'Euler', scheduler: null, width: 64, height: 64, model: null, promptVersion: null, source: null, compareSide: null, createdAt: at,
     });
     expect(store.listImages('c1').map(({ id, steps, cfg, seed, sampler, negativePrompt, model }) => ({ id, steps, cfg, seed, sampler, negativePrompt, model }))).toEqual([
       { id: 'i1', steps: 20, cfg: 7.5, seed: 42, sampler: null, negativePrompt: 'n', model: 'm' },
