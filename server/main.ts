@@ -98,6 +98,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     numCtx: config.numCtx,
     replyTimeouts,
     maxImagePixels: config.maxImagePixels,
+    ...(config.visionModel === undefined ? {} : { visionModel: config.visionModel }),
   });
   // Off loopback, other machines can connect: they need a token (128 random bits unless --token gave one).
   // A --token given on loopback is enforced too: it guards against other users of this machine.

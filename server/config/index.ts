@@ -64,6 +64,7 @@ const configSchema = z.object({
   port: intFlag(0, 65535),
   ollamaUrl: httpUrl,
   model: z.string().regex(OLLAMA_MODEL_NAME, 'must be an Ollama model name such as mistral:7b'),
+  visionModel: z.string().regex(OLLAMA_MODEL_NAME, 'must be an Ollama model name such as gemma3:4b').optional(),
   llmSeed: intFlag(0, 2_147_483_647).optional(),
   numCtx: intFlag(512, 1_048_576),
   firstTokenTimeout: secondsFlag(86_400),
@@ -163,6 +164,12 @@ const FLAGS: Record<string, FlagSpec> = {
     fallback: (env) => normaliseOllamaHost(env.OLLAMA_HOST) ?? 'http://127.0.0.1:11434',
   },
   model: { key: 'model', env: 'EASEL_MODEL', value: 'NAME', help: 'chat model (default mistral:7b)', fallback: () => 'mistral:7b' },
+  'vision-model': {
+    key: 'visionModel',
+    env: 'EASEL_VISION_MODEL',
+    value: 'NAME',
+    help: 'Ollama vision model that checks and describes pictures, e.g. gemma3:4b (default: none; each conversation may choose one)',
+  },
   'llm-seed': { key: 'llmSeed', env: 'EASEL_LLM_SEED', value: 'SEED', help: 'fixed sampling seed for the chat model (default: random)' },
   'num-ctx': { key: 'numCtx', env: 'EASEL_NUM_CTX', value: 'TOKENS', help: 'context window in tokens, 512–1048576 (default 8192)', fallback: () => '8192' },
   'first-token-timeout': {

@@ -253,7 +253,10 @@ const manifestV1Schema = z
     updatedAt: isoDate,
     prompt: promptSchema,
     // An export from before the model choices has none: the defaults (each server's own) then.
-    settings: settingsSchema.extend(modelChoiceSchema.partial().shape).transform((settings): Settings => ({ ...DEFAULT_MODEL_CHOICE, ...settings })),
+    // An export from before the vision settings has none: off.
+    settings: settingsSchema
+      .extend({ ...modelChoiceSchema.partial().shape, autoCheck: settingsSchema.shape.autoCheck.default(false), autoRefine: settingsSchema.shape.autoRefine.default(0) })
+      .transform((settings): Settings => ({ ...DEFAULT_MODEL_CHOICE, ...settings })),
     transcript: z.array(turnSchema.superRefine(checkUserText)).max(MAX_TURNS),
     context: z.array(contextEntrySchema).max(MAX_CONTEXT_ENTRIES),
     images: z.array(imageSchema).max(MAX_IMAGES),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ContextEntry, Metadata } from '../protocol/index.ts';
 import type { TurnErrorCode } from './error-codes.ts';
 import type { ImageSkipReason, PaneState, PinnableField, PromptSource, PromptSuggestion, PromptVersion, SettingsChange, SettingSuggestions } from './pane.ts';
+import type { ImageCheck } from './image-check.ts';
 import type { ImageRecord } from './image-record.ts';
 import type { Settings } from './settings.ts';
 
@@ -206,8 +207,11 @@ export interface ConversationStore {
     outcome: { turnId: number; turn: NewTurn; context: ContextChange; pane?: FinishPane; imageNote?: ImageNote },
     at: string,
   ): TranscriptTurn;
-  /** The user's own prompt as a new current version (its parent the current one); the next message tells the model of it. Returns its id. */
-  addUserPromptVersion(conversationId: string, prompt: string, at: string): number;
+  /**
+   * The user's own prompt as a new current version (its parent the current one); the next message tells the model
+   * of it. `vision`: one the vision model wrote at the user's asking (Describe). Returns its id.
+   */
+  addUserPromptVersion(conversationId: string, prompt: string, at: string, source?: 'user' | 'vision'): number;
   /** "Use suggestion": the model's waiting prompt becomes the current version and the suggestion is answered; the model wrote it, so nothing new is told. */
   takeSuggestion(conversationId: string, suggestion: PromptSuggestion, at: string): number;
   /**
@@ -226,6 +230,10 @@ export interface ConversationStore {
   /** Settings, pins and suggestions at once; `tellModel`: the next message says the current settings. */
   setSettings(conversationId: string, change: SettingsChange, options: { tellModel: boolean }): void;
   addImage(image: ImageRecord): void;
+  /** Keeps what the vision model found in a picture; answers it with its id. */
+  addImageCheck(check: Omit<ImageCheck, 'id'>): ImageCheck;
+  /** Every check of the conversation's pictures, oldest first. */
+  listImageChecks(conversationId: string): ImageCheck[];
   /** Every image of the conversation, oldest first (also those made by the Generate button, turnId null). */
   listImages(conversationId: string): ImageRecord[];
   /** One image by its id, whichever conversation holds it (the starting image of a Vary); undefined when there is none. */

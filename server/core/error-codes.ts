@@ -32,6 +32,9 @@ export const TURN_ERROR_CODES = [
   'image_cannot_vary',
   'image_source_unreadable',
   'image_failed',
+  'vision_failed',
+  'vision_bad_response',
+  'vision_cancelled',
 ] as const;
 
 export const turnErrorCodeSchema = z.enum(TURN_ERROR_CODES);

@@ -115,6 +115,13 @@ export type TurnEvent =
    */
   | { type: 'progress'; id: string; place?: number; fraction?: number; step?: number; steps?: number; etaSeconds?: number }
   | ImageEvent
+  /**
+   * The vision model checked a picture (Check): what it shows of the request, what it misses and why, and the
+   * prompt it proposes (kept with the picture as check `checkId`).
+   */
+  | { type: 'critique'; imageId: string; checkId: number; model: string; matches: string[]; misses: Array<{ element: string; evidence: string }>; revisedPrompt: string }
+  /** The vision model described a picture (Describe): the prompt it wrote, and in one line what it saw. */
+  | { type: 'description'; prompt: string; subject: string }
   | { type: 'error'; code: TurnErrorCode; message: string }
   | DoneEvent;
 

@@ -40,7 +40,7 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
     draftConversation() {
       const now = state.isoNow();
       const pane = { paneRevision: 0, prompt: '', promptVersion: null, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: false, canRedo: false, family: describeFamily(DEFAULT_SETTINGS, state.catalog.serverCheckpoint()) };
-      return { id: state.newId(), title: UNTITLED, createdAt: now, updatedAt: now, preview: '', prompt: '', settings: DEFAULT_SETTINGS, turns: [], images: [], pane, generating: [] };
+      return { id: state.newId(), title: UNTITLED, createdAt: now, updatedAt: now, preview: '', prompt: '', settings: DEFAULT_SETTINGS, turns: [], images: [], checks: [], pane, generating: [] };
     },
 
     getConversation(id) {

@@ -17,7 +17,8 @@ export interface ListedCheckpoint {
 
 /** GET /api/models: what each server offers. A server that could not be asked lists nothing and says why in `problem`. */
 export interface ModelsView {
-  chat: { default: string; installed: InstalledChatModel[]; problem: string | null };
+  /** `visionDefault`: --vision-model, the vision model of every conversation that chose none (null: none). */
+  chat: { default: string; visionDefault: string | null; installed: InstalledChatModel[]; problem: string | null };
   image: {
     backend: ImageBackend['name'] | 'none';
     checkpoints: ListedCheckpoint[];
@@ -54,12 +55,20 @@ export interface ModelCatalogDeps {
   llm: ChatModel;
   images: ImageGenerator;
   logger: Logger;
+  /** --vision-model, said with the listing. */
+  visionModel?: string;
 }
-
 
 const NO_IMAGE_OPTIONS: ImageModelOptions = { checkpoints: [], current: null, samplers: [], schedulers: [] };
 
+/** The choices that name an Ollama model, and the capability each needs (/api/show, types/model/capability.go). */
+const OLLAMA_CHOICES = [
+  { field: 'chatModel', needs: 'completion', job: 'chat' },
+  { field: 'visionModel', needs: 'vision', job: 'see images' },
+] as const;
+
 export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
+  const visionDefault = deps.visionModel ?? null;
   // What each server last listed, kept through a failed or cancelled asking (the lists do not vanish because
   // a server was slow once), with the problem of its latest answer. An older asking never overwrites a newer one.
   const chat = { installed: undefined as InstalledChatModel[] | undefined, problem: null as string | null, asked: 0, stored: 0 };
@@ -69,10 +78,10 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
     const asking = ++chat.asked;
     let answer: ModelsView['chat'];
     try {
-      answer = { default: deps.llm.model, installed: await deps.llm.listModels(signal), problem: null };
+      answer = { default: deps.llm.model, visionDefault, installed: await deps.llm.listModels(signal), problem: null };
     } catch (error) {
       if (!isChatModelError(error)) throw error;
-      answer = { default: deps.llm.model, installed: [], problem: error.message };
+      answer = { default: deps.llm.model, visionDefault, installed: [], problem: error.message };
     }
     if (signal?.aborted !== true && asking > chat.stored) {
       chat.stored = asking;
@@ -117,20 +126,24 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
 
   /** What is wrong with the choice against what the servers last listed, or undefined. */
   function findProblem(choice: Partial<ModelChoice>): { field: keyof ModelChoice; message: string } | undefined {
-    const chatModel = choice.chatModel;
-    if (chatModel != null) {
-      const listed = chat.installed?.find((model) => isSame(model.name, chatModel));
+    // An Ollama model must be installed, and able to do its job as Ollama reports its capabilities.
+    for (const { field, needs, job } of OLLAMA_CHOICES) {
+      const name = choice[field];
+      if (name == null) continue;
+      const listed = chat.installed?.find((model) => isSame(model.name, name));
       if (listed === undefined) {
         const message = chat.problem
-          ? `Easel could not ask Ollama for its models, so ${chatModel} cannot be chosen now: ${chat.problem}`
+          ? `Easel could not ask Ollama for its models, so ${name} cannot be chosen now: ${chat.problem}`
           : chat.installed === undefined
-            ? `Easel has not heard from Ollama yet, so ${chatModel} cannot be chosen now; try again in a moment.`
-            : `Ollama has no model ${chatModel}: pull it first (\`ollama pull ${chatModel}\` or the Pull button), or pick an installed one.`;
-        return { field: 'chatModel', message };
+            ? `Easel has not heard from Ollama yet, so ${name} cannot be chosen now; try again in a moment.`
+            : `Ollama has no model ${name}: pull it first (\`ollama pull ${name}\` or the Pull button), or pick an installed one.`;
+        return { field, message };
       }
-      // Ollama reports what a model can do: one that cannot complete text (an embedding model) cannot chat.
-      if (listed.capabilities.length > 0 && !listed.capabilities.includes('completion')) {
-        return { field: 'chatModel', message: `${listed.name} cannot chat (it can: ${listed.capabilities.join(', ')}); pick a chat model.` };
+      // A chat model whose capabilities are unknown (an old Ollama says none) is taken; a vision model never is.
+      const lacks = needs === 'vision' ? !listed.capabilities.includes('vision') : listed.capabilities.length > 0 && !listed.capabilities.includes(needs);
+      if (lacks) {
+        const can = listed.capabilities.length > 0 ? ` (it can: ${listed.capabilities.join(', ')})` : '';
+        return { field, message: `${listed.name} cannot ${job}${can}; pick ${needs === 'vision' ? 'a vision model such as gemma3, llava or qwen2.5vl' : 'a chat model'}.` };
       }
     }
     const lists: Array<[keyof ModelChoice, string | null | undefined, string[] | undefined, string]> = [
@@ -163,9 +176,13 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
       const problem = findProblem(choice);
       if (problem !== undefined) return refuse('invalid', problem.message, { [problem.field]: problem.message });
       // Stored as Ollama names it: `mistral` is kept as the `mistral:latest` the list shows.
-      const chatModel = choice.chatModel;
-      const listed = chatModel == null ? undefined : chat.installed?.find((model) => isSame(model.name, chatModel));
-      return { ok: true, value: listed === undefined ? choice : { ...choice, chatModel: listed.name } };
+      const named = { ...choice };
+      for (const { field } of OLLAMA_CHOICES) {
+        const name = choice[field];
+        const listed = name == null ? undefined : chat.installed?.find((model) => isSame(model.name, name));
+        if (listed !== undefined) named[field] = listed.name;
+      }
+      return { ok: true, value: named };
     },
     async *pull(name, signal) {
       try {

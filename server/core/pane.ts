@@ -18,9 +18,9 @@ export type SettingSuggestions = Partial<Pick<Settings, PinnableField>>;
 /**
  * Who made a version: `user` (typed, Use these settings), `model` (a reply's prompt applied), `suggestion`
  * (the user took the model's waiting prompt), `earlier` (the prompt a conversation had before versions were
- * kept, or an imported one).
+ * kept, or an imported one), `vision` (the vision model's: a check's revised prompt taken, or a description).
  */
-export const PROMPT_SOURCES = ['user', 'model', 'suggestion', 'earlier'] as const;
+export const PROMPT_SOURCES = ['user', 'model', 'suggestion', 'earlier', 'vision'] as const;
 export const promptSourceSchema = z.enum(PROMPT_SOURCES);
 export type PromptSource = z.infer<typeof promptSourceSchema>;
 
@@ -35,10 +35,16 @@ export interface PromptVersion {
   createdAt: string;
 }
 
-/** The model's prompt, waiting beside an edit the user made while the reply was written. */
-export interface PromptSuggestion {
-  prompt: string;
-  turnId: number;
+/**
+ * A prompt waiting beside the user's: the model's, proposed while the user edited during its reply (`turnId`), or
+ * the vision model's, revised after it checked a picture (`imageId`, no turn). Taken, it becomes a version of
+ * source `suggestion` or `vision`; the user's prompt is never replaced without that.
+ */
+export type PromptSuggestion = { prompt: string; turnId: number; imageId?: undefined } | { prompt: string; turnId: null; imageId: string };
+
+/** The source of the version a suggestion becomes when it is taken. */
+export function sourceOfSuggestion(suggestion: PromptSuggestion): PromptSource {
+  return suggestion.imageId === undefined ? 'suggestion' : 'vision';
 }
 
 /** The prompt pane and the settings as stored: the page shows exactly this, and images are made from it. */

@@ -73,32 +73,47 @@ export function describeReferenceTypes(sent: string | null | undefined): string 
 
 const DEFAULT_MAX_PIXELS = 8192 * 8192;
 
+/** A picture the user brings, as a checked PNG: its size said, or why it cannot be taken, in the user's words. */
+export type PictureReader = (bytes: Uint8Array, type: string) => Promise<Result<{ png: Uint8Array; width: number; height: number }>>;
+
+/**
+ * Reads a picture the user brings (a reference, a picture to describe): PNG, JPEG or WebP, at most
+ * MAX_REFERENCE_BYTES and `maxPixels`, converted to PNG off the event loop and checked like any image a backend sends.
+ */
+export function createPictureReader(converter: ImageConverter | undefined, maxPixels = DEFAULT_MAX_PIXELS): PictureReader {
+  return async (bytes, type) => {
+    if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
+    if (bytes.byteLength > MAX_REFERENCE_BYTES) {
+      return refuse('too_large', `The picture is ${Math.ceil(bytes.byteLength / 1024 / 1024)} MB; Easel takes pictures of at most ${MAX_REFERENCE_BYTES / 1024 / 1024} MB.`);
+    }
+    if (bytes.byteLength === 0) return refuse('invalid', 'The body is empty: send the picture itself.');
+    if (!converter) return refuse('unavailable', 'This Easel cannot read pictures (no image converter), so it takes none.');
+    const converted = await converter.toPng(bytes, { maxPixels });
+    if (!converted.ok) {
+      if (converted.reason === 'too_many_pixels') {
+        return refuse(
+          'invalid',
+          `The picture is ${converted.width}×${converted.height} pixels (${converted.width * converted.height}), more than the ${maxPixels} Easel accepts; send a smaller one, or raise --max-image-pixels to allow it.`,
+        );
+      }
+      return refuse('invalid', `The body cannot be read as a ${type.slice('image/'.length).toUpperCase()} picture (${converted.detail}); send a PNG, JPEG or WebP file.`);
+    }
+    const checked = await checkPngImage(converted.png, { maxPixels });
+    if (!checked.ok) return refuse('invalid', checked.error.message);
+    return { ok: true, value: { png: converted.png, width: checked.value.width, height: checked.value.height } };
+  };
+}
+
 export function createReferenceCommands(state: ServiceState, references: ReferenceDeps): ReferenceCommands {
   const { deps } = state;
+  const readPicture = createPictureReader(references.converter, deps.maxImagePixels);
   return {
     async addReference(conversationId, bytes, type, options = {}) {
       if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
       const creating = !state.findRecord(conversationId) && options.create === true && references.createConversation !== undefined;
       if (!creating && !state.findRecord(conversationId)) return notFound(conversationId);
-      if (bytes.byteLength > MAX_REFERENCE_BYTES) {
-        return refuse('too_large', `The picture is ${Math.ceil(bytes.byteLength / 1024 / 1024)} MB; Easel takes reference images of at most ${MAX_REFERENCE_BYTES / 1024 / 1024} MB.`);
-      }
-      if (bytes.byteLength === 0) return refuse('invalid', 'The body is empty: send the picture itself.');
-      const converter = references.converter;
-      if (!converter) return refuse('unavailable', 'This Easel cannot read pictures (no image converter), so it takes no reference images.');
-      const maxPixels = deps.maxImagePixels ?? DEFAULT_MAX_PIXELS;
-      const converted = await converter.toPng(bytes, { maxPixels });
-      if (!converted.ok) {
-        if (converted.reason === 'too_many_pixels') {
-          return refuse(
-            'invalid',
-            `The picture is ${converted.width}×${converted.height} pixels (${converted.width * converted.height}), more than the ${maxPixels} Easel accepts; send a smaller one, or raise --max-image-pixels to allow it.`,
-          );
-        }
-        return refuse('invalid', `The body cannot be read as a ${type.slice('image/'.length).toUpperCase()} picture (${converted.detail}); send a PNG, JPEG or WebP file.`);
-      }
-      const checked = await checkPngImage(converted.png, { maxPixels });
-      if (!checked.ok) return refuse('invalid', checked.error.message);
+      const picture = await readPicture(bytes, type);
+      if (!picture.ok) return picture;
       // Only a good picture makes a conversation.
       if (creating) {
         const created = references.createConversation?.(conversationId);
@@ -107,7 +122,7 @@ export function createReferenceCommands(state: ServiceState, references: Referen
       const id = randomBytes(16).toString('hex');
       const file = `${id}.png`;
       try {
-        await deps.imageFiles.save(file, converted.png);
+        await deps.imageFiles.save(file, picture.value.png);
       } catch (error) {
         deps.logger.error('a reference image could not be written', { conversationId, error });
         return refuse('storage', 'The picture could not be written to the images folder. Check that Easel may write to its data folder (--data-dir) and that the disk has room, then try again.');
@@ -125,8 +140,8 @@ export function createReferenceCommands(state: ServiceState, references: Referen
         seed: null,
         sampler: null,
         scheduler: null,
-        width: checked.value.width,
-        height: checked.value.height,
+        width: picture.value.width,
+        height: picture.value.height,
         model: null,
         promptVersion: null,
         source: null,

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ArchiveCodec, ImageFiles } from './archive.ts';
 import type { ConversationListing, ConversationRecord, ConversationStore, TranscriptTurn } from './conversation.ts';
+import type { ImageCheck } from './image-check.ts';
 import type { ImageRecord } from './image-record.ts';
 import { isLoggedByStore, isStorageError, type StorageError } from './errors.ts';
 import type { LibraryEvent, LiveEvent } from './events.ts';
@@ -41,6 +42,8 @@ export interface ServiceDeps {
   maxImagePixels?: number;
   /** The epoch of the live feeds' event ids; default a random one per process. */
   feedEpoch?: string;
+  /** --vision-model: the vision model of every conversation that chose none (Check, Describe). */
+  visionModel?: string;
 }
 
 /** The library feed's one key. */
@@ -55,6 +58,8 @@ export interface ConversationView extends ConversationSummary {
   /** The transcript; a reply left `running` by a process that is gone shows as `interrupted`. */
   turns: TranscriptTurn[];
   images: ImageRecord[];
+  /** What the vision model found in its pictures (Check), oldest first. */
+  checks: ImageCheck[];
   /** The prompt pane and the settings as stored, with what undo and redo would do. */
   pane: PaneView;
   /** The images being made now, oldest first. */
@@ -138,7 +143,7 @@ export interface ServiceState {
 
 export function createServiceState(deps: ServiceDeps): ServiceState {
   const running = new Map<string, TurnTask>();
-  const catalog = createModelCatalog({ llm: deps.llm, images: deps.images, logger: deps.logger });
+  const catalog = createModelCatalog({ llm: deps.llm, images: deps.images, logger: deps.logger, ...(deps.visionModel === undefined ? {} : { visionModel: deps.visionModel }) });
   const activities = createImageActivities({
     images: deps.images,
     logger: deps.logger,
@@ -227,6 +232,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
       settings: record.settings,
       turns,
       images: deps.store.listImages(record.id),
+      checks: deps.store.listImageChecks(record.id),
       pane: describePane(record),
       generating: activities.listRunning(record.id).map((activity) => activity.describe()),
     };

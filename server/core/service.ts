@@ -9,7 +9,8 @@ import { applyShownText, type CompareVersion, type TurnEvent } from './events.ts
 import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import { createGalleryCommands, makeThumbnailsOnSave, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
-import { createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
+import { createPictureReader, createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
+import { createVisionCommands, type VisionCommands } from './vision-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
@@ -86,7 +87,7 @@ export interface SendOptions {
 }
 
 /** What the page and the API ask of Easel: the library, the pane and the archive (their own modules), turns and images. */
-export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands, GalleryCommands, ReferenceCommands {
+export interface EaselService extends LibraryCommands, PaneCommands, ArchiveCommands, FollowCommands, GalleryCommands, ReferenceCommands, VisionCommands {
   checkHealth(signal?: AbortSignal): Promise<Health>;
   /**
    * Starts a turn at once, as a task of its own: it runs, stores its outcome and frees the conversation
@@ -370,6 +371,10 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     pickComparedPrompt: announcing(pane.pickComparedPrompt),
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
+    ...createVisionCommands(state, {
+      readPicture: createPictureReader(deps.converter, deps.maxImagePixels),
+      ...(deps.visionModel === undefined ? {} : { defaultModel: deps.visionModel }),
+    }),
     ...createReferenceCommands(state, {
       ...(deps.converter ? { converter: deps.converter } : {}),
       ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}),

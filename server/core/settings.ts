@@ -24,6 +24,9 @@ const choiceName = (name: string) =>
 /** How Ollama names a model (`mistral:7b`, `hf.co/user/repo:Q4_K_M`): --model, a conversation's chatModel and a pull. */
 export const OLLAMA_MODEL_NAME = /^[\w.\-/:]+$/;
 
+/** The most corrected pictures one picture's check leads to (autoRefine). */
+export const MAX_REFINE_ROUNDS = 3;
+
 /** Longer than any checkpoint path a server lists (A1111 titles hold a folder, a file name and a hash). */
 const MAX_CHOICE_CHARS = 500;
 
@@ -37,11 +40,13 @@ export const modelChoiceSchema = z.object({
   scheduler: choiceName('scheduler'),
   /** The checkpoint's family as the user says it; null: read from the checkpoint's name. */
   family: imageFamilySchema.nullable(),
+  /** The Ollama model that looks at the pictures (Check, Describe); null: --vision-model, or none. */
+  visionModel: choiceName('visionModel').refine((name) => name === null || OLLAMA_MODEL_NAME.test(name), 'visionModel must be an Ollama model name such as gemma3:4b.'),
 });
 
 export type ModelChoice = z.infer<typeof modelChoiceSchema>;
 
-export const DEFAULT_MODEL_CHOICE: ModelChoice = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null };
+export const DEFAULT_MODEL_CHOICE: ModelChoice = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null, visionModel: null };
 
 export const MODEL_CHOICE_FIELDS = Object.keys(DEFAULT_MODEL_CHOICE) as (keyof ModelChoice)[];
 
@@ -62,6 +67,10 @@ export const settingsSchema = z.object({
   height: size('Height'),
   negativePrompt: typedText(z.string({ error: 'Negative prompt must be text.' }), 'The negative prompt').max(LIMITS.promptMaxChars, `Negative prompt can hold at most ${LIMITS.promptMaxChars} characters.`),
   autoGenerate: z.boolean({ error: 'autoGenerate must be true or false.' }),
+  /** Check every new picture with the vision model (off by default: it costs a second model's time). */
+  autoCheck: z.boolean({ error: 'autoCheck must be true or false.' }),
+  /** After a check with misses, make the corrected picture (same seed) up to this many times; needs autoCheck. */
+  autoRefine: wholeNumber('autoRefine', 0, MAX_REFINE_ROUNDS),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;
@@ -79,5 +88,7 @@ export const DEFAULT_SETTINGS: Settings = {
   height: 512,
   negativePrompt: '',
   autoGenerate: true,
+  autoCheck: false,
+  autoRefine: 0,
   ...DEFAULT_MODEL_CHOICE,
 };

@@ -102,6 +102,27 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     return c.json({ id: added.value.id, url: added.value.url, width: added.value.width, height: added.value.height }, 201);
   });
 
+  // The vision model checks a stored picture against what was asked: `critique`, then `pane` (its revised prompt
+  // waiting as a suggestion), then `done`. Hanging up cancels the check.
+  api.post('/conversations/:id/images/:imageId/check', async (c) => {
+    const hangup = new AbortController();
+    const result = await withRequestSignal(c, (signal) => deps.service.checkImage(c.req.param('id'), c.req.param('imageId'), { signal: AbortSignal.any([signal, hangup.signal]) }));
+    if (!result.ok) return respondError(c, result.error);
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
+  });
+
+  // The vision model writes a prompt from a picture (PNG, JPEG or WebP as the body, limited like a reference image):
+  // `description`, then `pane` (the new prompt, a version of source `vision`), then `done`.
+  api.post('/conversations/:id/describe', async (c) => {
+    const type = readMediaType(c);
+    if (!isReferenceType(type)) return c.json({ error: describeReferenceTypes(c.req.header('content-type')) }, 415);
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    const hangup = new AbortController();
+    const result = await withRequestSignal(c, (signal) => deps.service.describePicture(c.req.param('id'), bytes, type, { signal: AbortSignal.any([signal, hangup.signal]) }));
+    if (!result.ok) return respondError(c, result.error);
+    return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
+  });
+
   api.get('/conversations/:id', (c) => {
     const conversation = deps.service.getConversation(c.req.param('id'));
     if (!conversation) return c.json({ error: 'There is no such conversation. Create one with POST /api/conversations.' }, 404);
@@ -341,6 +362,8 @@ function toConversationJson(service: EaselService, conversation: ConversationVie
     })),
     // Every image, also those of the Generate button (they belong to no turn), oldest first.
     images: conversation.images.map(toImageJson),
+    // What the vision model found in its pictures (Check), oldest first.
+    checks: conversation.checks.map(({ id, imageId, model, matches, misses, revisedPrompt, createdAt }) => ({ id, imageId, model, matches, misses, revisedPrompt, createdAt })),
     imagesInProgress: conversation.generating,
   };
 }

@@ -14,8 +14,8 @@ export const MAX_BODY_BYTES = 64 * 1024;
 /** The routes that take a conversation's zip (API: the zip as the body; page: a form holding the file). */
 export const IMPORT_PATHS: ReadonlySet<string> = new Set(['/api/conversations/import', '/c/import']);
 
-/** The routes that take a reference image as the body (API and page alike): up to the image limit. */
-export const REFERENCE_PATH = /^\/(?:api\/conversations|c)\/[^/]+\/references$/;
+/** The routes that take a picture as the body (a reference image, one to describe; API and page alike): up to the image limit. */
+export const REFERENCE_PATH = /^\/(?:api\/conversations|c)\/[^/]+\/(?:references|describe)$/;
 
 export interface AppDeps extends ApiDeps {
   logger: Logger;
@@ -59,7 +59,7 @@ export function createApp(deps: AppDeps): Hono {
   // A reference image may be as large as an image a backend may send.
   const referenceLimit = bodyLimit({
     maxSize: MAX_REFERENCE_BYTES,
-    onError: (c) => respondMessage(c, 413, `The picture is larger than ${MAX_REFERENCE_BYTES / 1024 / 1024} MB, more than Easel takes as a reference image.`),
+    onError: (c) => respondMessage(c, 413, `The picture is larger than ${MAX_REFERENCE_BYTES / 1024 / 1024} MB, more than Easel takes as a picture.`),
   });
   app.use('*', (c, next) =>
     c.req.method === 'POST' && IMPORT_PATHS.has(c.req.path)

@@ -180,7 +180,7 @@ type ReadObject = { ok: true; value: Record<string, unknown>; repaired: boolean 
 
 /** The first `{…}` of the reply, parsed; jsonrepair only when JSON.parse refuses it. */
 function readObject(raw: string, what: string): ReadObject {
-  const start = raw.indexOf('{') === -1 ? -1 : 0;
+  const start = raw.indexOf('{');
   if (start === -1) return { ok: false, message: `The ${what} holds no JSON object.` };
   const body = raw.slice(start);
   const end = findObjectEnd(body);

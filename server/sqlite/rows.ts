@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { toContextEntry, toMetadata } from '../core/context-change.ts';
 import { turnErrorCodeSchema } from '../core/error-codes.ts';
 import { turnStatusSchema, type ConversationRecord, type PendingNotes, type TranscriptTurn } from '../core/conversation.ts';
+import type { ImageCheck } from '../core/image-check.ts';
 import { IMAGE_MADE_WITH_FIELDS, type CompareSide, type ImageMadeWith, type ImageRecord } from '../core/image-record.ts';
 import { imageSkipReasonSchema, isPinnableField, promptSourceSchema, type PromptVersion } from '../core/pane.ts';
 import { DEFAULT_SETTINGS } from '../core/settings.ts';
@@ -31,11 +32,14 @@ const storedSettingsSchema = z
     scheduler: z.string().nullable(),
     // A family a later Easel knows reads as "detect it".
     family: imageFamilySchema.nullable().catch(null),
+    visionModel: z.string().nullable(),
+    autoCheck: z.boolean(),
+    autoRefine: z.number(),
   })
   .partial();
 const settingSuggestionsSchema = z.object({ steps: z.number(), cfg: z.number(), seed: z.number(), negativePrompt: z.string() }).partial();
 const pendingSchema = z.object({ promptEdited: z.boolean(), settingsChanged: z.boolean(), compared: z.object({ chosen: z.string(), over: z.string() }) }).partial();
-const suggestionSchema = z.object({ prompt: z.string(), turnId: z.number() });
+const suggestionSchema = z.union([z.object({ prompt: z.string(), turnId: z.number() }), z.object({ prompt: z.string(), turnId: z.null(), imageId: z.string() })]);
 // The message is for a person and is kept whole; a code outside today's closed set reads as internal_error.
 const turnErrorSchema = z.object({ code: turnErrorCodeSchema.catch('internal_error'), message: z.string() });
 const imageNoteSchema = z.object({ reason: imageSkipReasonSchema, message: z.string() });
@@ -238,3 +242,30 @@ export function toImage(row: ImageRow): ImageRecord {
   };
 }
 
+/** A check's row (migration 012): its lists as JSON. */
+export interface ImageCheckRow {
+  id: number;
+  image_id: string;
+  conversation_id: string;
+  model: string;
+  matches: string;
+  misses: string;
+  revised_prompt: string;
+  created_at: string;
+}
+
+const checkMatchesSchema = z.array(z.string());
+const checkMissesSchema = z.array(z.object({ element: z.string(), evidence: z.string() }));
+
+export function toImageCheck(row: ImageCheckRow): ImageCheck {
+  return {
+    id: row.id,
+    imageId: row.image_id,
+    conversationId: row.conversation_id,
+    model: row.model,
+    matches: readJson(row.matches, checkMatchesSchema),
+    misses: readJson(row.misses, checkMissesSchema),
+    revisedPrompt: row.revised_prompt,
+    createdAt: row.created_at,
+  };
+}

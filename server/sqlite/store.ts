@@ -17,7 +17,7 @@ import type {
   PendingNotes,
 } from '../core/conversation.ts';
 import type { ImageRecord } from '../core/image-record.ts';
-import type { PinnableField, PromptSource } from '../core/pane.ts';
+import { sourceOfSuggestion, type PinnableField, type PromptSource } from '../core/pane.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
 import type { ContextEntry } from '../protocol/index.ts';
@@ -32,6 +32,8 @@ import {
   toPromptVersion,
   toTurn,
   type ConversationRow,
+  toImageCheck,
+  type ImageCheckRow,
   type ImageRow,
   type ListingRow,
   type PromptVersionRow,
@@ -83,6 +85,11 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
     listImageFiles: db.prepare<[string], { id: string; file: string }>('SELECT id, file FROM images WHERE conversation_id = ?'),
     getImage: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE id = ?'),
+    insertCheck: db.prepare<[string, string, string, string, string, string, string]>(
+      'INSERT INTO image_checks (image_id, conversation_id, model, matches, misses, revised_prompt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    getCheck: db.prepare<[number | bigint], ImageCheckRow>('SELECT * FROM image_checks WHERE id = ?'),
+    listChecks: db.prepare<[string], ImageCheckRow>('SELECT * FROM image_checks WHERE conversation_id = ? ORDER BY id'),
     insertTurn: db.prepare(
       'INSERT INTO turns (conversation_id, role, text, metadata, status, error, notices, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -543,11 +550,17 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       cacheContextChange(conversationId, outcome.context);
       return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, [], reportUnreadable(outcome.turnId));
     },
-    addUserPromptVersion(conversationId, prompt, at) {
-      return write(() => addPromptVersion(conversationId, { prompt, source: 'user', turnId: null }, at, { tellModel: true, clearSuggestion: false }));
+    addUserPromptVersion(conversationId, prompt, at, source = 'user') {
+      return write(() => addPromptVersion(conversationId, { prompt, source, turnId: null }, at, { tellModel: true, clearSuggestion: false }));
     },
     takeSuggestion(conversationId, suggestion, at) {
-      return write(() => addPromptVersion(conversationId, { prompt: suggestion.prompt, source: 'suggestion', turnId: suggestion.turnId }, at, { tellModel: false, clearSuggestion: true }));
+      return write(() =>
+        addPromptVersion(conversationId, { prompt: suggestion.prompt, source: sourceOfSuggestion(suggestion), turnId: suggestion.turnId }, at, {
+          // The chat model wrote its own suggestion; the vision model's it has not seen.
+          tellModel: suggestion.imageId !== undefined,
+          clearSuggestion: true,
+        }),
+      );
     },
     pickComparedPrompt(conversationId, compared, at) {
       write(() => pickComparedPrompt(conversationId, compared, at));
@@ -575,6 +588,15 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       write(() => addImage(image));
     },
     listImages,
+    addImageCheck(check) {
+      return write(() => {
+        const { lastInsertRowid } = statements.insertCheck.run(check.imageId, check.conversationId, check.model, JSON.stringify(check.matches), JSON.stringify(check.misses), check.revisedPrompt, check.createdAt);
+        return toImageCheck(statements.getCheck.get(lastInsertRowid) as ImageCheckRow);
+      });
+    },
+    listImageChecks(conversationId) {
+      return statements.listChecks.all(conversationId).map(toImageCheck);
+    },
     getImage(id) {
       const row = statements.getImage.get(id);
       return row === undefined ? undefined : toImage(row);
@@ -600,6 +622,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
 /** The store's methods that only read: each is guarded against a damaged file (see `read`). */
 const READ_METHODS = [
   'getConversation',
+  'listImageChecks',
   'listConversations',
   'getListing',
   'listTurns',

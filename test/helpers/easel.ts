@@ -6,7 +6,7 @@ import { createLogger } from '../../server/core/index.ts';
 import { startServer, type RunningServer, type ServerTiming } from '../../server/main.ts';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { createFakeA1111, type FakeA1111, type FakeA1111Options } from '../fakes/fake-a1111.ts';
-import { createFakeOllama, type FakeOllama } from '../fakes/fake-ollama.ts';
+import { createFakeOllama, type FakeOllama, type FakeOllamaOptions } from '../fakes/fake-ollama.ts';
 import { late } from './late.ts';
 
 export interface TestEasel extends RunningServer {
@@ -68,6 +68,8 @@ export interface EaselStageOptions {
   /** More command-line flags for Easel (after the image backend's). */
   flags?: string[];
   timing?: ServerTiming;
+  /** The fake Ollama's options (its installed models, say). */
+  ollama?: FakeOllamaOptions;
 }
 
 /** The real server with its fakes: the fake Ollama always, a fake AUTOMATIC1111 when it was asked for. */
@@ -81,7 +83,7 @@ export interface EaselStage {
 
 /** The fake Ollama (and a fake AUTOMATIC1111 when `options.a1111` is given), then Easel talking to them. */
 export async function startEaselStage(options: EaselStageOptions = {}): Promise<EaselStage> {
-  const fake = await createFakeOllama();
+  const fake = await createFakeOllama(options.ollama);
   const a1111 = options.a1111 && (await createFakeA1111(options.a1111));
   const imageFlags = a1111 ? ['--image-backend', 'a1111', '--image-url', a1111.url] : [];
   const easel = await startTestEasel({

@@ -115,6 +115,9 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
     case 'pane':
       // The server decided what the pane holds after this reply; the page shows exactly that.
       return renderPaneUpdate(view.conversationId, event, view.live ? { live: true } : {});
+    case 'critique':
+    case 'description':
+      return EMPTY;
     case 'image_not_made':
       return ids ? renderPartial(`#${ids.notes}`, 'beforeend', renderImageNote(event, true)) : EMPTY;
     case 'reset': {

@@ -107,7 +107,7 @@ describe('parseConfig', () => {
       const lines = help.split('\n').slice(3);
       // Each flag starts a row; its description starts in the same column as every other one.
       const rows = lines.filter((line) => line.startsWith('  --'));
-      expect(rows, String(columns)).toHaveLength(22);
+      expect(rows, String(columns)).toHaveLength(23);
       const starts = rows.map((row) => /^  (--[a-z0-9-]+(?: [A-Z]+)?) +/.exec(row)![0].length);
       const column = starts[0]!;
       expect(new Set(starts), String(columns)).toEqual(new Set([column]));

@@ -174,6 +174,7 @@ describe('Settings → Models', () => {
   const VIEW = {
     chat: {
       default: 'mistral:7b',
+      visionDefault: null,
       installed: [
         { name: 'mistral:7b', sizeBytes: 4_372_824_384, parameterSize: '7.2B', quantization: 'Q4_0', family: 'llama', capabilities: ['completion', 'tools'], contextLength: 32768 },
         { name: 'llava<b>:7b', sizeBytes: 4_700_000_000, parameterSize: '7B', quantization: 'Q4_0', family: 'llama', capabilities: ['completion', 'vision'], contextLength: 4096 },

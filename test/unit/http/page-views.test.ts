@@ -47,6 +47,7 @@ function conversation(over: Partial<ConversationView> = {}): ConversationView {
     settings: DEFAULT_SETTINGS,
     turns: [],
     images: [],
+    checks: [],
     pane: { paneRevision: 3, prompt: 'a fox', promptVersion: 2, suggestion: null, settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {}, canUndo: true, canRedo: false, family: describeFamily(DEFAULT_SETTINGS, null) },
     generating: [],
     ...over,

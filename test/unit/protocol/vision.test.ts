@@ -59,6 +59,12 @@ describe('parseCritique', () => {
     expect(critiqueOf(parseCritique(raw)).value.matches).toEqual(["the cat's fur"]);
   });
 
+  it("finds the object's end past an apostrophe inside a single-quoted text", () => {
+    const parsed = critiqueOf(parseCritique(`{'matches': ['the cat's fur'], 'misses': [], 'revisedPrompt': 'tabby cat'} Done.`));
+    expect(parsed.value.revisedPrompt).toBe('tabby cat');
+    expect(parsed.repaired).toBe(true);
+  });
+
   it.each([
     ['evidence of the wrong type', { ...CRITIQUE, misses: [{ element: 'hat', evidence: 42 }] }, 'misses[0].evidence'],
     ['no revisedPrompt', { matches: [], misses: [] }, 'revisedPrompt'],
@@ -72,10 +78,13 @@ describe('parseCritique', () => {
   });
 
   it.each([
-    ['no object at all', 'The picture shows a cat.'],
-    ['an object cut short', '{"matches": ["tabby cat"], "misses": [], "revisedPrompt": "tabby'],
-  ])('refuses %s as InvalidJson', (_name, raw) => {
-    expect(failureOf(parseCritique(raw)).code).toBe('InvalidJson');
+    ['no object at all', 'The picture shows a cat.', 'holds no JSON object'],
+    ['an object cut short', '{"matches": ["tabby cat"], "misses": [], "revisedPrompt": "tabby', 'cut short'],
+    ['JSON past repair', '{"matches": ["tabby cat"]: "misses"}', 'even after repair'],
+  ])('refuses %s as InvalidJson', (_name, raw, reason) => {
+    const failure = failureOf(parseCritique(raw));
+    expect(failure.code).toBe('InvalidJson');
+    expect(failure.message).toContain(reason);
   });
 
   it('trims the texts and drops empty items', () => {
@@ -104,12 +113,12 @@ describe('parseCritique', () => {
     const raw = JSON.stringify({
       matches: ['tabby\n  cat\t'],
       misses: [{ element: 'blue\u0007 wizard hat', evidence: 'a red\r\ncap' }],
-      revisedPrompt: 'tabby cat,\r\nblue wizard hat\u001b',
+      revisedPrompt: 'tabby cat,\r\nblue wizard hat\u001b\rcandlelight',
     });
     expect(critiqueOf(parseCritique(raw)).value).toEqual({
       matches: ['tabby cat'],
       misses: [{ element: 'blue wizard hat', evidence: 'a red cap' }],
-      revisedPrompt: 'tabby cat,\nblue wizard hat',
+      revisedPrompt: 'tabby cat,\nblue wizard hat\ncandlelight',
     });
   });
 

@@ -118,6 +118,46 @@ describe.each([1, 2])('a database at schema version %i', (version) => {
   });
 });
 
+describe('migration 012 (the vision source)', () => {
+  it('rebuilds prompt_versions keeping every id and reference, and gives out no deleted id again', () => {
+    const path = buildOldDatabase(2);
+    const db = new Database(path);
+    // Up to 011 as openDatabase migrates: each file in its transaction, foreign keys off meanwhile.
+    for (const file of readdirSync(MIGRATIONS).filter((name) => /^\d{3}-/.test(name)).sort()) {
+      const number = Number(file.slice(0, 3));
+      if (number <= 2 || number > 11) continue;
+      db.transaction(() => {
+        db.exec(readFileSync(join(MIGRATIONS, file), 'utf8'));
+        db.pragma(`user_version = ${number}`);
+      })();
+    }
+    db.pragma('foreign_keys = ON');
+    const version = db.prepare("INSERT INTO prompt_versions (conversation_id, parent_id, prompt, source, created_at) VALUES ('fox', ?, ?, 'user', 'now')");
+    const first = Number(version.run(null, 'a fox').lastInsertRowid);
+    const second = Number(version.run(first, 'a red fox').lastInsertRowid);
+    const deleted = Number(version.run(second, 'gone').lastInsertRowid);
+    db.prepare('DELETE FROM prompt_versions WHERE id = ?').run(deleted);
+    db.prepare("UPDATE conversations SET prompt_version_id = ? WHERE id = 'fox'").run(second);
+    db.prepare("UPDATE images SET prompt_version_id = ? WHERE id = 'img-a'").run(first);
+    db.close();
+
+    const store = createSqliteStore({ path });
+    expect(store.listPromptVersions('fox').filter((v) => v.source === 'user').map((v) => [v.id, v.parentId, v.prompt])).toEqual([
+      [first, null, 'a fox'],
+      [second, first, 'a red fox'],
+    ]);
+    expect(store.getConversation('fox')?.promptVersion).toBe(second);
+    expect(store.listImages('fox').find((image) => image.id === 'img-a')?.promptVersion).toBe(first);
+    const described = store.addUserPromptVersion('fox', 'a fox in the snow', 'later', 'vision');
+    expect(described).toBeGreaterThan(deleted);
+    expect(store.getPromptVersion('fox', described)).toMatchObject({ source: 'vision', parentId: second });
+    store.close();
+    const after = new Database(path);
+    expect(after.pragma('foreign_key_check')).toEqual([]);
+    after.close();
+  });
+});
+
 describe('the closed sets the schema checks', () => {
   // SQL cannot import the TypeScript lists: the CHECKs in the migrations must take exactly their values.
   it('take exactly every turn status and prompt source the code declares, and refuse any other', () => {
@@ -133,7 +173,7 @@ describe('the closed sets the schema checks', () => {
       expect(() => turn.run('paused')).toThrow(/CHECK constraint failed/);
       const version = db.prepare("INSERT INTO prompt_versions (conversation_id, prompt, source, created_at) VALUES ('c', 'x', ?, 'now')");
       for (const source of PROMPT_SOURCES) expect(() => version.run(source), source).not.toThrow();
-      expect(() => version.run('vision')).toThrow(/CHECK constraint failed/);
+      expect(() => version.run('robot')).toThrow(/CHECK constraint failed/);
     } finally {
       db.close();
     }

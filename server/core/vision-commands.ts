@@ -1,0 +1,281 @@
+// The vision model looks at the pictures: Check compares a stored picture with what the user asked for and
+// proposes a corrected prompt (a suggestion beside the user's, never over it); Describe writes a prompt from a
+// picture the user brings. The request carries the PNG itself in the message's `images` and a JSON schema in
+// `format`; the answer is repaired, validated, and asked for once more when it cannot be read.
+import {
+  buildCheckMessages,
+  buildCheckReminder,
+  buildDescribeMessages,
+  critiqueJsonSchema,
+  describeJsonSchema,
+  parseCritique,
+  parseDescription,
+  resolveFamily,
+  type ChatMessage,
+  type Critique,
+  type FamilyStyle,
+  type VisionMessages,
+} from '../protocol/index.ts';
+import { isChatModelError } from './errors.ts';
+import type { TurnErrorCode } from './error-codes.ts';
+import type { DoneEvent, TurnEvent } from './events.ts';
+import type { ImageCheck } from './image-check.ts';
+import type { ImageRecord } from './image-record.ts';
+import { describeReferenceTypes, isReferenceImage, isReferenceType, type PictureReader } from './reference-commands.ts';
+import { notFound, refuse, type Result } from './results.ts';
+import type { ServiceState } from './service-state.ts';
+import type { Settings } from './settings.ts';
+
+/** How many of the user's latest messages the vision model reads as "what was asked". */
+const REQUEST_MESSAGES = 4;
+/** Each of them at most this long (a pasted essay is not what a picture is checked against). */
+const REQUEST_MESSAGE_CHARS = 600;
+/** The longest a vision call may take, a model load included; Cancel or hanging up ends it sooner. */
+export const VISION_TIMEOUT_MS = 5 * 60_000;
+
+export const NO_VISION_MODEL =
+  'No vision model is set, so Easel cannot look at pictures. Pull one (`ollama pull gemma3`, or Pull in Settings → Models), then choose it as the vision model in Settings → Models or start Easel with --vision-model gemma3.';
+
+export interface VisionDeps {
+  /** --vision-model: the vision model of every conversation that chose none. */
+  defaultModel?: string;
+  /** Reads a picture to describe: the same types and limits as a reference image. */
+  readPicture: PictureReader;
+  /** The longest one check or description may take (default VISION_TIMEOUT_MS). */
+  timeoutMs?: number;
+}
+
+export interface CheckOptions {
+  /** Ends the call when it aborts (the client hung up, Cancel). */
+  signal: AbortSignal;
+}
+
+export interface VisionCommands {
+  /**
+   * Checks a stored picture of the conversation: `critique` (kept with the picture), then `pane` (the revised
+   * prompt waits as a suggestion when something was missed), then `done`. Refused before anything is sent when
+   * there is no such picture, no vision model, or the model cannot see.
+   */
+  checkImage(id: string, imageId: string, options: CheckOptions): Promise<Result<AsyncIterable<TurnEvent>>>;
+  /**
+   * Writes a prompt from a picture (PNG, JPEG or WebP of type `type`, refused like a reference image when it is
+   * not one): `description`, then `pane` (the prompt is the new current version, source `vision`, one undo away),
+   * then `done`.
+   */
+  describePicture(id: string, bytes: Uint8Array, type: string, options: CheckOptions): Promise<Result<AsyncIterable<TurnEvent>>>;
+  /** The vision model a conversation uses: its own choice, else --vision-model; null when there is none. */
+  visionModelOf(settings: Pick<Settings, 'visionModel'>): string | null;
+}
+
+type VisionAnswer<T> = { ok: true; value: T; attempts: number } | { ok: false; code: TurnErrorCode; message: string; attempts: number };
+
+export function createVisionCommands(state: ServiceState, vision: VisionDeps): VisionCommands {
+  const { deps } = state;
+  const timeoutMs = vision.timeoutMs ?? VISION_TIMEOUT_MS;
+
+  function visionModelOf(settings: Pick<Settings, 'visionModel'>): string | null {
+    return settings.visionModel ?? vision.defaultModel ?? null;
+  }
+
+  /** The model, checked against what Ollama lists (asked again when it is not known yet). */
+  async function pickModel(settings: Settings, signal: AbortSignal): Promise<Result<string>> {
+    const model = visionModelOf(settings);
+    if (model === null) return refuse('unavailable', NO_VISION_MODEL);
+    await state.catalog.refreshFor({ visionModel: model }, signal);
+    const checked = state.catalog.checkChoice({ visionModel: model });
+    if (!checked.ok) return checked;
+    return { ok: true, value: checked.value.visionModel ?? model };
+  }
+
+  /** The style of the checkpoint that painted (or will paint): the prompt is written for it. */
+  function styleFor(settings: Settings, checkpoint: string | null): FamilyStyle {
+    return resolveFamily(settings.family, checkpoint ?? settings.checkpoint ?? state.catalog.serverCheckpoint()).style;
+  }
+
+  /** One call, then one more with a reminder when the answer cannot be read; the schema constrains both. */
+  async function ask<T>(
+    model: string,
+    messages: VisionMessages,
+    png: Uint8Array,
+    format: Record<string, unknown>,
+    parse: (text: string) => { ok: true; value: T } | { ok: false; message: string },
+    signal: AbortSignal,
+  ): Promise<VisionAnswer<T>> {
+    const conversation: ChatMessage[] = [
+      { role: 'system', content: messages.system },
+      { role: 'user', content: messages.user, images: [png] },
+    ];
+    let attempts = 0;
+    let problem = '';
+    for (const reminder of [undefined, buildCheckReminder()]) {
+      if (reminder !== undefined) conversation.push({ role: 'user', content: `${reminder} (${problem})` });
+      attempts += 1;
+      let text = '';
+      try {
+        for await (const chunk of deps.llm.chat({ model, messages: conversation, format, options: { temperature: 0 }, signal })) {
+          if (chunk.type === 'text') text += chunk.text;
+        }
+      } catch (error) {
+        if (signal.aborted) return { ok: false, code: 'vision_cancelled', message: describeAbort(signal), attempts };
+        if (isChatModelError(error)) return { ok: false, code: 'vision_failed', message: `The vision model ${model} could not answer: ${error.message}`, attempts };
+        throw error;
+      }
+      const parsed = parse(text);
+      if (parsed.ok) return { ok: true, value: parsed.value, attempts };
+      problem = parsed.message;
+      deps.logger.warn('the vision model answered in a shape Easel cannot read', { model, attempt: attempts, problem });
+      conversation.push({ role: 'assistant', content: text });
+    }
+    return {
+      ok: false,
+      code: 'vision_bad_response',
+      message: `The vision model ${model} answered twice in a shape Easel cannot read (${problem}). Try again, or choose another vision model (gemma3 and qwen2.5vl follow the format best).`,
+      attempts,
+    };
+  }
+
+  function describeAbort(signal: AbortSignal): string {
+    return signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError'
+      ? `The vision model took longer than ${Math.round(timeoutMs / 1000)} s, so Easel stopped waiting. Try again once it is loaded, or choose a smaller vision model.`
+      : 'The check was cancelled.';
+  }
+
+  /** The user's latest messages, newest last: what a picture is checked against. */
+  function readRequest(id: string): string[] {
+    const turns = deps.store.listTurns(id).filter((turn) => turn.role === 'user' && turn.status !== 'replaced');
+    return turns.slice(-REQUEST_MESSAGES).map((turn) => turn.text.slice(0, REQUEST_MESSAGE_CHARS));
+  }
+
+  function done(attempts: number, level: DoneEvent['level']): DoneEvent {
+    return { type: 'done', attempts, repairs: [], level, evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
+  }
+
+  /** A stream that runs `work` once read, bounded in time and ended by `signal`. */
+  function stream(signal: AbortSignal, work: (signal: AbortSignal) => AsyncGenerator<TurnEvent>): AsyncIterable<TurnEvent> {
+    return {
+      [Symbol.asyncIterator]: () => work(AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])),
+    };
+  }
+
+  return {
+    visionModelOf,
+
+    async checkImage(id, imageId, { signal }) {
+      const record = state.findRecord(id);
+      if (!record) return notFound(id);
+      const image = deps.store.getImage(imageId);
+      if (!image || image.conversationId !== id) return refuse('not_found', `There is no image ${imageId} in this conversation.`);
+      if (isReferenceImage(image)) {
+        return refuse('invalid', 'A reference image was not made from a prompt, so there is nothing to check it against. Describe writes a prompt from it instead.');
+      }
+      const model = await pickModel(record.settings, signal);
+      if (!model.ok) return model;
+      const png = await readPicture(image);
+      if (!png.ok) return png;
+      const messages = buildCheckMessages({ request: readRequest(id), prompt: image.prompt, style: styleFor(record.settings, image.model) });
+      return {
+        ok: true,
+        value: stream(signal, async function* (bounded) {
+          // The image server goes first: a small GPU holds the image model or the vision model, not both.
+          await Promise.race([deps.images.settled(), abortion(bounded)]);
+          const answer = bounded.aborted
+            ? ({ ok: false, code: 'vision_cancelled', message: describeAbort(bounded), attempts: 0 } as const)
+            : await ask(model.value, messages, png.value, critiqueJsonSchema, parseCritique, bounded);
+          if (!answer.ok) {
+            yield { type: 'error', code: answer.code, message: answer.message };
+            yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
+            return;
+          }
+          const kept = keepCheck(record.id, image, model.value, answer.value);
+          if (!kept.ok) {
+            yield { type: 'error', code: 'storage_failed', message: kept.error.message };
+            yield done(answer.attempts, 'error');
+            return;
+          }
+          yield { type: 'critique', ...toCritiqueEvent(kept.value) };
+          const pane = suggest(id, image.id, answer.value);
+          if (pane) yield pane;
+          yield done(answer.attempts, answer.attempts === 1 ? 'clean' : 'reminder');
+        }),
+      };
+    },
+
+    async describePicture(id, bytes, type, { signal }) {
+      const record = state.findRecord(id);
+      if (!record) return notFound(id);
+      if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
+      const model = await pickModel(record.settings, signal);
+      if (!model.ok) return model;
+      const picture = await vision.readPicture(bytes, type);
+      if (!picture.ok) return picture;
+      const png = picture.value.png;
+      const messages = buildDescribeMessages({ style: styleFor(record.settings, null) });
+      return {
+        ok: true,
+        value: stream(signal, async function* (bounded) {
+          await Promise.race([deps.images.settled(), abortion(bounded)]);
+          const answer = bounded.aborted
+            ? ({ ok: false, code: 'vision_cancelled', message: describeAbort(bounded), attempts: 0 } as const)
+            : await ask(model.value, messages, png, describeJsonSchema, parseDescription, bounded);
+          if (!answer.ok) {
+            yield { type: 'error', code: answer.code, message: answer.message };
+            yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
+            return;
+          }
+          yield { type: 'description', prompt: answer.value.prompt, subject: answer.value.subject };
+          // The user asked for it: the description is the prompt now, one undo away (the chat model hears of it).
+          const written = state.tryWrite('change', () => deps.store.addUserPromptVersion(id, answer.value.prompt, state.isoNow(), 'vision'));
+          if (!written.ok) {
+            yield { type: 'error', code: 'storage_failed', message: written.error.message };
+            yield done(answer.attempts, 'error');
+            return;
+          }
+          state.announce(id);
+          const pane = state.paneOf(id);
+          if (pane.ok) yield { type: 'pane', ...pane.value };
+          yield done(answer.attempts, answer.attempts === 1 ? 'clean' : 'reminder');
+        }),
+      };
+    },
+  };
+
+  async function readPicture(image: ImageRecord): Promise<Result<Uint8Array>> {
+    try {
+      return { ok: true, value: await deps.imageFiles.read(image.file) };
+    } catch (error) {
+      deps.logger.error('a picture to check could not be read', { imageId: image.id, error });
+      return refuse('storage', `The picture's file (${image.file}) could not be read from the images folder, so it cannot be checked. Check the data folder (--data-dir).`);
+    }
+  }
+
+  function keepCheck(conversationId: string, image: ImageRecord, model: string, critique: Critique): Result<ImageCheck> {
+    return state.tryWrite('change', () => deps.store.addImageCheck({ conversationId, imageId: image.id, model, ...critique, createdAt: state.isoNow() }));
+  }
+
+  /**
+   * The revised prompt waits beside the user's when something was missed and it says something else: taking it
+   * (Use suggestion, Fix and regenerate) makes it a version. The user's prompt is never replaced here.
+   */
+  function suggest(id: string, imageId: string, critique: Critique): TurnEvent | undefined {
+    const record = state.findRecord(id);
+    if (!record || critique.misses.length === 0 || critique.revisedPrompt === record.prompt) return undefined;
+    const stored = state.tryWrite('change', () => deps.store.setSuggestion(id, { prompt: critique.revisedPrompt, turnId: null, imageId }));
+    if (!stored.ok) return undefined;
+    state.announce(id);
+    const pane = state.paneOf(id);
+    return pane.ok ? { type: 'pane', ...pane.value } : undefined;
+  }
+}
+
+/** The critique as its event carries it. */
+export function toCritiqueEvent(check: ImageCheck): Omit<Extract<TurnEvent, { type: 'critique' }>, 'type'> {
+  return { imageId: check.imageId, checkId: check.id, model: check.model, matches: check.matches, misses: check.misses, revisedPrompt: check.revisedPrompt };
+}
+
+/** Resolves when the signal aborts (never rejects). */
+function abortion(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}

@@ -1,0 +1,188 @@
+// The vision model through the whole app, against the fake Ollama (a vision model that answers image-bearing
+// requests by the schema) and the fake AUTOMATIC1111: Check sends the stored PNG byte for byte with the critique's
+// schema and what the user asked, keeps the critique, and leaves the revised prompt as a suggestion (the user's
+// prompt untouched); taking it is a `vision` version. Describe makes a picture's description the prompt. Every
+// refusal comes before anything is sent to Ollama.
+import { describe, expect, it } from 'vitest';
+import { critiqueJsonSchema, describeJsonSchema } from '../../server/protocol/index.ts';
+import { scriptReply } from '../fakes/fake-ollama.ts';
+import { makePng } from '../fakes/png-bytes.ts';
+import { useEasel } from '../helpers/easel.ts';
+import { replyMeta } from '../helpers/replies.ts';
+import { readSse } from '../helpers/sse.ts';
+
+const VISION = { name: 'gemma3:4b', capabilities: ['completion', 'vision'] };
+const { fake, easel } = useEasel('each test', {
+  a1111: { stepDelayMs: 1 },
+  flags: ['--vision-model', 'gemma3:4b'],
+  ollama: { models: ['mistral:7b', VISION, { name: 'llava:7b', capabilities: ['completion', 'vision'] }] },
+});
+
+interface Conversation {
+  prompt: string;
+  suggestion: { prompt: string; turnId: number | null; imageId?: string } | null;
+  promptVersions: Array<{ prompt: string; source: string }>;
+  images: Array<{ id: string; url: string; seed: number | null }>;
+  checks: Array<{ imageId: string; model: string; matches: string[]; misses: Array<{ element: string; evidence: string }>; revisedPrompt: string }>;
+}
+
+const CRITIQUE = {
+  matches: ['a tabby cat', 'a stack of books'],
+  misses: [{ element: 'a blue wizard hat', evidence: 'the cat wears no hat' }],
+  revisedPrompt: 'a tabby cat wearing a blue wizard hat, sitting on a stack of old books, candlelight',
+};
+
+async function conversation(id: string): Promise<Conversation> {
+  return (await (await easel.get(`/api/conversations/${id}`)).json()) as Conversation;
+}
+
+/** A conversation where the user asked for a cat in a hat, and one picture made from the model's prompt. */
+async function pictureOfACat(): Promise<{ id: string; imageId: string }> {
+  const id = await easel.newConversation();
+  fake.enqueue(scriptReply('A cat it is.', replyMeta('a tabby cat on a stack of books', { steps: 4 })));
+  await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'a tabby cat in a blue wizard hat on old books' }));
+  const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, seed: 77, width: 64, height: 64 } }));
+  const image = events.find((event) => event.type === 'image');
+  if (!image) throw new Error(`no image: ${JSON.stringify(events)}`);
+  return { id, imageId: String(image.data['id']) };
+}
+
+const check = (id: string, imageId: string) => easel.post(`/api/conversations/${id}/images/${imageId}/check`, {});
+
+describe('POST …/images/:imageId/check', () => {
+  it('sends the stored PNG byte for byte, the schema and what was asked; keeps the critique; the revised prompt waits as a suggestion', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    const response = await check(id, imageId);
+    expect(response.status, await response.clone().text()).toBe(200);
+    const events = await readSse(response);
+    expect(events.map((event) => event.type)).toEqual(['critique', 'pane', 'done']);
+    expect(events[0]?.data).toMatchObject({ imageId, model: 'gemma3:4b', ...CRITIQUE });
+
+    const sent = fake.requests.filter((request) => request.path === '/api/chat').at(-1)!;
+    const body = sent.body as { model: string; format: unknown; messages: Array<{ role: string; content: string }> };
+    expect(body.model).toBe('gemma3:4b');
+    expect(body.format).toEqual(critiqueJsonSchema);
+    const stored = new Uint8Array(await (await easel.get((await conversation(id)).images[0]!.url)).arrayBuffer());
+    expect(sent.images?.flat()).toEqual([stored]);
+    const user = body.messages.find((message) => message.role === 'user')!.content;
+    expect(user).toContain('a tabby cat in a blue wizard hat on old books');
+    expect(user).toContain('"a tabby cat on a stack of books"');
+
+    // The user's prompt is theirs: the revised one waits beside it.
+    const after = await conversation(id);
+    expect(after.prompt).toBe('a tabby cat on a stack of books');
+    expect(after.suggestion).toEqual({ prompt: CRITIQUE.revisedPrompt, turnId: null, imageId });
+    expect(after.checks).toEqual([expect.objectContaining({ imageId, model: 'gemma3:4b', ...CRITIQUE })]);
+  });
+
+  it('taking the suggestion makes a `vision` version, one undo away, and the chat model hears of it', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+    expect((await easel.post(`/api/conversations/${id}/suggestion`, { accept: true })).status).toBe(200);
+    const after = await conversation(id);
+    expect(after.prompt).toBe(CRITIQUE.revisedPrompt);
+    expect(after.promptVersions.at(-1)).toMatchObject({ prompt: CRITIQUE.revisedPrompt, source: 'vision' });
+    fake.enqueue(scriptReply('Nice.', replyMeta(CRITIQUE.revisedPrompt, { steps: 4 })));
+    await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'good' }));
+    expect(fake.chatRequests().at(-1)?.messages?.at(-1)?.content).toContain(CRITIQUE.revisedPrompt);
+  });
+
+  it('nothing missed: the critique is kept and no suggestion waits', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue(JSON.stringify({ matches: ['a tabby cat'], misses: [], revisedPrompt: 'a tabby cat on a stack of books' }));
+    const events = await readSse(await check(id, imageId));
+    expect(events.map((event) => event.type)).toEqual(['critique', 'done']);
+    expect((await conversation(id)).suggestion).toBeNull();
+  });
+
+  it('an answer cut short is asked for once more with a reminder; two unreadable answers are vision_bad_response', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue({ chunks: ['{"matches": ["a tabby cat"], "misses": [{"element": "a blue'], doneReason: 'length' });
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    const events = await readSse(await check(id, imageId));
+    expect(events.map((event) => event.type)).toEqual(['critique', 'pane', 'done']);
+    expect(events.at(-1)?.data).toMatchObject({ attempts: 2, level: 'reminder' });
+    const retry = fake.requests.filter((request) => request.path === '/api/chat').at(-1)!.body as { format: unknown; messages: Array<{ content: string }> };
+    expect(retry.format).toEqual(critiqueJsonSchema);
+    expect(retry.messages.at(-1)?.content).toContain('Answer with the JSON object only');
+
+    fake.enqueue({ chunks: ['{"matches": ['], doneReason: 'length' });
+    fake.enqueue({ chunks: ['{"misses": ['], doneReason: 'length' });
+    const failed = await readSse(await check(id, imageId));
+    expect(failed.map((event) => event.type)).toEqual(['error', 'done']);
+    expect(failed[0]?.data).toMatchObject({ code: 'vision_bad_response' });
+    expect(String(failed[0]?.data['message'])).toContain('gemma3:4b');
+  });
+
+  it('refuses before asking Ollama: an unknown image (404), a reference image, a model that cannot see (422)', async () => {
+    const { id, imageId } = await pictureOfACat();
+    const before = fake.chatRequests().length;
+    expect((await check(id, 'no-such-image')).status).toBe(404);
+    const other = await easel.newConversation();
+    expect((await check(other, imageId)).status).toBe(404);
+    const reference = (await (await easel.post(`/api/conversations/${id}/references`, undefined, { headers: { 'content-type': 'image/png' }, body: makePng(8, 8) as BodyInit })).json()) as { id: string };
+    const refusedReference = await check(id, reference.id);
+    expect(refusedReference.status).toBe(422);
+    expect(await refusedReference.text()).toContain('Describe');
+
+    // mistral:7b cannot see: chosen as the vision model it is refused, saying what to pick.
+    const chosen = await easel.put(`/api/conversations/${id}/settings`, { visionModel: 'mistral:7b' });
+    expect(chosen.status).toBe(422);
+    expect(await chosen.text()).toContain('cannot see images');
+    expect((await easel.put(`/api/conversations/${id}/settings`, { visionModel: 'llava:7b' })).status).toBe(200);
+    expect(fake.chatRequests().length).toBe(before);
+  });
+
+  it('the conversation\'s own vision model is used over --vision-model', async () => {
+    const { id, imageId } = await pictureOfACat();
+    expect((await easel.put(`/api/conversations/${id}/settings`, { visionModel: 'llava:7b' })).status).toBe(200);
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+    expect((fake.requests.filter((request) => request.path === '/api/chat').at(-1)!.body as { model: string }).model).toBe('llava:7b');
+  });
+});
+
+describe('POST …/describe', () => {
+  it('makes the picture\'s description the prompt: a `vision` version, one undo away, the PNG sent as it was converted', async () => {
+    const { id } = await pictureOfACat();
+    fake.enqueue(JSON.stringify({ prompt: 'a red fox in deep snow, morning light', subject: 'a fox in the snow' }));
+    const png = makePng(24, 16);
+    const response = await easel.post(`/api/conversations/${id}/describe`, undefined, { headers: { 'content-type': 'image/png' }, body: png as BodyInit });
+    expect(response.status, await response.clone().text()).toBe(200);
+    const events = await readSse(response);
+    expect(events.map((event) => event.type)).toEqual(['description', 'pane', 'done']);
+    expect(events[0]?.data).toEqual({ prompt: 'a red fox in deep snow, morning light', subject: 'a fox in the snow' });
+    const sent = fake.requests.filter((request) => request.path === '/api/chat').at(-1)!;
+    expect((sent.body as { format: unknown }).format).toEqual(describeJsonSchema);
+    expect(sent.images?.flat()).toHaveLength(1);
+    const after = await conversation(id);
+    expect(after.prompt).toBe('a red fox in deep snow, morning light');
+    expect(after.promptVersions.at(-1)).toMatchObject({ source: 'vision' });
+    expect((await easel.post(`/api/conversations/${id}/prompt/undo`, {})).status).toBe(200);
+    expect((await conversation(id)).prompt).toBe('a tabby cat on a stack of books');
+  });
+
+  it('refuses what is not a picture with 415 and a picture it cannot read with 422, sending nothing', async () => {
+    const id = await easel.newConversation();
+    const text = await easel.post(`/api/conversations/${id}/describe`, undefined, { headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    expect(text.status).toBe(415);
+    expect(await text.text()).toContain('PNG, JPEG or WebP');
+    const broken = await easel.post(`/api/conversations/${id}/describe`, undefined, { headers: { 'content-type': 'image/png' }, body: 'not a png' });
+    expect(broken.status).toBe(422);
+    expect(fake.chatRequests()).toHaveLength(0);
+  });
+});
+
+describe('without a vision model', () => {
+  const bare = useEasel('each test', { a1111: { stepDelayMs: 1 } });
+
+  it('Check and Describe say what to pull, with 503', async () => {
+    const id = await bare.easel.newConversation();
+    const described = await bare.easel.post(`/api/conversations/${id}/describe`, undefined, { headers: { 'content-type': 'image/png' }, body: makePng(8, 8) as BodyInit });
+    expect(described.status).toBe(503);
+    expect(await described.text()).toContain('ollama pull gemma3');
+    expect(bare.fake.chatRequests()).toHaveLength(0);
+  });
+});
