@@ -17,7 +17,7 @@ import { NO_BACKEND_MESSAGE, type ImageBackendStatus } from './generation.ts';
 import { endImageStream, type FollowImageOptions, type ImageActivity } from './image-activities.ts';
 import { applyUserSettings, pinChangedFrom, type PinnableField } from './pane.ts';
 import { createPaneCommands, type PaneCommands } from './pane-commands.ts';
-import { busy, invalid, notFound, refuse, type Result } from './results.ts';
+import { busy, invalid, notFound, refuse, type Refusal, type Result } from './results.ts';
 import { createServiceState, type ServiceDeps, type TurnTask } from './service-state.ts';
 import { DEFAULT_SETTINGS, OLLAMA_MODEL_NAME, pickChoices, settingsPatchSchema, type Settings, type SettingsPatch } from './settings.ts';
 import { messageSchema, promptSchema } from './text.ts';
@@ -48,6 +48,12 @@ export interface GenerateOverrides {
    * the page's, saved first).
    */
   promptVersions?: unknown;
+  /**
+   * Fix and regenerate: the id of a checked picture of this conversation. Its latest check's revised prompt becomes
+   * the prompt (a `vision` version) and the image is made on that picture's seed and size. Not with `prompt`
+   * (but the page's, saved first), `promptVersions` or `from`.
+   */
+  fix?: unknown;
 }
 
 /** The most images one Generate makes. */
@@ -182,6 +188,14 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     if (typeof canVary === 'string') return refuse('invalid', canVary, { from: canVary });
     return { ok: true, value: { image, strength: parsed.data.strength } };
   }
+  /** What `fix` cannot go with: a prompt of the API's (the page's is saved first), a comparison, a Vary. */
+  function readFixOverrides(overrides: GenerateOverrides, fromScreen: boolean): Refusal | undefined {
+    const other = overrides.promptVersions !== undefined ? 'promptVersions' : overrides.from !== undefined ? 'from' : overrides.prompt !== undefined && !fromScreen ? 'prompt' : undefined;
+    if (other === undefined) return undefined;
+    const message = `Send fix or ${other}, not both: Fix and regenerate makes the checked picture again from its revised prompt.`;
+    return refuse('invalid', message, { fix: message });
+  }
+
   /**
    * Compare's `promptVersions`: two distinct versions of this conversation (each named when unknown), or
    * `"previous"`: the pane's version and the one it was changed from. Never with a `prompt` override, but for the
@@ -359,6 +373,11 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     return { settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, ...set }) };
   }
 
+  const vision = createVisionCommands(state, {
+    readPicture: createPictureReader(deps.converter, deps.maxImagePixels),
+    ...(deps.visionModel === undefined ? {} : { defaultModel: deps.visionModel }),
+  });
+
   const service: EaselService = {
     ...createLibraryCommands(state, { stop }, deps.thumbnails),
     ...pane,
@@ -371,10 +390,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     pickComparedPrompt: announcing(pane.pickComparedPrompt),
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
-    ...createVisionCommands(state, {
-      readPicture: createPictureReader(deps.converter, deps.maxImagePixels),
-      ...(deps.visionModel === undefined ? {} : { defaultModel: deps.visionModel }),
-    }),
+    ...vision,
     ...createReferenceCommands(state, {
       ...(deps.converter ? { converter: deps.converter } : {}),
       ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}),
@@ -469,6 +485,16 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
         if (!saved.ok) return saved;
         state.announce(id);
       }
+      // Fix and regenerate: the checked picture's revised prompt becomes the prompt, made on the picture's seed.
+      let fixed: Partial<Settings> = {};
+      if (overrides.fix !== undefined) {
+        const fixWith = readFixOverrides(overrides, options.fromScreen === true);
+        if (fixWith !== undefined) return fixWith;
+        const taken = vision.takeRevisedPrompt(id, overrides.fix);
+        if (!taken.ok) return taken;
+        fixed = taken.value;
+        overrides = { ...overrides, prompt: undefined };
+      }
       let record = findRecord(id);
       const creating = !record && options.create === true;
       if (!record && !creating) return notFound(id);
@@ -498,7 +524,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
         return refuse('invalid', message, { count: message });
       }
       const batchCount: number = count;
-      const made = creating ? newSettings(checked.value) : { settings: { ...base.settings, ...checked.value }, pinned: [] };
+      const made = creating ? newSettings(checked.value) : { settings: { ...base.settings, ...checked.value, ...fixed }, pinned: [] };
       // A variation keeps its starting image's shape unless the request names a size.
       const settings = vary === undefined ? made.settings : { ...made.settings, ...sizeOf(vary.image, checked.value) };
       if (creating) {

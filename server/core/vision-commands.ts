@@ -65,6 +65,12 @@ export interface VisionCommands {
   describePicture(id: string, bytes: Uint8Array, type: string, options: CheckOptions): Promise<Result<AsyncIterable<TurnEvent>>>;
   /** The vision model a conversation uses: its own choice, else --vision-model; null when there is none. */
   visionModelOf(settings: Pick<Settings, 'visionModel'>): string | null;
+  /**
+   * Fix and regenerate, its first half: the latest check of the picture gives its revised prompt, which becomes the
+   * current prompt (a `vision` version: the waiting suggestion taken, or a new version), and the picture's seed and
+   * size, for Generate to make the corrected picture with. Refused when the picture was never checked.
+   */
+  takeRevisedPrompt(id: string, imageId: unknown): Result<Pick<Settings, 'width' | 'height'> & { seed?: number }>;
 }
 
 type VisionAnswer<T> = { ok: true; value: T; attempts: number } | { ok: false; code: TurnErrorCode; message: string; attempts: number };
@@ -160,6 +166,30 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
   return {
     visionModelOf,
 
+    takeRevisedPrompt(id, imageId) {
+      const record = state.findRecord(id);
+      if (!record) return notFound(id);
+      const image = typeof imageId === 'string' ? deps.store.getImage(imageId) : undefined;
+      if (!image || image.conversationId !== id) {
+        const message = `fix must be the id of a picture of this conversation that was checked (there is no ${JSON.stringify(imageId)}).`;
+        return refuse('invalid', message, { fix: message });
+      }
+      const check = deps.store.listImageChecks(id).findLast((stored) => stored.imageId === image.id);
+      if (!check) return refuse('conflict', 'This picture has not been checked yet: press Check first, then Fix and regenerate.');
+      const revised = check.revisedPrompt;
+      if (revised !== record.prompt) {
+        const waiting = record.suggestion;
+        const taken = state.tryWrite('change', () =>
+          waiting?.imageId === image.id && waiting.prompt === revised
+            ? deps.store.takeSuggestion(id, waiting, state.isoNow())
+            : deps.store.addUserPromptVersion(id, revised, state.isoNow(), 'vision'),
+        );
+        if (!taken.ok) return taken;
+        state.announce(id);
+      }
+      return { ok: true, value: { width: image.width, height: image.height, ...(image.seed === null ? {} : { seed: image.seed }) } };
+    },
+
     async checkImage(id, imageId, { signal }) {
       const record = state.findRecord(id);
       if (!record) return notFound(id);
@@ -192,7 +222,10 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
             yield done(answer.attempts, 'error');
             return;
           }
-          yield { type: 'critique', ...toCritiqueEvent(kept.value) };
+          const critique: TurnEvent = { type: 'critique', ...toCritiqueEvent(kept.value) };
+          // Every page of the conversation shows it under the picture, as this stream's reader does.
+          state.feed.publish(id, critique);
+          yield critique;
           const pane = suggest(id, image.id, answer.value);
           if (pane) yield pane;
           yield done(answer.attempts, answer.attempts === 1 ? 'clean' : 'reminder');

@@ -260,10 +260,10 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     const body = await readJsonBody(c);
     if (!body.ok) return body.response;
     if (!isPlainObject(body.value)) return c.json({ error: 'Send a JSON object, e.g. {} or {"prompt": "…", "settings": {"steps": 30}}.' }, 422);
-    const { prompt, settings, baseRevision, from, count, promptVersions } = body.value;
+    const { prompt, settings, baseRevision, from, count, promptVersions, fix } = body.value;
     const hangup = new AbortController();
     await withRequestSignal(c, (signal) => deps.service.prepareModelChoice(settings, signal));
-    const result = deps.service.generate(c.req.param('id'), { prompt, settings, from, count, promptVersions }, hangup.signal, { baseRevision });
+    const result = deps.service.generate(c.req.param('id'), { prompt, settings, from, count, promptVersions, fix }, hangup.signal, { baseRevision });
     if (!result.ok) return respondError(c, result.error);
     return streamEvents(c, { events: result.value, hangup, logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });

@@ -9,7 +9,7 @@ import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { useEasel } from '../helpers/easel.ts';
 import { replyMeta } from '../helpers/replies.ts';
-import { readSse } from '../helpers/sse.ts';
+import { iterateSse, readSse } from '../helpers/sse.ts';
 
 const VISION = { name: 'gemma3:4b', capabilities: ['completion', 'vision'] };
 const { fake, easel } = useEasel('each test', {
@@ -87,6 +87,51 @@ describe('POST …/images/:imageId/check', () => {
     fake.enqueue(scriptReply('Nice.', replyMeta(CRITIQUE.revisedPrompt, { steps: 4 })));
     await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'good' }));
     expect(fake.chatRequests().at(-1)?.messages?.at(-1)?.content).toContain(CRITIQUE.revisedPrompt);
+  });
+
+  it('fix: the revised prompt becomes a `vision` version and the picture is made again on its seed and size', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+    const before = (await conversation(id)).images[0]!;
+    // The request's own seed and size give way to the checked picture's.
+    const response = await easel.post(`/api/conversations/${id}/generations`, { fix: imageId, settings: { steps: 4, seed: 5, width: 128, height: 128 } });
+    expect(response.status, await response.clone().text()).toBe(200);
+    const image = (await readSse(response)).find((event) => event.type === 'image')?.data;
+    expect(image).toMatchObject({ prompt: CRITIQUE.revisedPrompt, seed: before.seed, width: 64, height: 64 });
+    const after = await conversation(id);
+    expect(after.prompt).toBe(CRITIQUE.revisedPrompt);
+    expect(after.suggestion).toBeNull();
+    expect(after.promptVersions.at(-1)).toMatchObject({ prompt: CRITIQUE.revisedPrompt, source: 'vision' });
+  });
+
+  it('fix refuses a picture never checked (409), an unknown one and fix with prompt (422)', async () => {
+    const { id, imageId } = await pictureOfACat();
+    const unchecked = await easel.post(`/api/conversations/${id}/generations`, { fix: imageId });
+    expect(unchecked.status).toBe(409);
+    expect(await unchecked.text()).toContain('press Check first');
+    expect((await easel.post(`/api/conversations/${id}/generations`, { fix: 'nope' })).status).toBe(422);
+    expect((await easel.post(`/api/conversations/${id}/generations`, { fix: imageId, prompt: 'a dog' })).status).toBe(422);
+    expect((await conversation(id)).images).toHaveLength(1);
+  });
+
+  it('every follower of the conversation gets the critique', async () => {
+    const { id, imageId } = await pictureOfACat();
+    const hangup = new AbortController();
+    const followed = await fetch(`${easel.url}/api/conversations/${id}/events`, { signal: hangup.signal });
+    const events = iterateSse(followed.body as ReadableStream<Uint8Array>);
+    expect((await events.next()).value?.type).toBe('snapshot');
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+    let seen: Record<string, unknown> | undefined;
+    for await (const event of events) {
+      if (event.type === 'critique') {
+        seen = event.data;
+        break;
+      }
+    }
+    hangup.abort();
+    expect(seen).toMatchObject({ imageId, revisedPrompt: CRITIQUE.revisedPrompt });
   });
 
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
