@@ -156,6 +156,10 @@ export type LiveEvent =
   | { type: 'image_deleted'; imageId: string }
   /** A reference image was added (dropped, pasted, or sent to the API): pages show it; GET the conversation for it. */
   | { type: 'reference_added'; imageId: string }
+  /** The vision model began to check a picture (asked for, or `autoCheck`): its `critique` or `check_failed` follows. */
+  | { type: 'check_started'; imageId: string; model: string }
+  /** A check could not be made or failed: why, in the words its own stream would say (`code` as its error's or refusal's). */
+  | { type: 'check_failed'; imageId: string; code: string; message: string }
   | { type: 'deleted' };
 
 /** What every page's library list receives: a conversation created, renamed, updated (a message, an image), or deleted. */

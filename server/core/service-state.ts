@@ -6,11 +6,11 @@ import type { ConversationListing, ConversationRecord, ConversationStore, Transc
 import type { ImageCheck } from './image-check.ts';
 import type { ImageRecord } from './image-record.ts';
 import { isLoggedByStore, isStorageError, type StorageError } from './errors.ts';
-import type { LibraryEvent, LiveEvent } from './events.ts';
+import type { LibraryEvent, LiveEvent, TurnEvent } from './events.ts';
 import { createLiveFeed, type LiveFeed } from './live-feed.ts';
 import { createModelCatalog, type ModelCatalog } from './model-catalog.ts';
 import type { ImageGenerator } from './generation.ts';
-import { createImageActivities, type ImageActivities, type ImageInProgress } from './image-activities.ts';
+import { createImageActivities, type ImageActivities, type ImageActivity, type ImageInProgress } from './image-activities.ts';
 import { describeConversation, describeStorageFailure, type ConversationSummary, type StorageAction } from './library.ts';
 import type { Logger } from './logger.ts';
 import { applyUserSettings, describeFamily, findRedoVersion, findUndoVersion, type PaneState, type PaneView, type PinnableField, type SettingsChange } from './pane.ts';
@@ -95,6 +95,8 @@ export interface ServiceState {
   activities: ImageActivities;
   /** Conversations being deleted: nothing new may start in them. */
   deleting: Set<string>;
+  /** Calls `watcher` with every event of every image, as it happens (before any reader gets it). */
+  watchImages(watcher: (activity: ImageActivity, event: TurnEvent) => void): void;
   /** Every page following a conversation: its reply's and images' events and each change, numbered. */
   feed: LiveFeed<LiveEvent>;
   /** Every page's library list (one key, LIBRARY_KEY): conversations created, renamed, updated, deleted. */
@@ -143,11 +145,13 @@ export interface ServiceState {
 
 export function createServiceState(deps: ServiceDeps): ServiceState {
   const running = new Map<string, TurnTask>();
+  const imageWatchers = new Set<(activity: ImageActivity, event: TurnEvent) => void>();
   const catalog = createModelCatalog({ llm: deps.llm, images: deps.images, logger: deps.logger, ...(deps.visionModel === undefined ? {} : { visionModel: deps.visionModel }) });
   const activities = createImageActivities({
     images: deps.images,
     logger: deps.logger,
     onEvent(activity, event) {
+      for (const watcher of imageWatchers) watcher(activity, event);
       // An image's events are generation, progress, image and error: none has a turnId of its own.
       if (event.type !== 'started') feed.publish(activity.conversationId, { ...event, imageId: activity.id, turnId: activity.turnId });
       // A new image moves its conversation up the library.
@@ -259,6 +263,7 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     catalog,
     running,
     activities,
+    watchImages: (watcher) => void imageWatchers.add(watcher),
     deleting,
     feed,
     libraryFeed,

@@ -10,6 +10,7 @@ import { describeStorageFailure } from './library.ts';
 import { createLibraryCommands, type LibraryCommands } from './library-commands.ts';
 import { createGalleryCommands, makeThumbnailsOnSave, type GalleryCommands, type GalleryDeps } from './gallery-commands.ts';
 import { createPictureReader, createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
+import { createRefineLoop } from './refine-loop.ts';
 import { createVisionCommands, type VisionCommands } from './vision-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
@@ -603,8 +604,10 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     },
 
     cancelImages(id) {
+      // The check-and-correct loop ends with the images: a check in flight is cancelled too.
+      const checks = loop.cancel(id);
       // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
-      return activities.cancel(id, new Error('image cancelled by the user'));
+      return activities.cancel(id, new Error('image cancelled by the user')) || checks;
     },
 
     cancelImage(id, imageId) {
@@ -631,13 +634,20 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
       for (const turn of turns) turn.controller.abort(reason);
       activities.cancelAll(reason);
       // Every turn's task stores its outcome; the image queue settles once each backend job (and interrupt) has.
-      const settled = Promise.all([...turns.map((turn) => turn.settled), ...openImageStreams, activities.settled(), deps.images.settled()]);
+      const settled = Promise.all([...turns.map((turn) => turn.settled), ...openImageStreams, activities.settled(), deps.images.settled(), loop.stopAll()]);
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deps.shutdownWaitMs ?? SHUTDOWN_WAIT_MS)));
       await Promise.race([settled, deadline]);
       clearTimeout(timer);
     },
   };
+  // With autoCheck, each new picture is checked, and with autoRefine corrected, by the service's own commands.
+  const loop = createRefineLoop({
+    state,
+    vision,
+    logger: deps.logger,
+    makeCorrected: (id, imageId) => service.generate(id, { fix: imageId }, new AbortController().signal, { outlivesReader: true }),
+  });
   return service;
 }
 

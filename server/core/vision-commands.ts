@@ -206,12 +206,15 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       return {
         ok: true,
         value: stream(signal, async function* (bounded) {
+          // Every page shows that the picture is being checked (its critique, or why not, follows).
+          state.feed.publish(id, { type: 'check_started', imageId: image.id, model: model.value });
           // The image server goes first: a small GPU holds the image model or the vision model, not both.
           await Promise.race([deps.images.settled(), abortion(bounded)]);
           const answer = bounded.aborted
             ? ({ ok: false, code: 'vision_cancelled', message: describeAbort(bounded), attempts: 0 } as const)
             : await ask(model.value, messages, png.value, critiqueJsonSchema, parseCritique, bounded);
           if (!answer.ok) {
+            state.feed.publish(id, { type: 'check_failed', imageId: image.id, code: answer.code, message: answer.message });
             yield { type: 'error', code: answer.code, message: answer.message };
             yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
             return;
