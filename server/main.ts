@@ -59,6 +59,8 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     host: config.ollamaUrl,
     model: config.model,
     numCtx: config.numCtx,
+    // Loaded between turns (Ollama's own default is 5 minutes): a reply does not wait for the model to load again.
+    keepAlive: config.keepAlive,
     ...(config.llmSeed !== undefined ? { seed: config.llmSeed } : {}),
   });
   const imagesDir = join(config.dataDir, 'images');

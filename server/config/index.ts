@@ -66,6 +66,12 @@ const configSchema = z.object({
   model: z.string().regex(OLLAMA_MODEL_NAME, 'must be an Ollama model name such as mistral:7b'),
   visionModel: z.string().regex(OLLAMA_MODEL_NAME, 'must be an Ollama model name such as gemma3:4b').optional(),
   llmSeed: intFlag(0, 2_147_483_647).optional(),
+  // Ollama reads keep_alive as seconds (a number) or a Go duration ("30m", "1h"); negative keeps it loaded for good
+  // (api/types.go Duration.UnmarshalJSON).
+  keepAlive: z
+    .string()
+    .regex(/^(-1|\d+(s|m|h)?)$/, 'must be minutes or hours like 30m or 2h, seconds like 600, or -1 (keep loaded)')
+    .transform((value): string | number => (/^-?\d+$/.test(value) ? Number(value) : value)),
   numCtx: intFlag(512, 1_048_576),
   firstTokenTimeout: secondsFlag(86_400),
   stallTimeout: secondsFlag(86_400),
@@ -164,6 +170,13 @@ const FLAGS: Record<string, FlagSpec> = {
     fallback: (env) => normaliseOllamaHost(env.OLLAMA_HOST) ?? 'http://127.0.0.1:11434',
   },
   model: { key: 'model', env: 'EASEL_MODEL', value: 'NAME', help: 'chat model (default mistral:7b)', fallback: () => 'mistral:7b' },
+  'keep-alive': {
+    key: 'keepAlive',
+    env: 'EASEL_KEEP_ALIVE',
+    value: 'DURATION',
+    help: 'how long Ollama keeps the chat and vision models loaded after a call: 30m, 2h, 600 (seconds), -1 = always (default 30m)',
+    fallback: () => '30m',
+  },
   'vision-model': {
     key: 'visionModel',
     env: 'EASEL_VISION_MODEL',

@@ -134,6 +134,17 @@ describe('POST …/images/:imageId/check', () => {
     expect(seen).toMatchObject({ imageId, revisedPrompt: CRITIQUE.revisedPrompt });
   });
 
+  it('the chat and the vision model are kept loaded for --keep-alive (30m by default), not Ollama\'s 5 minutes', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+    const chats = fake.requests.filter((request) => request.path === '/api/chat').map((request) => request.body as { model: string; keep_alive?: unknown });
+    expect(chats.map((body) => [body.model, body.keep_alive])).toEqual([
+      ['mistral:7b', '30m'],
+      ['gemma3:4b', '30m'],
+    ]);
+  });
+
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue(JSON.stringify({ matches: ['a tabby cat'], misses: [], revisedPrompt: 'a tabby cat on a stack of books' }));

@@ -59,6 +59,16 @@ describe('parseConfig', () => {
     expect(ok(['--image-backend', 'a1111', '--image-url', 'http://gpu-box:7860']).imageBackend).toBe('a1111');
   });
 
+  it('reads --keep-alive as Ollama does (a Go duration, or seconds), 30m by default, and --vision-model', () => {
+    expect(ok([]).keepAlive).toBe('30m');
+    expect(ok([]).visionModel).toBeUndefined();
+    expect(ok(['--keep-alive', '2h', '--vision-model', 'gemma3:4b'])).toMatchObject({ keepAlive: '2h', visionModel: 'gemma3:4b' });
+    expect(ok(['--keep-alive', '600']).keepAlive).toBe(600);
+    expect(ok([], { EASEL_KEEP_ALIVE: '-1' }).keepAlive).toBe(-1);
+    expect(failure(['--keep-alive', 'forever'])).toMatch(/^--keep-alive must be minutes or hours like 30m/);
+    expect(failure(['--vision-model', 'two words'])).toMatch(/^--vision-model must be an Ollama model name/);
+  });
+
   it('reads the reply timeouts in seconds, fractions and 0 (never) included', () => {
     expect(ok([])).toMatchObject({ firstTokenTimeout: 300, stallTimeout: 120 });
     expect(ok(['--first-token-timeout', '600', '--stall-timeout=0.5'])).toMatchObject({ firstTokenTimeout: 600, stallTimeout: 0.5 });
@@ -107,7 +117,7 @@ describe('parseConfig', () => {
       const lines = help.split('\n').slice(3);
       // Each flag starts a row; its description starts in the same column as every other one.
       const rows = lines.filter((line) => line.startsWith('  --'));
-      expect(rows, String(columns)).toHaveLength(23);
+      expect(rows, String(columns)).toHaveLength(24);
       const starts = rows.map((row) => /^  (--[a-z0-9-]+(?: [A-Z]+)?) +/.exec(row)![0].length);
       const column = starts[0]!;
       expect(new Set(starts), String(columns)).toEqual(new Set([column]));
