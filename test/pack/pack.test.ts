@@ -113,6 +113,10 @@ describe('the package made by npm pack', () => {
       expect((await fetch(`${url}/`)).status).toBe(200);
       expect((await fetch(`${url}/assets/easel.js`)).status).toBe(200);
       expect((await fetch(`${url}/assets/htmx.min.js`)).status).toBe(200);
+      // The token counter's module is the bundled server's own function, still self-contained once bundled.
+      const estimate = await (await fetch(`${url}/assets/token-estimate.js`)).text();
+      const counter = (await import(`data:text/javascript;base64,${Buffer.from(estimate).toString('base64')}`)) as { estimateEncoderTokens(text: string, encoder: string): number };
+      expect([counter.estimateEncoderTokens('a red fox, 42 candles', 'clip'), counter.estimateEncoderTokens('a red fox, 42 candles', 't5')]).toEqual([7, 8]);
       // The migrations ran: a conversation can be made and listed.
       expect((await fetch(`${url}/api/conversations`, { method: 'POST' })).status).toBe(201);
 

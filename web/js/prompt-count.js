@@ -1,39 +1,14 @@
 // The prompt's length and an estimate of its tokens, under the prompt: CLIP's or T5's, as the family's encoder
 // reads it (the server says which, in data-encoder, and how many it reads, in data-token-limit).
 import { byId, find } from './dom.js';
-
-/**
- * About how many CLIP tokens a prompt takes. CLIP's tokenizer splits text into runs of letters, single
- * digits and runs of punctuation, then gives a common word one token and a long or rare word more. So:
- * one token per word of up to 10 letters (one more per 10 further letters), one per digit, one per
- * punctuation mark. Within a few tokens of CLIP on typical prompts; it errs high on long common words.
- * @param {string} text
- */
-function estimateClipTokens(text) {
-  let tokens = 0;
-  for (const [part] of text.matchAll(/\p{L}+|\p{N}|[^\s\p{L}\p{N}]/gu)) tokens += /^\p{L}/u.test(part) ? Math.ceil(part.length / 10) : 1;
-  return tokens;
-}
-
-/**
- * About how many T5 tokens a prompt takes. T5's sentencepiece vocabulary gives a common word one piece and a rarer
- * one two or three: about 1.3 pieces a word on typical prompts, and one per punctuation mark.
- * @param {string} text
- */
-function estimateT5Tokens(text) {
-  let words = 0;
-  let marks = 0;
-  for (const [part] of text.matchAll(/[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu)) {
-    if (/^[\p{L}\p{N}]/u.test(part)) words++;
-    else marks++;
-  }
-  return Math.round(words * 1.3) + marks;
-}
+// The server's own estimate (server/protocol/families.ts), served as this module (page/assets.ts): one rule for the
+// counter and for the report card.
+import { estimateEncoderTokens } from './token-estimate.js';
 
 /** The encoders the server names, with their estimate and the name a person knows them by. */
 const ENCODERS = {
-  clip: { name: 'CLIP', estimate: estimateClipTokens },
-  t5: { name: 'T5', estimate: estimateT5Tokens },
+  clip: { name: 'CLIP', estimate: (/** @type {string} */ text) => estimateEncoderTokens(text, 'clip') },
+  t5: { name: 'T5', estimate: (/** @type {string} */ text) => estimateEncoderTokens(text, 't5') },
 };
 
 /**

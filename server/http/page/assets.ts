@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { estimateEncoderTokens } from '../../protocol/index.ts';
 
 export interface Asset {
   body: Uint8Array;
@@ -33,25 +34,38 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json; charset=utf-8',
 };
 
+/** The page's token counter's module: the server's estimate itself, not a copy of its rule (web/js/prompt-count.js). */
+const TOKEN_ESTIMATE_MODULE = 'token-estimate.js';
+
+/**
+ * `estimateEncoderTokens` as a browser module, from the function the server runs (as loaded: transpiled, maybe
+ * minified, but self-contained: it uses nothing from outside its body).
+ */
+export function renderTokenEstimateModule(): string {
+  return `// Made by Easel from server/protocol/families.ts at start: the server's own estimate.\nconst estimate = ${estimateEncoderTokens.toString()};\nexport { estimate as estimateEncoderTokens };\n`;
+}
+
+function addBody(assets: Map<string, Asset>, name: string, body: Uint8Array): void {
+  const extension = name.slice(name.lastIndexOf('.'));
+  assets.set(name, {
+    body,
+    // Stryker disable next-line StringLiteral: unreachable: every file loadAssets serves has one of the listed extensions
+    contentType: CONTENT_TYPES[extension] ?? 'application/octet-stream',
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+  });
+}
+
 /** Reads every asset once at start-up; a missing file is a broken install and fails loudly here. */
 export function loadAssets(): Map<string, Asset> {
   const htmxRoot = dirname(createRequire(import.meta.url).resolve('htmx.org/package.json'));
   const assets = new Map<string, Asset>();
-  const add = (name: string, path: string) => {
-    const body = new Uint8Array(readFileSync(path));
-    const extension = name.slice(name.lastIndexOf('.'));
-    assets.set(name, {
-      body,
-      // Stryker disable next-line StringLiteral: unreachable: every file loadAssets serves has one of the listed extensions
-      contentType: CONTENT_TYPES[extension] ?? 'application/octet-stream',
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
-    });
-  };
+  const add = (name: string, path: string) => addBody(assets, name, new Uint8Array(readFileSync(path)));
   for (const [name, path] of Object.entries(HTMX_FILES)) add(name, join(htmxRoot, path));
   for (const name of WEB_FILES) add(name, join(WEB_DIR, name));
   for (const name of readdirSync(MODULES_DIR).filter((file) => file.endsWith('.js')).sort()) {
     if (assets.has(name)) throw new Error(`web/js/${name} has the name of another asset`);
     add(name, join(MODULES_DIR, name));
   }
+  addBody(assets, TOKEN_ESTIMATE_MODULE, new TextEncoder().encode(renderTokenEstimateModule()));
   return assets;
 }
