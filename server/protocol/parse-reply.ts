@@ -243,7 +243,7 @@ function skipWhitespace(text: string): string {
  * count. Single-quoted strings are honoured first (Python-style output); if that leaves the object
  * open (an apostrophe in unquoted text), double quotes alone are tried.
  */
-function findObjectEnd(text: string): number {
+export function findObjectEnd(text: string): number {
   const withSingleQuotes = scanObject(text, `"'`);
   return withSingleQuotes !== -1 ? withSingleQuotes : scanObject(text, '"');
 }

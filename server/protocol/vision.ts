@@ -8,6 +8,7 @@ import { normaliseKeyName } from './delimiter.ts';
 import type { FamilyStyle } from './families.ts';
 import { LIMITS } from './limits.ts';
 import { restrictToOllamaGrammar } from './metadata.ts';
+import { findObjectEnd } from './parse-reply.ts';
 import { describeFamily, describePromptLength } from './prompts.ts';
 
 /** The most items a list of the critique holds; the parser keeps the first ones. */
@@ -203,34 +204,6 @@ function readObject(raw: string, what: string): ReadObject {
   return { ok: true, value, repaired };
 }
 
-/**
- * Index of the `}` closing the object that opens at index 0, or −1; braces inside strings do not count. As in
- * parse-reply.ts, single-quoted strings are honoured first, then double quotes alone (an apostrophe in a word).
- */
-function findObjectEnd(text: string): number {
-  const withSingleQuotes = scanObject(text, `"'`);
-  return withSingleQuotes !== -1 ? withSingleQuotes : scanObject(text, '"');
-}
-
-function scanObject(text: string, quotes: string): number {
-  let depth = 0;
-  let quote = '';
-  for (let index = 0; index < text.length; index += 1) {
-    const ch = text.charAt(index);
-    if (quote !== '') {
-      if (ch === '\\') index += 1;
-      else if (ch === quote) quote = '';
-    } else if (quotes.includes(ch)) {
-      quote = ch;
-    } else if (ch === '{') {
-      depth += 1;
-    } else if (ch === '}') {
-      depth -= 1;
-      if (depth === 0) return index;
-    }
-  }
-  return -1;
-}
 
 /** The two messages of a vision request; the core attaches the picture to the user's. */
 export interface VisionMessages {
