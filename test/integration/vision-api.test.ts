@@ -12,7 +12,7 @@ import { replyMeta } from '../helpers/replies.ts';
 import { iterateSse, readSse } from '../helpers/sse.ts';
 
 const VISION = { name: 'gemma3:4b', capabilities: ['completion', 'vision'] };
-const { fake, easel } = useEasel('each test', {
+const { fake, a1111, easel } = useEasel('each test', {
   a1111: { stepDelayMs: 1 },
   flags: ['--vision-model', 'gemma3:4b'],
   ollama: { models: ['mistral:7b', VISION, { name: 'llava:7b', capabilities: ['completion', 'vision'] }] },
@@ -145,6 +145,22 @@ describe('POST …/images/:imageId/check', () => {
     ]);
   });
 
+  it('a check waits for the image being made: the vision model is asked only after the image server is done', async () => {
+    const { id, imageId } = await pictureOfACat();
+    const making = easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 150, width: 64, height: 64 } });
+    await expect.poll(() => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length).toBe(2);
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    const checking = check(id, imageId).then(readSse);
+    const made = await readSse(await making);
+    const imageAt = Date.now();
+    expect(made.some((event) => event.type === 'image')).toBe(true);
+    await checking;
+    const asked = fake.requests.filter((request) => request.path === '/api/chat').at(-1)!;
+    expect((asked.body as { model: string }).model).toBe('gemma3:4b');
+    // Asked after the image ended (its event read just now), not while it was being made.
+    expect(asked.receivedAt).toBeGreaterThanOrEqual(imageAt - 50);
+  });
+
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue(JSON.stringify({ matches: ['a tabby cat'], misses: [], revisedPrompt: 'a tabby cat on a stack of books' }));
@@ -240,5 +256,27 @@ describe('without a vision model', () => {
     expect(described.status).toBe(503);
     expect(await described.text()).toContain('ollama pull gemma3');
     expect(bare.fake.chatRequests()).toHaveLength(0);
+  });
+});
+
+describe('with --unload-llm (a small GPU)', () => {
+  const small = useEasel('each test', {
+    a1111: { stepDelayMs: 1 },
+    flags: ['--vision-model', 'gemma3:4b', '--unload-llm'],
+    ollama: { models: ['mistral:7b', VISION] },
+  });
+
+  it('whichever of the chat and the vision model is loaded is unloaded before an image', async () => {
+    const id = await small.easel.newConversation();
+    small.fake.enqueue(scriptReply('A cat.', replyMeta('a tabby cat', { steps: 4 })));
+    await readSse(await small.easel.post(`/api/conversations/${id}/messages`, { text: 'a cat' }));
+    const first = (await readSse(await small.easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, width: 64, height: 64 } }))).find((event) => event.type === 'image');
+    expect(small.fake.unloads).toEqual(['mistral:7b']);
+    small.fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await small.easel.post(`/api/conversations/${id}/images/${String(first?.data['id'])}/check`, {}));
+    const before = small.fake.unloads.length;
+    await readSse(await small.easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, width: 64, height: 64 } }));
+    // The vision model the check loaded goes too (the chat model was not loaded again since).
+    expect(small.fake.unloads.slice(before)).toEqual(['gemma3:4b']);
   });
 });
