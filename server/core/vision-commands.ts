@@ -8,6 +8,7 @@ import {
   buildDescribeMessages,
   critiqueJsonSchema,
   describeJsonSchema,
+  fitPromptToFamily,
   parseCritique,
   parseDescription,
   resolveFamily,
@@ -202,7 +203,8 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       if (!model.ok) return model;
       const png = await readPicture(image);
       if (!png.ok) return png;
-      const messages = buildCheckMessages({ request: readRequest(id), prompt: image.prompt, style: styleFor(record.settings, image.model) });
+      const style = styleFor(record.settings, image.model);
+      const messages = buildCheckMessages({ request: readRequest(id), prompt: image.prompt, style });
       return {
         ok: true,
         value: stream(signal, async function* (bounded) {
@@ -219,17 +221,19 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
             yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
             return;
           }
-          const kept = keepCheck(record.id, image, model.value, answer.value);
+          // Written for the checkpoint's family, and made right for it as the chat model's prompts are.
+          const critique = { ...answer.value, revisedPrompt: fitPromptToFamily(answer.value.revisedPrompt, style) };
+          const kept = keepCheck(record.id, image, model.value, critique);
           if (!kept.ok) {
             yield { type: 'error', code: 'storage_failed', message: kept.error.message };
             yield done(answer.attempts, 'error');
             return;
           }
-          const critique: TurnEvent = { type: 'critique', ...toCritiqueEvent(kept.value) };
+          const event: TurnEvent = { type: 'critique', ...toCritiqueEvent(kept.value) };
           // Every page of the conversation shows it under the picture, as this stream's reader does.
-          state.feed.publish(id, critique);
-          yield critique;
-          const pane = suggest(id, image.id, answer.value);
+          state.feed.publish(id, event);
+          yield event;
+          const pane = suggest(id, image.id, critique);
           if (pane) yield pane;
           yield done(answer.attempts, answer.attempts === 1 ? 'clean' : 'reminder');
         }),
@@ -245,7 +249,8 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       const picture = await vision.readPicture(bytes, type);
       if (!picture.ok) return picture;
       const png = picture.value.png;
-      const messages = buildDescribeMessages({ style: styleFor(record.settings, null) });
+      const style = styleFor(record.settings, null);
+      const messages = buildDescribeMessages({ style });
       return {
         ok: true,
         value: stream(signal, async function* (bounded) {
@@ -258,9 +263,10 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
             yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
             return;
           }
-          yield { type: 'description', prompt: answer.value.prompt, subject: answer.value.subject };
+          const prompt = fitPromptToFamily(answer.value.prompt, style);
+          yield { type: 'description', prompt, subject: answer.value.subject };
           // The user asked for it: the description is the prompt now, one undo away (the chat model hears of it).
-          const written = state.tryWrite('change', () => deps.store.addUserPromptVersion(id, answer.value.prompt, state.isoNow(), 'vision'));
+          const written = state.tryWrite('change', () => deps.store.addUserPromptVersion(id, prompt, state.isoNow(), 'vision'));
           if (!written.ok) {
             yield { type: 'error', code: 'storage_failed', message: written.error.message };
             yield done(answer.attempts, 'error');

@@ -135,13 +135,21 @@ export function resolveFamily(chosen: ImageFamily | null, checkpoint: string | n
  */
 export function fitMetadataToFamily(metadata: Metadata, style: FamilyStyle): Metadata {
   const fitted: Metadata = { ...metadata };
-  let prompt = metadata.prompt.trim();
-  if (prompt !== '' && style.promptStyle !== 'sentences') prompt = prompt.replace(/[.。]+$/u, '').trim();
-  if (prompt !== '' && style.qualityTags !== '' && !startsWithTags(prompt, style.qualityTags)) prompt = `${style.qualityTags}, ${prompt}`;
-  fitted.prompt = prompt;
+  fitted.prompt = fitPromptToFamily(metadata.prompt, style);
   if (!style.cfgMatters) fitted.cfg = style.cfg;
   if (!style.negativePrompt) delete fitted.negative_prompt;
   return fitted;
+}
+
+/**
+ * A prompt made right for the family (the chat model's, the vision model's): the quality tags it forgot put first,
+ * a sentence's full stop dropped from a tag list.
+ */
+export function fitPromptToFamily(text: string, style: FamilyStyle): string {
+  let prompt = text.trim();
+  if (prompt !== '' && style.promptStyle !== 'sentences') prompt = prompt.replace(/[.。]+$/u, '').trim();
+  if (prompt !== '' && style.qualityTags !== '' && !startsWithTags(prompt, style.qualityTags)) prompt = `${style.qualityTags}, ${prompt}`;
+  return prompt;
 }
 
 function startsWithTags(prompt: string, tags: string): boolean {

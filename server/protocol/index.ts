@@ -49,6 +49,7 @@ export {
   FALLBACK_FAMILY,
   FAMILY_STYLES,
   fitMetadataToFamily,
+  fitPromptToFamily,
   fitSizeToFamily,
   IMAGE_FAMILIES,
   imageFamilySchema,

@@ -4,7 +4,7 @@
 // prompt untouched); taking it is a `vision` version. Describe makes a picture's description the prompt. Every
 // refusal comes before anything is sent to Ollama.
 import { describe, expect, it } from 'vitest';
-import { critiqueJsonSchema, describeJsonSchema } from '../../server/protocol/index.ts';
+import { critiqueJsonSchema, describeJsonSchema, FAMILY_STYLES } from '../../server/protocol/index.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { useEasel } from '../helpers/easel.ts';
@@ -159,6 +159,15 @@ describe('POST …/images/:imageId/check', () => {
     expect((asked.body as { model: string }).model).toBe('gemma3:4b');
     // Asked after the image ended (its event read just now), not while it was being made.
     expect(asked.receivedAt).toBeGreaterThanOrEqual(imageAt - 50);
+  });
+
+  it('the revised prompt is made right for the family that paints: Pony\'s quality tags first', async () => {
+    const { id, imageId } = await pictureOfACat();
+    expect((await easel.put(`/api/conversations/${id}/settings`, { family: 'pony' })).status).toBe(200);
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    const critique = (await readSse(await check(id, imageId))).find((event) => event.type === 'critique')?.data;
+    expect(critique?.['revisedPrompt']).toBe(`${FAMILY_STYLES.pony.qualityTags}, ${CRITIQUE.revisedPrompt}`);
+    expect((await conversation(id)).suggestion?.prompt).toBe(critique?.['revisedPrompt']);
   });
 
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
