@@ -505,7 +505,10 @@ export async function createFakeOllama(options: FakeOllamaOptions = {}): Promise
       throw new HttpError(400, LLAMA_SERVER_NO_MULTIMODAL);
     }
 
-    const script = queue.shift();
+    // A vision model with nothing scripted looks at the picture as a real one would answer: by the schema when
+    // `format` is given (the grammar allows nothing else), else a sentence about it.
+    const seesImages = images.some((list) => list.length > 0);
+    const script = queue.shift() ?? (seesImages ? answerByFormat(request.format) : undefined);
     if (script === undefined) throw recordScriptError(NO_REPLY_LEFT);
     const reply = await resolveScript(script, request);
     const badBound = isRecord(request.format) ? findUnconvertibleBound(request.format, '$') : undefined;
@@ -1164,6 +1167,34 @@ function isZeroKeepAlive(value: unknown): boolean {
 }
 
 /** A truncated or failing reply is cut short of valid JSON on real Ollama too. */
+/**
+ * What a vision model writes when no reply was scripted: the least JSON the schema allows, each string a plain
+ * description, or, without a schema, one sentence. (A schema the grammar could not follow is refused before.)
+ */
+function answerByFormat(format: unknown): string {
+  if (!isRecord(format)) return 'The picture shows a plain scene with one subject in the middle.';
+  return JSON.stringify(fillSchema(format, format));
+}
+
+function fillSchema(schema: Record<string, unknown>, root: Record<string, unknown>): unknown {
+  if (typeof schema['$ref'] === 'string') {
+    const target = schema['$ref'].replace(/^#\//, '').split('/').reduce<unknown>((node, key) => (isRecord(node) ? node[key] : undefined), root);
+    return isRecord(target) ? fillSchema(target, root) : null;
+  }
+  if (Array.isArray(schema['enum'])) return schema['enum'][0];
+  const type = Array.isArray(schema['type']) ? schema['type'][0] : schema['type'];
+  if (type === 'object' || isRecord(schema['properties'])) {
+    const properties = isRecord(schema['properties']) ? schema['properties'] : {};
+    const required = Array.isArray(schema['required']) ? schema['required'].filter((name): name is string => typeof name === 'string') : Object.keys(properties);
+    return Object.fromEntries(required.map((name) => [name, isRecord(properties[name]) ? fillSchema(properties[name], root) : null]));
+  }
+  if (type === 'array') return [];
+  if (type === 'string') return 'a plain scene with one subject in the middle';
+  if (type === 'integer' || type === 'number') return 0;
+  if (type === 'boolean') return false;
+  return null;
+}
+
 function isMeantToComplete(reply: FakeOllamaReply): boolean {
   return (
     reply.errorAfter === undefined &&

@@ -170,6 +170,14 @@ describe('POST …/images/:imageId/check', () => {
     expect((await conversation(id)).suggestion?.prompt).toBe(critique?.['revisedPrompt']);
   });
 
+  it('the fake vision model answers by the schema when nothing is scripted, as the grammar makes a real one', async () => {
+    const { id, imageId } = await pictureOfACat();
+    const events = await readSse(await check(id, imageId));
+    expect(events.map((event) => event.type)).toEqual(['critique', 'done']);
+    expect(events[0]?.data).toMatchObject({ matches: [], misses: [], revisedPrompt: 'a plain scene with one subject in the middle' });
+    expect(fake.scriptErrors).toEqual([]);
+  });
+
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue(JSON.stringify({ matches: ['a tabby cat'], misses: [], revisedPrompt: 'a tabby cat on a stack of books' }));
