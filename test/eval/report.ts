@@ -125,8 +125,139 @@ function formatMs(ms: number): string {
 }
 
 /** `[#######.......]  12/40 turns`: the progress line (stderr, only on a terminal). */
-export function renderProgressBar(done: number, total: number, width = 30): string {
+export function renderProgressBar(done: number, total: number, width = 30, unit = 'turns'): string {
   const fraction = total > 0 ? Math.min(1, Math.max(0, done / total)) : 1;
   const filled = Math.round(fraction * width);
-  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} turns`;
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${unit}`;
+}
+
+/** One check case as the vision model answered it: the check's events, its wall time, and the case's description. */
+export interface CheckRecord {
+  /** The case's name (checks.ts). */
+  case: string;
+  /** What the user asked for: the prompt the picture was made from. */
+  request: string;
+  /** The case's keywords: elements shown, elements planted as misses, the picture's main shape. */
+  present: string[];
+  planted: string[];
+  shape: string;
+  /** done.level of the check: clean (read at the first answer), reminder (asked again), error or stopped. */
+  level: string;
+  /** done.attempts: vision model calls. */
+  attempts: number;
+  /** The `error` event's code, when the check failed. */
+  error?: string;
+  /** The `critique` event's, when there was one. */
+  matches?: string[];
+  misses?: Array<{ element: string; evidence: string }>;
+  revisedPrompt?: string;
+  /** Wall time of the check request, from sending it to the stream's end. */
+  ms: number;
+  /** The case's picture described (POST …/describe). */
+  describe: { level: string; attempts: number; error?: string; prompt?: string; subject?: string; ms: number };
+}
+
+export interface CheckReport {
+  visionModel: string;
+  ollamaUrl: string;
+  checks: number;
+  /** Checks whose critique was read at the first answer (clean), after a reminder, or not at all (failed, by error code). */
+  format: { clean: number; reminder: number; failed: number; errors: Record<string, number> };
+  /** Planted misses over all checks, and how many a miss of the critique named (its element mentions the keyword). */
+  planted: { total: number; found: number };
+  /** All misses the critiques listed, and those naming only elements the picture does show. */
+  misses: number;
+  falseMisses: number;
+  /** Checks with a planted miss, and those whose revised prompt names every planted miss of its case. */
+  revised: { withPlanted: number; namingEvery: number };
+  /** Wall time per check, nearest-rank; null when no check ran. */
+  secondsPerCheck: { p50: number; p95: number } | null;
+  /** Descriptions asked for, read (clean or reminder), failed by error code, and those naming the picture's main shape. */
+  describe: { runs: number; described: number; errors: Record<string, number>; namingShape: number };
+}
+
+/** Whether `text` names `keyword` as a word (a plural too): 'circles' names circle, 'semicircle' does not. */
+export function mentions(text: string, keyword: string): boolean {
+  const escaped = keyword.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`\\b${escaped}(?:e?s)?\\b`, 'i').test(text);
+}
+
+/** Whether a miss names a planted element: it counts as found. */
+export function isPlantedMiss(element: string, check: Pick<CheckRecord, 'planted'>): boolean {
+  return check.planted.some((keyword) => mentions(element, keyword));
+}
+
+/** A false miss: it names an element the picture shows and none that is planted ('circle' when the circle is there). */
+export function isFalseMiss(element: string, check: Pick<CheckRecord, 'planted' | 'present'>): boolean {
+  return !isPlantedMiss(element, check) && check.present.some((keyword) => mentions(element, keyword));
+}
+
+const READ_LEVELS = new Set(['clean', 'reminder']);
+
+function countCodes(records: ReadonlyArray<{ level: string; error?: string }>): Record<string, number> {
+  const errors: Record<string, number> = {};
+  for (const record of records) {
+    if (READ_LEVELS.has(record.level)) continue;
+    const code = record.error ?? record.level;
+    errors[code] = (errors[code] ?? 0) + 1;
+  }
+  return errors;
+}
+
+export function summariseChecks(records: readonly CheckRecord[], about: { visionModel: string; ollamaUrl: string }): CheckReport {
+  const misses = records.flatMap((record) => (record.misses ?? []).map((miss) => ({ record, element: miss.element })));
+  const withPlanted = records.filter((record) => record.planted.length > 0);
+  const seconds = records.map((record) => record.ms / 1000);
+  const read = (level: string) => records.filter((record) => record.level === level).length;
+  const describes = records.map((record) => record.describe);
+  return {
+    ...about,
+    checks: records.length,
+    format: { clean: read('clean'), reminder: read('reminder'), failed: records.filter((record) => !READ_LEVELS.has(record.level)).length, errors: countCodes(records) },
+    planted: {
+      total: records.reduce((sum, record) => sum + record.planted.length, 0),
+      found: records.reduce((sum, record) => sum + record.planted.filter((keyword) => (record.misses ?? []).some((miss) => mentions(miss.element, keyword))).length, 0),
+    },
+    misses: misses.length,
+    falseMisses: misses.filter(({ record, element }) => isFalseMiss(element, record)).length,
+    revised: {
+      withPlanted: withPlanted.length,
+      namingEvery: withPlanted.filter((record) => record.revisedPrompt !== undefined && record.planted.every((keyword) => mentions(record.revisedPrompt as string, keyword))).length,
+    },
+    secondsPerCheck: seconds.length === 0 ? null : { p50: quantile(seconds, 0.5), p95: quantile(seconds, 0.95) },
+    describe: {
+      runs: describes.length,
+      described: describes.filter((describe) => READ_LEVELS.has(describe.level)).length,
+      errors: countCodes(describes),
+      namingShape: records.filter(({ describe, shape }) => READ_LEVELS.has(describe.level) && [describe.prompt ?? '', describe.subject ?? ''].some((text) => mentions(text, shape))).length,
+    },
+  };
+}
+
+/** The second table `npm run eval -- --vision-model NAME` prints, in formatReport's style. */
+export function formatCheckReport(report: CheckReport): string {
+  const shareOf = (total: number) => (count: number) => (total === 0 ? '' : `${((100 * count) / total).toFixed(1).padStart(5)} %`);
+  const ofChecks = shareOf(report.checks);
+  const codes = (errors: Record<string, number>, indent: string) => Object.entries(errors).map(([code, count]): [string, string, string] => [`${indent}${code}`, String(count), '']);
+  const rows: Array<[string, string, string]> = [
+    ['checks', String(report.checks), ''],
+    ['format kept first time', String(report.format.clean), ofChecks(report.format.clean)],
+    ['format kept after a reminder', String(report.format.reminder), ofChecks(report.format.reminder)],
+    ['failed', String(report.format.failed), ofChecks(report.format.failed)],
+    ...codes(report.format.errors, '  '),
+    ['planted misses', String(report.planted.total), ''],
+    ['  found', String(report.planted.found), shareOf(report.planted.total)(report.planted.found)],
+    ['misses named', String(report.misses), ''],
+    ['  false: only what the picture shows', String(report.falseMisses), shareOf(report.misses)(report.falseMisses)],
+    ['revised prompts naming every planted miss', String(report.revised.namingEvery), shareOf(report.revised.withPlanted)(report.revised.namingEvery)],
+    ['seconds per check p50 / p95', report.secondsPerCheck === null ? '–' : `${report.secondsPerCheck.p50.toFixed(1)} s / ${report.secondsPerCheck.p95.toFixed(1)} s`, ''],
+    ['descriptions', String(report.describe.runs), ''],
+    ['  naming the main shape', String(report.describe.namingShape), shareOf(report.describe.runs)(report.describe.namingShape)],
+    ['  failed', String(report.describe.runs - report.describe.described), shareOf(report.describe.runs)(report.describe.runs - report.describe.described)],
+    ...codes(report.describe.errors, '    '),
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  const valueWidth = Math.max(...rows.map(([, value]) => value.length));
+  const heading = `${report.visionModel} via ${report.ollamaUrl}: ${report.checks} check${report.checks === 1 ? '' : 's'}, ${report.describe.runs} description${report.describe.runs === 1 ? '' : 's'}`;
+  return [heading, '', ...rows.map(([label, value, percent]) => `${label.padEnd(width)}  ${value.padStart(valueWidth)}${percent ? `  ${percent}` : ''}`.trimEnd())].join('\n');
 }

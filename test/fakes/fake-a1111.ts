@@ -66,6 +66,11 @@ export interface FakeA1111Options {
    * decompression bomb (png-bytes.ts, makePngBomb) as a compromised server would send.
    */
   image?: Uint8Array;
+  /**
+   * txt2img paints the prompt with this (a PNG of the asked size) in place of its solid colour, the parameters text
+   * added as usual: a picture with something in it, for a vision model to look at (the report card's checks).
+   */
+  paint?: (prompt: string, width: number, height: number) => Uint8Array;
   /** Every route answers with this redirect (http-body.ts: a misconfigured reverse proxy, a compromised server). */
   redirect?: RedirectEverything;
   /**
@@ -631,7 +636,7 @@ export async function createFakeA1111(options: FakeA1111Options = {}): Promise<F
       // A variation keeps (1 − strength) of its starting colour: a test can tell it started from that image.
       const start = init?.ok === true ? init.rgb : undefined;
       const rgb: [number, number, number] = start === undefined || strength === undefined ? own : (start.map((value, index) => Math.round(value * (1 - strength) + own[index]! * strength)) as [number, number, number]);
-      const rendered = makePng(width, height, rgb);
+      const rendered = options.paint?.(prompt, width, height) ?? makePng(width, height, rgb);
       // processing.py:1087-1090 puts the infotext in image.info["parameters"]; encode_pil_to_base64 writes it
       // into the PNG (api.py:102-113) when samples_format is png, the default (shared_options.py:36).
       return options.image ?? ((options.enablePnginfo ?? true) ? insertTextChunk(rendered, 'parameters', text, 'pillow') : rendered);
