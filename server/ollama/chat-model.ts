@@ -15,6 +15,7 @@ import {
 } from './errors.ts';
 import { isSameModel } from './model-name.ts';
 import { listInstalledModels, pullModel } from './models.ts';
+import { readLineBatches } from './ndjson.ts';
 import type { ModelsContext } from './models.ts';
 
 export interface OllamaChatModelOptions {
@@ -269,33 +270,16 @@ function createScopedFetch(
  * MAX_OLLAMA_LINE_CHARS fails it too, whether or not it has ended.
  */
 async function* readChatStream(body: ReadableStream<Uint8Array>, host: string): AsyncGenerator<ChatChunk> {
-  const decoder = new TextDecoder('utf-8');
-  const reader = body.getReader();
-  let buffer = '';
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      // The final flush: bytes of an unfinished character, and a last line without its newline.
-      buffer += done ? `${decoder.decode()}\n` : decoder.decode(value, { stream: true });
-      const lastNewline = buffer.lastIndexOf('\n');
-      if (lastNewline !== -1) {
-        const lines = buffer.slice(0, lastNewline);
-        buffer = buffer.slice(lastNewline + 1);
-        const batch = readLines(lines, host);
-        if (batch.text !== '') yield { type: 'text', text: batch.text };
-        else if (batch.alive) yield { type: 'alive' };
-        if (batch.error !== undefined) throw batch.error;
-        if (batch.end !== undefined) {
-          yield batch.end;
-          return;
-        }
-      }
-      // The line not ended yet, checked at every read: the buffer never holds much more than the cap.
-      if (buffer.length > MAX_OLLAMA_LINE_CHARS) throw overlongLineError(host, MAX_OLLAMA_LINE_CHARS, false);
-      if (done) return;
+  // A line not ended yet is checked at every read (readLineBatches); an ended one in readLines.
+  for await (const lines of readLineBatches(body, { maxLineChars: MAX_OLLAMA_LINE_CHARS, overlong: () => overlongLineError(host, MAX_OLLAMA_LINE_CHARS, false) })) {
+    const batch = readLines(lines, host);
+    if (batch.text !== '') yield { type: 'text', text: batch.text };
+    else if (batch.alive) yield { type: 'alive' };
+    if (batch.error !== undefined) throw batch.error;
+    if (batch.end !== undefined) {
+      yield batch.end;
+      return;
     }
-  } finally {
-    reader.releaseLock();
   }
 }
 
@@ -308,14 +292,9 @@ interface LineBatch {
   end?: Extract<ChatChunk, { type: 'end' }>;
 }
 
-function readLines(lines: string, host: string): LineBatch {
+function readLines(lines: readonly string[], host: string): LineBatch {
   const batch: LineBatch = { text: '', alive: false };
-  let start = 0;
-  while (start <= lines.length) {
-    const newline = lines.indexOf('\n', start);
-    const end = newline === -1 ? lines.length : newline;
-    const line = lines.slice(start, end);
-    start = end + 1;
+  for (const line of lines) {
     if (line.length > MAX_OLLAMA_LINE_CHARS) {
       batch.error = overlongLineError(host, MAX_OLLAMA_LINE_CHARS, true);
       return batch;

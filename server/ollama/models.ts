@@ -6,6 +6,7 @@ import type { Agent } from 'undici';
 import { ChatModelError } from '../core/errors.ts';
 import type { InstalledChatModel, PullProgress } from '../core/ports.ts';
 import { isOllamaResponseError, toChatModelError } from './errors.ts';
+import { readLineBatches } from './ndjson.ts';
 
 export interface ModelsContext {
   /** Ollama's base URL, without a trailing slash. */
@@ -209,33 +210,19 @@ async function refusal(response: Response, host: string, name: string): Promise<
 
 /** The pull's NDJSON lines as PullProgress; an `{"error"}` line or a line that is none throws. */
 async function* readPullStream(body: ReadableStream<Uint8Array>, host: string, name: string): AsyncGenerator<PullProgress> {
-  const decoder = new TextDecoder('utf-8');
-  const reader = body.getReader();
-  let buffer = '';
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      buffer += done ? `${decoder.decode()}\n` : decoder.decode(value, { stream: true });
-      let newline: number;
-      while ((newline = buffer.indexOf('\n')) !== -1) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        if (line.trim() === '') continue;
-        const progress = readPullLine(line, host, name);
-        yield progress;
-        if (progress.status === 'success') return;
-      }
-      if (buffer.length > MAX_PULL_LINE_CHARS) {
-        throw new ChatModelError(
-          'stream_failed',
-          `Ollama at ${host} sent a pull progress line longer than ${MAX_PULL_LINE_CHARS.toLocaleString('en')} characters; ` +
-            'Easel stopped reading it. Check that --ollama-url points at Ollama itself.',
-        );
-      }
-      if (done) return;
+  const overlong = () =>
+    new ChatModelError(
+      'stream_failed',
+      `Ollama at ${host} sent a pull progress line longer than ${MAX_PULL_LINE_CHARS.toLocaleString('en')} characters; ` +
+        'Easel stopped reading it. Check that --ollama-url points at Ollama itself.',
+    );
+  for await (const lines of readLineBatches(body, { maxLineChars: MAX_PULL_LINE_CHARS, overlong })) {
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      const progress = readPullLine(line, host, name);
+      yield progress;
+      if (progress.status === 'success') return;
     }
-  } finally {
-    reader.releaseLock();
   }
 }
 
