@@ -1,5 +1,6 @@
-// The ConversationStore on SQLite: conversations, turns, prompt versions, images and the working context, each
-// write one transaction. Opening, migrations and the file's watch are open.ts's; rows and their parsing rows.ts's.
+// The ConversationStore on SQLite: conversations, turns, prompt versions and the working context, composed with
+// the images and their checks (image-table.ts); each write one transaction. Opening, migrations and the file's
+// watch are open.ts's; rows and their parsing rows.ts's.
 import type Database from 'better-sqlite3';
 import type {
   BeginTurnInput,
@@ -9,14 +10,10 @@ import type {
   ConversationRecord,
   ConversationStore,
   FinishPane,
-  ImageFacets,
-  ImageList,
-  ImageListQuery,
   ImageNote,
   NewTurn,
   PendingNotes,
 } from '../core/conversation.ts';
-import type { ImageRecord } from '../core/image-record.ts';
 import { sourceOfSuggestion, type PinnableField, type PromptSource } from '../core/pane.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
@@ -26,19 +23,14 @@ import {
   NO_PENDING,
   readContextEntry,
   toConversation,
-  IMAGE_COLUMNS,
-  toImage,
-  toImageRow,
   toPromptVersion,
   toTurn,
   type ConversationRow,
-  toImageCheck,
-  type ImageCheckRow,
-  type ImageRow,
   type ListingRow,
   type PromptVersionRow,
   type TurnRow,
 } from './rows.ts';
+import { createImageTable } from './image-table.ts';
 import { openDatabase, StoreError, toStorageError, watchFile } from './open.ts';
 
 export { describeOpenFailure, latestSchemaVersion, StoreError, StoreOpenError, toStorageError, type StoreOpenErrorCode } from './open.ts';
@@ -82,14 +74,6 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
          AND id >= (SELECT coalesce(max(id), 0) FROM turns WHERE conversation_id = ? AND role = 'user' AND status != 'replaced')
        ORDER BY id`,
     ),
-    listImages: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE conversation_id = ? ORDER BY created_at, rowid'),
-    listImageFiles: db.prepare<[string], { id: string; file: string }>('SELECT id, file FROM images WHERE conversation_id = ?'),
-    getImage: db.prepare<[string], ImageRow>('SELECT * FROM images WHERE id = ?'),
-    insertCheck: db.prepare<[string, string, string, string, string, string, string]>(
-      'INSERT INTO image_checks (image_id, conversation_id, model, matches, misses, revised_prompt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ),
-    getCheck: db.prepare<[number | bigint], ImageCheckRow>('SELECT * FROM image_checks WHERE id = ?'),
-    listChecks: db.prepare<[string], ImageCheckRow>('SELECT * FROM image_checks WHERE conversation_id = ? ORDER BY id'),
     insertTurn: db.prepare(
       'INSERT INTO turns (conversation_id, role, text, metadata, status, error, notices, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -100,9 +84,6 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     replaceTurn: db.prepare("UPDATE turns SET status = 'replaced' WHERE id = ? AND conversation_id = ?"),
     setPending: db.prepare('UPDATE conversations SET pending = ? WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
-    // An image of a batch carries the batch's first moment: never move the conversation back in time (ISO strings
-    // of one format compare as their moments do).
-    touchNotBack: db.prepare('UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?'),
     setPrompt: db.prepare('UPDATE conversations SET prompt = ?, prompt_version_id = ? WHERE id = ?'),
     setSettings: db.prepare('UPDATE conversations SET settings = ?, pinned = ?, setting_suggestions = ? WHERE id = ?'),
     setSuggestion: db.prepare('UPDATE conversations SET suggestion = ? WHERE id = ?'),
@@ -114,9 +95,6 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listVersions: db.prepare<[string], PromptVersionRow>('SELECT * FROM prompt_versions WHERE conversation_id = ? ORDER BY id'),
     setTitle: db.prepare('UPDATE conversations SET title = ? WHERE id = ?'),
     deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
-    insertImage: db.prepare(
-      `INSERT INTO images (${IMAGE_COLUMNS.join(', ')}) VALUES (${IMAGE_COLUMNS.map((column) => `@${column}`).join(', ')})`,
-    ),
     readContext: db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM context_entries WHERE conversation_id = ? ORDER BY seq'),
     contextBounds: db.prepare<[string], { low: number | null; high: number | null }>(
       'SELECT min(seq) AS low, max(seq) AS high FROM context_entries WHERE conversation_id = ?',
@@ -156,67 +134,9 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     return statement;
   }
 
-  // ---- The gallery: every conversation's images, newest first ----
-
-  // Case-insensitive containment, Unicode included (SQLite's LIKE and lower() fold ASCII only). The words come
-  // joined by line breaks (they never hold one), and are folded the same way the prompt is.
-  db.function('easel_has_words', { deterministic: true }, (prompt: unknown, words: unknown) => {
-    const text = foldText(String(prompt));
-    return String(words).split('\n').every((word) => text.includes(foldText(word))) ? 1 : 0;
-  });
-  type SeqRow = ImageRow & { seq: number };
-  const imageListStatements = new Map<string, Database.Statement<unknown[], SeqRow>>();
-  /** One statement per combination of conditions, so each can use its index (a conversation's) instead of `? IS NULL OR …`. */
-  function imageListStatement(query: ImageListQuery): { statement: Database.Statement<unknown[], SeqRow>; params: unknown[] } {
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    if (query.conversationId !== undefined) {
-      conditions.push('conversation_id = ?');
-      params.push(query.conversationId);
-    }
-    if (query.model !== undefined) {
-      conditions.push('model = ?');
-      params.push(query.model);
-    }
-    if (query.before !== undefined) {
-      conditions.push('(created_at, rowid) < (?, ?)');
-      params.push(query.before.createdAt, query.before.seq);
-    }
-    if (query.words.length > 0) {
-      conditions.push('easel_has_words(prompt, ?)');
-      params.push(query.words.join('\n'));
-    }
-    const key = conditions.join(' AND ');
-    let statement = imageListStatements.get(key);
-    if (!statement) {
-      statement = db.prepare<unknown[], SeqRow>(`SELECT rowid AS seq, * FROM images${key === '' ? '' : ` WHERE ${key}`} ORDER BY created_at DESC, rowid DESC LIMIT ?`);
-      imageListStatements.set(key, statement);
-    }
-    return { statement, params };
-  }
-  const imageById = db.prepare<[string], ImageRow>('SELECT * FROM images WHERE id = ?');
-  const deleteImageRow = db.prepare('DELETE FROM images WHERE id = ?');
-  const listImageModels = db.prepare<[], { model: string }>('SELECT DISTINCT model FROM images WHERE model IS NOT NULL ORDER BY model COLLATE NOCASE');
-
-  const listAllImages = db.transaction((query: ImageListQuery): ImageList => {
-    const { statement, params } = imageListStatement(query);
-    // One more than asked: whether a next page exists, without counting.
-    const rows = statement.all(...params, query.limit + 1);
-    const page = rows.slice(0, query.limit);
-    const last = page.at(-1);
-    return { images: page.map(toImage), next: rows.length > query.limit && last ? { createdAt: last.created_at, seq: last.seq } : null };
-  });
-
-  const listImageFacets = db.transaction((): ImageFacets => ({
-    conversations: listWithImages.all().map(toListing).filter((listing): listing is ConversationListing => listing !== undefined),
-    models: listImageModels.all().map((row) => row.model),
-  }));
-
-  const deleteImage = db.transaction((id: string): ImageRecord | undefined => {
-    const row = imageById.get(id);
-    if (!row) return undefined;
-    deleteImageRow.run(id);
-    return toImage(row);
+  // ---- The images and their checks (image-table.ts) ----
+  const images = createImageTable(db, {
+    listWithImages: () => listWithImages.all().map(toListing).filter((listing): listing is ConversationListing => listing !== undefined),
   });
 
   // ---- The working context: rows in SQLite, the parsed array cached per conversation (write-through) ----
@@ -417,17 +337,12 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     if (tellModel) setPending(conversationId, { settingsChanged: true });
   });
 
-  const addImage = db.transaction((image: ImageRecord) => {
-    statements.insertImage.run(toImageRow(image));
-    statements.touchNotBack.run(image.createdAt, image.conversationId);
-  });
-
   const deleteConversation = db.transaction((id: string) => {
     if (!statements.getConversation.get(id)) return undefined;
-    const images = statements.listImageFiles.all(id);
+    const files = images.listImageFiles(id);
     // Turns, images, the context and the search rows go with it (ON DELETE CASCADE, triggers).
     statements.deleteConversation.run(id);
-    return { files: images.map((row) => row.file), imageIds: images.map((row) => row.id) };
+    return { files: files.map((row) => row.file), imageIds: files.map((row) => row.id) };
   });
 
   const importConversation = db.transaction((input: ConversationImport) => {
@@ -455,13 +370,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     for (const image of input.images) {
       const promptVersion = image.promptVersion === null ? null : (versionIds[image.promptVersion] ?? null);
       // Stryker disable next-line StringLiteral: toImageRow has no url column; toImage rebuilds the url from the file name
-      statements.insertImage.run(toImageRow({ ...image, conversationId: input.id, turnId: turnAt(image.turn), url: '', promptVersion }));
+      images.insertImage({ ...image, conversationId: input.id, turnId: turnAt(image.turn), url: '', promptVersion });
     }
   });
 
-  function listImages(conversationId: string): ImageRecord[] {
-    return statements.listImages.all(conversationId).map(toImage);
-  }
 
   function toListing(row: ListingRow): ConversationListing | undefined {
     try {
@@ -530,8 +442,8 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       return deleted;
     },
     listTurns(conversationId) {
-      const images = listImages(conversationId);
-      return statements.listTurns.all(conversationId).map((row) => toTurn(row, images, reportUnreadable(row.id)));
+      const pictures = images.listImages(conversationId);
+      return statements.listTurns.all(conversationId).map((row) => toTurn(row, pictures, reportUnreadable(row.id)));
     },
     listLastExchange(conversationId) {
       return statements.listLastExchange.all(conversationId, conversationId).map((row) => toTurn(row, [], reportUnreadable(row.id)));
@@ -584,28 +496,14 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     setSettings(conversationId, change, options) {
       write(() => setSettings(conversationId, change, options.tellModel));
     },
-    addImage(image) {
-      write(() => addImage(image));
-    },
-    listImages,
-    addImageCheck(check) {
-      return write(() => {
-        const { lastInsertRowid } = statements.insertCheck.run(check.imageId, check.conversationId, check.model, JSON.stringify(check.matches), JSON.stringify(check.misses), check.revisedPrompt, check.createdAt);
-        return toImageCheck(statements.getCheck.get(lastInsertRowid) as ImageCheckRow);
-      });
-    },
-    listImageChecks(conversationId) {
-      return statements.listChecks.all(conversationId).map(toImageCheck);
-    },
-    getImage(id) {
-      const row = statements.getImage.get(id);
-      return row === undefined ? undefined : toImage(row);
-    },
-    listAllImages,
-    listImageFacets,
-    deleteImage(id) {
-      return write(() => deleteImage(id));
-    },
+    addImage: (image) => write(() => images.addImage(image)),
+    listImages: images.listImages,
+    addImageCheck: (check) => write(() => images.addImageCheck(check)),
+    listImageChecks: images.listImageChecks,
+    getImage: images.getImage,
+    listAllImages: images.listAllImages,
+    listImageFacets: images.listImageFacets,
+    deleteImage: (id) => write(() => images.deleteImage(id)),
     importConversation(input) {
       write(() => importConversation(input));
       cacheContext(input.id, [...input.context]);
@@ -658,8 +556,3 @@ export function toSearchTerms(query: string): string[] {
     .map((word) => `"${word.replaceAll('"', '""')}"*`);
 }
 // Stryker restore Regex
-
-/** How the gallery's search compares text: composed the same way, in lower case. */
-function foldText(text: string): string {
-  return text.normalize('NFKC').toLowerCase();
-}
