@@ -1,5 +1,5 @@
-// The ConversationStore on SQLite: conversations, turns, prompt versions and the working context, composed with
-// the images and their checks (image-table.ts); each write one transaction. Opening, migrations and the file's
+// The ConversationStore on SQLite: conversations, turns and prompt versions, composed with the working context
+// (context-table.ts) and the images and their checks (image-table.ts); each write one transaction. Opening, migrations and the file's
 // watch are open.ts's; rows and their parsing rows.ts's.
 import type Database from 'better-sqlite3';
 import type {
@@ -17,11 +17,9 @@ import type {
 import { sourceOfSuggestion, type PinnableField, type PromptSource } from '../core/pane.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
-import type { ContextEntry } from '../protocol/index.ts';
 import {
   encodeNotices,
   NO_PENDING,
-  readContextEntry,
   toConversation,
   toPromptVersion,
   toTurn,
@@ -31,13 +29,12 @@ import {
   type TurnRow,
 } from './rows.ts';
 import { createImageTable } from './image-table.ts';
+import { createContextTable } from './context-table.ts';
 import { openDatabase, StoreError, toStorageError, watchFile } from './open.ts';
 
 export { describeOpenFailure, latestSchemaVersion, StoreError, StoreOpenError, toStorageError, type StoreOpenErrorCode } from './open.ts';
 
 const CONVERSATION_COLUMNS = 'id, title, created_at, updated_at, prompt, settings, pending, prompt_version_id, suggestion, pinned, setting_suggestions, pane_revision';
-/** Conversations whose parsed working context stays in memory (the ones being talked to). */
-const CONTEXT_CACHE_SIZE = 32;
 /** At most this many words of a search are looked up (each one narrows the result). */
 const MAX_SEARCH_TERMS = 8;
 /** The preview of a conversation in the list is cut here (a reply can be 200 000 characters). */
@@ -95,18 +92,6 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listVersions: db.prepare<[string], PromptVersionRow>('SELECT * FROM prompt_versions WHERE conversation_id = ? ORDER BY id'),
     setTitle: db.prepare('UPDATE conversations SET title = ? WHERE id = ?'),
     deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
-    readContext: db.prepare<[string], { seq: number; entry: string }>('SELECT seq, entry FROM context_entries WHERE conversation_id = ? ORDER BY seq'),
-    contextBounds: db.prepare<[string], { low: number | null; high: number | null }>(
-      'SELECT min(seq) AS low, max(seq) AS high FROM context_entries WHERE conversation_id = ?',
-    ),
-    dropContextFront: db.prepare(
-      'DELETE FROM context_entries WHERE conversation_id = ? AND seq IN (SELECT seq FROM context_entries WHERE conversation_id = ? ORDER BY seq LIMIT ?)',
-    ),
-    dropContextBack: db.prepare(
-      'DELETE FROM context_entries WHERE conversation_id = ? AND seq IN (SELECT seq FROM context_entries WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?)',
-    ),
-    clearContext: db.prepare('DELETE FROM context_entries WHERE conversation_id = ?'),
-    insertContext: db.prepare('INSERT INTO context_entries (conversation_id, seq, entry) VALUES (?, ?, ?)'),
   };
 
   const LISTING_COLUMNS = `${CONVERSATION_COLUMNS.split(', ').map((column) => `c.${column}`).join(', ')},
@@ -139,64 +124,8 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listWithImages: () => listWithImages.all().map(toListing).filter((listing): listing is ConversationListing => listing !== undefined),
   });
 
-  // ---- The working context: rows in SQLite, the parsed array cached per conversation (write-through) ----
-
-  const contextCache = new Map<string, ContextEntry[]>();
-  function cacheContext(conversationId: string, entries: ContextEntry[]): void {
-    contextCache.delete(conversationId);
-    contextCache.set(conversationId, entries);
-    if (contextCache.size > CONTEXT_CACHE_SIZE) {
-      const oldest = contextCache.keys().next();
-      if (!oldest.done) contextCache.delete(oldest.value);
-    }
-  }
-
-  function readContext(conversationId: string): ContextEntry[] {
-    const cached = contextCache.get(conversationId);
-    if (cached) {
-      cacheContext(conversationId, cached);
-      return cached;
-    }
-    const entries: ContextEntry[] = [];
-    for (const row of statements.readContext.all(conversationId)) {
-      try {
-        entries.push(readContextEntry(row.entry));
-      } catch (error) {
-        logger?.warn('skipped a working-context entry that cannot be read', { conversationId, seq: row.seq, error });
-      }
-    }
-    cacheContext(conversationId, entries);
-    return entries;
-  }
-
-  /** Inside a transaction; the cache is updated by the caller once the transaction committed. */
-  function writeContextChange(conversationId: string, change: ContextChange): void {
-    if (change.kind === 'replace') {
-      statements.clearContext.run(conversationId);
-      change.entries.forEach((entry, index) => statements.insertContext.run(conversationId, index, JSON.stringify(entry)));
-      return;
-    }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: with 0 the DELETE has LIMIT 0 and removes nothing; describeContextChange never gives a negative count
-    if (change.dropFront > 0) statements.dropContextFront.run(conversationId, conversationId, change.dropFront);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: with 0 the DELETE has LIMIT 0 and removes nothing; describeContextChange never gives a negative count
-    if (change.dropBack > 0) statements.dropContextBack.run(conversationId, conversationId, change.dropBack);
-    // Stryker disable next-line ConditionalExpression: without it one more SELECT and a loop over nothing: no write
-    if (change.append.length === 0) return;
-    const { high } = statements.contextBounds.get(conversationId) ?? { high: null };
-    let seq = high === null ? 0 : high + 1;
-    for (const entry of change.append) statements.insertContext.run(conversationId, seq++, JSON.stringify(entry));
-  }
-
-  function cacheContextChange(conversationId: string, change: ContextChange): void {
-    const cached = contextCache.get(conversationId);
-    if (change.kind === 'replace') {
-      cacheContext(conversationId, [...change.entries]);
-      return;
-    }
-    if (!cached) return;
-    const kept = cached.slice(change.dropFront, Math.max(change.dropFront, cached.length - change.dropBack));
-    cacheContext(conversationId, [...kept, ...change.append]);
-  }
+  // ---- The working context (context-table.ts) ----
+  const context = createContextTable(db, logger);
 
   // ---- Rows ----
 
@@ -270,7 +199,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     else requireConversation(conversationId);
     const userTurnId = input.user ? insertTurn(conversationId, { role: 'user', text: input.user.text }, at) : null;
     for (const id of input.replaces) statements.replaceTurn.run(id, conversationId);
-    writeContextChange(conversationId, input.context);
+    context.write(conversationId, input.context);
     const turnId = insertTurn(conversationId, { role: 'assistant', text: '', status: 'running' }, at);
     statements.setPending.run(JSON.stringify(NO_PENDING), conversationId);
     statements.touch.run(at, conversationId);
@@ -292,7 +221,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
         outcome.turnId,
         conversationId,
       );
-      writeContextChange(conversationId, outcome.context);
+      context.write(conversationId, outcome.context);
       if (pane) {
         if (pane.version) insertVersion(conversationId, { prompt: pane.version.prompt, source: 'model', turnId: outcome.turnId }, at);
         if (pane.suggestion !== undefined) statements.setSuggestion.run(pane.suggestion ? JSON.stringify(pane.suggestion) : null, conversationId);
@@ -355,7 +284,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
       // Stryker disable next-line ConditionalExpression: a turn without a note binds JSON.stringify(undefined), written as NULL, the value already there
       if (turn.imageNote) statements.setImageNote.run(JSON.stringify(turn.imageNote), turnIds[index]);
     });
-    writeContextChange(input.id, { kind: 'replace', entries: input.context });
+    context.write(input.id, { kind: 'replace', entries: input.context });
     const versionIds: number[] = [];
     if (pane) {
       for (const version of pane.versions) {
@@ -438,7 +367,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     },
     deleteConversation(id) {
       const deleted = write(() => deleteConversation(id));
-      contextCache.delete(id);
+      context.forget(id);
       return deleted;
     },
     listTurns(conversationId) {
@@ -448,10 +377,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     listLastExchange(conversationId) {
       return statements.listLastExchange.all(conversationId, conversationId).map((row) => toTurn(row, [], reportUnreadable(row.id)));
     },
-    readContext,
+    readContext: context.read,
     beginTurn(conversationId, input, at) {
       const started = write(() => beginTurn(conversationId, input, at));
-      cacheContextChange(conversationId, input.context);
+      context.cacheChange(conversationId, input.context);
       return started;
     },
     saveReplyText(turnId, text) {
@@ -459,7 +388,7 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     },
     finishTurn(conversationId, outcome, at) {
       write(() => finishTurn(conversationId, outcome, at));
-      cacheContextChange(conversationId, outcome.context);
+      context.cacheChange(conversationId, outcome.context);
       return toTurn(statements.getTurn.get(outcome.turnId) as TurnRow, [], reportUnreadable(outcome.turnId));
     },
     addUserPromptVersion(conversationId, prompt, at, source = 'user') {
@@ -506,10 +435,10 @@ export function createSqliteStore(options: SqliteStoreOptions): ConversationStor
     deleteImage: (id) => write(() => images.deleteImage(id)),
     importConversation(input) {
       write(() => importConversation(input));
-      cacheContext(input.id, [...input.context]);
+      context.cache(input.id, [...input.context]);
     },
     close() {
-      contextCache.clear();
+      context.forgetAll();
       db.close();
     },
   };
