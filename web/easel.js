@@ -5,6 +5,7 @@
 // './name.js' imports (tsconfig.json's rootDirs shows the type checker web/ and web/js/ as one folder).
 import { onComposerClick, onSendBeforeRequest, onSendConfigRequest, onSendFinished, watchComposerInbox } from './composer.js';
 import { showConversation } from './conversation.js';
+import { onDescribeChange, onDescribeDrop, onDescribeFinished, onDescribePaste } from './describe.js';
 import { onImageClick, wireImageDialog } from './dialog.js';
 import { startGallery } from './gallery.js';
 import { byId } from './dom.js';
@@ -53,6 +54,7 @@ function start() {
     onSendFinished(event.detail.ctx);
     onImportFinished(event.detail.ctx);
     onReferenceFinished(event.detail.ctx);
+    onDescribeFinished(event.detail.ctx);
     onPullFinished(event.detail.ctx);
   });
   document.addEventListener('htmx:after:swap', () => {
@@ -91,18 +93,26 @@ function start() {
       applySizePreset(event);
       onImportChange(event);
       onReferenceChange(event);
+      onDescribeChange(event);
     },
     true,
   );
   document.addEventListener('keydown', onKeyDown);
   document.addEventListener('beforeinput', onBeforeInput, true);
   document.addEventListener('visibilitychange', onVisibilityChange);
-  // A reference image dropped or pasted onto the page (web/js/reference.js).
+  // A picture dropped or pasted onto the prompt pane is described (web/js/describe.js); anywhere else on the page it
+  // is a reference image (web/js/reference.js).
   document.addEventListener('dragover', onDragOver);
   document.addEventListener('dragleave', onDragLeave);
   document.addEventListener('dragend', onDragLeave);
-  document.addEventListener('drop', onDrop);
-  document.addEventListener('paste', onPaste);
+  document.addEventListener('drop', (event) => {
+    onDescribeDrop(event);
+    onDrop(event);
+  });
+  document.addEventListener('paste', (event) => {
+    onDescribePaste(event);
+    onPaste(event);
+  });
 
   // Outside #conversation, so once for the page.
   watchLibraryTimes();

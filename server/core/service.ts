@@ -277,8 +277,17 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     return { settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, ...set }) };
   }
 
+  /** A new conversation a picture starts on the empty page (a reference, Describe), with the new settings. */
+  function createEmptyConversation(id: string): Result<unknown> {
+    if (!isConversationId(id) || deleting.has(id)) return refuse('invalid', 'This new conversation has no valid id: reload the page and try again.');
+    const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), prompt: '', ...newSettings({}) }));
+    if (created.ok) state.announce(id, 'created');
+    return created;
+  }
+
   const vision = createVisionCommands(state, {
     readPicture: createPictureReader(deps.converter, deps.maxImagePixels),
+    createConversation: createEmptyConversation,
     ...(deps.visionModel === undefined ? {} : { defaultModel: deps.visionModel }),
   });
   const { generate } = createGenerateCommand(state, { vision, checkChoices, newSettings, isConversationId, openImageStreams });
@@ -299,12 +308,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     ...createReferenceCommands(state, {
       ...(deps.converter ? { converter: deps.converter } : {}),
       ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}),
-      createConversation: (id) => {
-        if (!isConversationId(id) || deleting.has(id)) return refuse('invalid', 'This new conversation has no valid id: reload the page and try again.');
-        const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), prompt: '', ...newSettings({}) }));
-        if (created.ok) state.announce(id, 'created');
-        return created;
-      },
+      createConversation: createEmptyConversation,
     }),
     ...createFollowCommands(state, () => service.listConversations()),
 

@@ -25,7 +25,7 @@ import type { ImageRecord } from './image-record.ts';
 import { describeReferenceTypes, isReferenceImage, isReferenceType, type PictureReader } from './reference-commands.ts';
 import { notFound, refuse, type Result } from './results.ts';
 import type { ServiceState } from './service-state.ts';
-import type { Settings } from './settings.ts';
+import { DEFAULT_SETTINGS, type Settings } from './settings.ts';
 
 /** How many of the user's latest messages the vision model reads as "what was asked". */
 const REQUEST_MESSAGES = 4;
@@ -42,6 +42,8 @@ export interface VisionDeps {
   defaultModel?: string;
   /** Reads a picture to describe: the same types and limits as a reference image. */
   readPicture: PictureReader;
+  /** Makes a new, empty conversation with this id (Describe on the empty page), as a first message would. */
+  createConversation?: (id: string) => Result<unknown>;
   /** The longest one check or description may take (default VISION_TIMEOUT_MS). */
   timeoutMs?: number;
 }
@@ -49,6 +51,11 @@ export interface VisionDeps {
 export interface CheckOptions {
   /** Ends the call when it aborts (the client hung up, Cancel). */
   signal: AbortSignal;
+}
+
+export interface DescribeOptions extends CheckOptions {
+  /** The conversation does not exist yet (the empty page): a good picture and a vision model create it. */
+  create?: boolean;
 }
 
 export interface VisionCommands {
@@ -63,7 +70,7 @@ export interface VisionCommands {
    * not one): `description`, then `pane` (the prompt is the new current version, source `vision`, one undo away),
    * then `done`.
    */
-  describePicture(id: string, bytes: Uint8Array, type: string, options: CheckOptions): Promise<Result<AsyncIterable<TurnEvent>>>;
+  describePicture(id: string, bytes: Uint8Array, type: string, options: DescribeOptions): Promise<Result<AsyncIterable<TurnEvent>>>;
   /** The vision model a conversation uses: its own choice, else --vision-model; null when there is none. */
   visionModelOf(settings: Pick<Settings, 'visionModel'>): string | null;
   /**
@@ -240,15 +247,23 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       };
     },
 
-    async describePicture(id, bytes, type, { signal }) {
-      const record = state.findRecord(id);
-      if (!record) return notFound(id);
+    async describePicture(id, bytes, type, { signal, create = false }) {
+      const creating = create && !state.findRecord(id) && vision.createConversation !== undefined;
+      const settings = state.findRecord(id)?.settings ?? (creating ? DEFAULT_SETTINGS : undefined);
+      if (!settings) return notFound(id);
       if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
-      const model = await pickModel(record.settings, signal);
+      const model = await pickModel(settings, signal);
       if (!model.ok) return model;
       const picture = await vision.readPicture(bytes, type);
       if (!picture.ok) return picture;
       const png = picture.value.png;
+      // Only a good picture, and a vision model to read it, make a conversation.
+      if (creating) {
+        const created = vision.createConversation?.(id);
+        if (created && !created.ok) return created;
+      }
+      const record = state.findRecord(id);
+      if (!record) return notFound(id);
       const style = styleFor(record.settings, null);
       const messages = buildDescribeMessages({ style });
       return {

@@ -639,6 +639,7 @@ describe('settings', () => {
       '#error-sampler',
       '#error-scheduler',
       '#error-family',
+      '#error-visionModel',
       '#error-steps',
       '#error-cfg',
       '#error-seed',
@@ -646,6 +647,8 @@ describe('settings', () => {
       '#error-height',
       '#error-negativePrompt',
       '#error-autoGenerate',
+      '#error-autoCheck',
+      '#error-autoRefine',
       '#settings-status',
     ]);
     expect(said.find((p) => p.target === '#error-steps')?.text).toBe('Steps must be at least 1.');

@@ -67,9 +67,12 @@ export function onModelsClick(target, event) {
     startPull(pull.dataset.pull);
     return;
   }
-  if (target.closest('a.pick-model')) {
+  // "Pick an installed model" (the status line), "Open Settings → Models" (no vision model): the field it names.
+  const pick = target.closest('a.pick-model');
+  if (pick instanceof HTMLElement) {
     event.preventDefault();
-    showModels(find('setting-chatModel', HTMLSelectElement) ?? find('pull-name', HTMLInputElement));
+    const named = pick.dataset.field ? find(pick.dataset.field, HTMLSelectElement) : null;
+    showModels(named ?? find('setting-chatModel', HTMLSelectElement) ?? find('pull-name', HTMLInputElement));
   }
 }
 

@@ -41,10 +41,11 @@ function showEncoder(values) {
   updatePromptCount();
 }
 
-/** The server replaces #suggestion whole: a new text in it is a new suggestion. */
+/** The server replaces #suggestion whole: a new text in it is a new suggestion, the assistant's or the vision model's. */
 function announceSuggestion() {
   const suggestion = byId('suggestion');
   const text = suggestion && !suggestion.hidden ? (need('suggestion-text', HTMLElement).textContent ?? '') : '';
-  if (text && text !== announcedSuggestion) announcePrompt('The assistant suggests another prompt, shown below yours.');
+  const who = suggestion?.dataset.from === 'vision' ? 'The vision model checked the picture and suggests' : 'The assistant suggests';
+  if (text && text !== announcedSuggestion) announcePrompt(`${who} another prompt, shown below yours.`);
   announcedSuggestion = text;
 }

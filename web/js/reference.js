@@ -1,7 +1,9 @@
 // A reference image: a picture the user brings as a starting point for Vary. Dropped anywhere on the conversation's
-// page, pasted (Ctrl+V outside a text field), or chosen with "Add a reference image…": each puts the file in
-// #reference-form's file input and submits it (htmx, multipart, POST /c/:id/references). The answer's partials put
-// it in the chat with its Vary buttons, or say why not in the image error slot (#image-error).
+// page but the prompt pane (there it is described: describe.js), pasted (Ctrl+V outside a text field), or chosen
+// with "Add a reference image…": each puts the file in #reference-form's file input and submits it (htmx,
+// multipart, POST /c/:id/references). The answer's partials put it in the chat with its Vary buttons, or say why
+// not in the image error slot (#image-error).
+import { isOnPromptPane } from './describe.js';
 import { find } from './dom.js';
 import { updateVaryState } from './vary.js';
 
@@ -50,10 +52,20 @@ export function onReferenceFinished(ctx) {
  */
 const carriesFiles = (event) => event.dataTransfer?.types.includes('Files') === true;
 
-/** @param {boolean} shown */
-function showDropHint(shown) {
+/**
+ * The hint says what a drop does where the picture is: on the prompt pane it is described, elsewhere it is a
+ * reference image (the pane is marked while it is the one).
+ * @param {boolean} shown
+ * @param {boolean} [describe]
+ */
+function showDropHint(shown, describe = false) {
   const hint = find('drop-hint', HTMLElement);
-  if (hint) hint.hidden = !shown;
+  if (hint) {
+    hint.hidden = !shown;
+    const words = describe ? hint.dataset.describe : hint.dataset.reference;
+    if (words && hint.textContent !== words) hint.textContent = words;
+  }
+  document.querySelector('.prompt-pane')?.classList.toggle('drop-target', shown && describe);
 }
 
 /**
@@ -64,7 +76,7 @@ export function onDragOver(event) {
   if (!find('reference-form', HTMLFormElement) || !carriesFiles(event)) return;
   event.preventDefault();
   if (event.dataTransfer) event.dataTransfer.dropEffect = 'copy';
-  showDropHint(true);
+  showDropHint(true, isOnPromptPane(event.target));
 }
 
 /**
@@ -84,6 +96,8 @@ export function onDrop(event) {
   if (!find('reference-form', HTMLFormElement) || !carriesFiles(event)) return;
   event.preventDefault();
   showDropHint(false);
+  // On the prompt pane it is described instead (describe.js took it).
+  if (isOnPromptPane(event.target)) return;
   const file = event.dataTransfer?.files[0];
   if (file) submitReference(file);
 }
@@ -93,7 +107,8 @@ export function onDrop(event) {
  * @param {ClipboardEvent} event
  */
 export function onPaste(event) {
-  if (!find('reference-form', HTMLFormElement)) return;
+  // Pasted on the prompt pane, a picture is described (describe.js took it).
+  if (!find('reference-form', HTMLFormElement) || event.defaultPrevented) return;
   const target = event.target;
   if (target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement || (target instanceof HTMLElement && target.isContentEditable)) return;
   const file = Array.from(event.clipboardData?.files ?? []).find((item) => IMAGE_TYPE.test(item.type));

@@ -160,7 +160,7 @@ export function setSetting(name, value) {
 const PANE_FIELDS = ['steps', 'cfg', 'seed', 'negativePrompt', 'width', 'height'];
 
 /** Settings → Models' selects, by their name in the pane's data ('' is the default). */
-const CHOICE_FIELDS = ['chatModel', 'checkpoint', 'sampler', 'scheduler', 'family'];
+const CHOICE_FIELDS = ['chatModel', 'checkpoint', 'sampler', 'scheduler', 'family', 'visionModel'];
 
 /**
  * Shows the settings the server stored; a field the user changed and the server has not stored keeps it.

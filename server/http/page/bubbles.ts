@@ -1,6 +1,6 @@
 // The chat's building blocks, shared by the full page (a reload shows the whole transcript) and the
 // streamed fragments, so a bubble looks the same whether it was streamed or reloaded.
-import { isGenerateOffered, nameImageDownload, type CompareSide, type CompareVersion, type ImageMadeWith, type ImageRecord, type ImageSkipReason } from '../../core/index.ts';
+import { isGenerateOffered, nameImageDownload, type CompareSide, type CompareVersion, type ImageMadeWith, type ImageRecord, type ImageSkipReason, type TurnEvent } from '../../core/index.ts';
 import { raw } from 'hono/html';
 import { createMarkdownStream, renderMarkdown, type MarkdownStream } from './markdown.ts';
 import { EMPTY, html, joinHtml, renderMessage, type Html } from './markup.ts';
@@ -110,7 +110,17 @@ export function renderRegenerateForm(conversationId: string): Html {
  * What a picture shows about itself: the `image` event and the stored record carry the same settings, and
  * the large view shows whatever is known.
  */
-export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> & Partial<ImageMadeWith> & { id?: string };
+export type ImageDetails = Pick<ImageRecord, 'url' | 'prompt' | 'width' | 'height'> &
+  Partial<ImageMadeWith> & {
+    id?: string;
+    /** Its conversation (a stored record has it; a streamed image is given it): Check posts there. */
+    conversationId?: string;
+    /** Its latest check, drawn under its row of thumbnails (a reload; live, the `critique` event draws it). */
+    critique?: CritiqueDetails;
+  };
+
+/** What a check found, as the `critique` event and a stored check both carry it. */
+export type CritiqueDetails = Pick<Extract<TurnEvent, { type: 'critique' }>, 'imageId' | 'model' | 'matches' | 'misses' | 'revisedPrompt'>;
 
 /** The two strengths the page offers for Vary (the API takes any from 0.05 to 1). */
 export const VARY_CHOICES = [
@@ -136,6 +146,63 @@ export function renderVaryButtons(image: ImageDetails): Html {
   )}</span>`;
 }
 
+/**
+ * Check on a generated picture (a reference image was made from no prompt: nothing to check it against): its own
+ * stream (POST …/images/:imageId/check) says "Checking…" under the picture's row, then what the vision model found.
+ */
+export function renderCheckButton(image: ImageDetails): Html {
+  if (!isImageId(image.id) || image.conversationId === undefined || isReference(image)) return EMPTY;
+  return html`<button type="button" class="check-image quiet" hx-post="${conversationPath(image.conversationId, `/images/${image.id}/check`)}" hx-swap="none" hx-disable="this" title="Ask the vision model whether the picture shows what you asked for">Check</button>`;
+}
+
+/** The element ids of a picture's check under its row: the "Checking…" line (or why it failed), and the critique. */
+export function describeCritique(imageId: string): { status: string; block: string; title: string } {
+  return { status: `critique-status-${imageId}`, block: `critique-${imageId}`, title: `critique-${imageId}-title` };
+}
+
+/**
+ * What the vision model found: what the picture shows of the request, what is missing or wrong (and what it shows
+ * instead), and Fix and regenerate, a submit button of the prompt pane's #generate-form (`fix=<imageId>`): the
+ * revised prompt becomes the prompt and the picture is made again on its seed. Nothing missed: no button. Every
+ * word is the model's, escaped. The same live, in every tab and after a reload.
+ */
+export function renderCritique(critique: CritiqueDetails): Html {
+  if (!isImageId(critique.imageId)) return EMPTY;
+  const ids = describeCritique(critique.imageId);
+  const matches = critique.matches.length > 0 ? html`<ul class="critique-matches">${critique.matches.map((match) => html`<li>${match}</li>`)}</ul>` : html`<p class="critique-none">Nothing of what was asked.</p>`;
+  const misses =
+    critique.misses.length > 0
+      ? html`<ul class="critique-misses">${critique.misses.map((miss) => html`<li><span class="critique-element">${miss.element}</span> — <span class="critique-evidence">${miss.evidence}</span></li>`)}</ul>`
+      : html`<p class="critique-none">Nothing: the picture shows what was asked.</p>`;
+  const fix =
+    critique.misses.length > 0
+      ? html`<button type="submit" form="generate-form" name="fix" value="${critique.imageId}" class="fix-image" title="Make the picture again on its seed from the revised prompt: ${critique.revisedPrompt}">Fix and regenerate</button>`
+      : EMPTY;
+  return html`<section class="critique" id="${ids.block}" aria-labelledby="${ids.title}">
+<h3 class="critique-title" id="${ids.title}">Checked by ${critique.model}</h3>
+<p class="critique-label">Shows:</p>${matches}
+<p class="critique-label">Missing or wrong:</p>${misses}${fix}
+</section>`;
+}
+
+/** The latest check of each picture of a row, under it (a reload draws them where the live page did). */
+function renderCritiques(images: readonly ImageDetails[]): Html {
+  return joinHtml(images.flatMap((image) => (image.critique ? [renderCritique(image.critique)] : [])));
+}
+
+/** While the vision model looks: said under the picture's row until its critique (or why it failed) takes its place. */
+export function renderCheckStatus(imageId: string, model: string): Html {
+  if (!isImageId(imageId)) return EMPTY;
+  return html`<p class="critique-status" id="${describeCritique(imageId).status}" role="status">Checking the picture with ${model}…</p>`;
+}
+
+/** A check that could not be made or failed, in its place under the picture: a cancel quietly, anything else as an alert. */
+export function renderCheckFailed(imageId: string, code: string, message: string): Html {
+  if (!isImageId(imageId)) return EMPTY;
+  const cancelled = code === 'vision_cancelled';
+  return html`<p class="critique-status${cancelled ? '' : ' critique-failed'}" id="${describeCritique(imageId).status}" role="${cancelled ? 'status' : 'alert'}">${renderMessage(message)}</p>`;
+}
+
 export interface AssistantBubbleContent {
   text?: string;
   streaming?: boolean;
@@ -157,7 +224,7 @@ export function renderAssistantBubble(bubbleId: string, content: AssistantBubble
     content.streaming ? html`<span class="typing" id="${ids.cursor}" aria-hidden="true"><i></i><i></i><i></i></span>` : EMPTY
   }
 <div class="notes" id="${ids.notes}">${content.notes ?? EMPTY}</div>
-<div class="thumbs" id="${ids.images}">${(content.images ?? []).map(renderThumbnail)}</div>
+<div class="thumbs" id="${ids.images}">${(content.images ?? []).map(renderThumbnail)}</div>${renderCritiques(content.images ?? [])}
 <div class="msg-actions" id="${ids.actions}">${content.createdAt ? renderTime(content.createdAt) : EMPTY}${content.streaming ? EMPTY : renderCopyButton('reply')}${content.actions ?? EMPTY}</div>
 </article>`;
 }
@@ -270,7 +337,7 @@ function renderDownloadLink(image: ImageDetails): Html {
 /** A small picture that opens the large view; its prompt shows on hover. */
 export function renderThumbnail(image: ImageDetails): Html {
   if (!isImageUrl(image.url)) return EMPTY;
-  return html`<span class="thumb-item"><button type="button" class="thumb" aria-haspopup="dialog" title="${image.prompt}" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>${renderDownloadLink(image)}${renderVaryButtons(image)}</span>`;
+  return html`<span class="thumb-item"><button type="button" class="thumb" aria-haspopup="dialog" title="${image.prompt}" ${renderImageData(image)}><img src="${image.url}" alt="${describeImage(image)}" width="${image.width}" height="${image.height}" loading="lazy"></button>${renderDownloadLink(image)}${renderVaryButtons(image)}${renderCheckButton(image)}</span>`;
 }
 
 /** The newest picture, filling the image area; clicking it opens the same large view as a thumbnail. */
@@ -301,7 +368,7 @@ export function renderGeneratedEntry(images: ImageDetails | readonly ImageDetail
   return html`<article class="msg generated${isReference(first) ? ' reference' : ''}"${ids ? html` id="${ids.entry}"` : EMPTY}>
 ${isReference(first) ? html`<p class="generated-label"><span class="visually-hidden">You: </span>Reference image</p>` : html`<p class="generated-label"><span class="visually-hidden">Easel: </span>Made with Generate</p>
 <p class="generated-prompt">${first.prompt}</p>`}
-<div class="thumbs"${ids ? html` id="${ids.thumbs}"` : EMPTY}>${shown.map(renderThumbnail)}</div>
+<div class="thumbs"${ids ? html` id="${ids.thumbs}"` : EMPTY}>${shown.map(renderThumbnail)}</div>${renderCritiques(shown)}
 </article>`;
 }
 
@@ -333,7 +400,7 @@ export function renderCompareEntry(conversationId: string, generationId: string,
     return html`<div class="compare-side" data-side="${side}">
 <p class="compare-label">${label}</p>
 <p class="compare-prompt">${joinHtml(parts.map((part) => (part.changed ? html`<mark>${part.text}</mark>` : html`${part.text}`)))}</p>
-<div class="thumbs" id="${ids.thumbs(side)}">${(images[side] ?? []).map(renderThumbnail)}</div>
+<div class="thumbs" id="${ids.thumbs(side)}">${(images[side] ?? []).map(renderThumbnail)}</div>${renderCritiques(images[side] ?? [])}
 <button type="button" class="compare-pick" hx-post="${conversationPath(conversationId, '/compare/pick')}" hx-vals="${vals}" hx-include="#prompt" hx-swap="none" title="Make this the prompt, and tell the assistant it won">This one</button>
 </div>`;
   };

@@ -3,11 +3,11 @@
 // else (a reply sent from another tab, a reply still running when this page loaded, another tab's Generate, the
 // pane, the title) is drawn here with the same renderer as the sender's stream.
 import { isImageId, type EaselService, type LiveEvent, type TurnEvent } from '../../core/index.ts';
-import { describeBubble, renderImage as renderFramedImage, renderNoImage, renderStreamingText } from './bubbles.ts';
+import { describeBubble, describeCritique, renderImage as renderFramedImage, renderNoImage, renderStreamingText } from './bubbles.ts';
 import { renderRenameInput } from './library.ts';
 import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
 import { renderPaneUpdate } from './pane.ts';
-import { isLastImage, renderEventHtml, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
+import { isLastImage, renderCheckFailedShown, renderCheckStarted, renderCritiqueShown, renderEventHtml, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
 import { renderComposerStatus, renderTurnBubble } from './views.ts';
 
 /** What one page asked for itself: claimed from the feed as its events arrive (see claim*), so it is not drawn twice. */
@@ -100,7 +100,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
     // An Edit or Regenerate from another tab: the exchange it replaces is shown dimmed, as in that tab.
     const replaced = (conversation?.turns ?? []).filter((turn) => event.replaces.includes(turn.id));
     return joinHtml([
-      ...replaced.map((turn) => renderPartial(`#turn-${turn.id}`, 'outerHTML', renderTurnBubble(conversationId, conversation?.turns ?? [], turn))),
+      ...replaced.map((turn) => renderPartial(`#turn-${turn.id}`, 'outerHTML', renderTurnBubble(conversationId, conversation?.turns ?? [], turn, conversation?.checks))),
       renderTurnStart(view),
     ]);
   }
@@ -159,6 +159,9 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       // The entry goes only when the picture is all it holds: a batch or a comparison keeps its other pictures.
       renderPartial(`.msg.generated:has(${shows}):not(:has(.thumb-item + .thumb-item, .compare-side))`, 'delete'),
       renderPartial(`.thumb-item:has(${shows})`, 'delete'),
+      // What its check found goes with it.
+      renderPartial(`#${describeCritique(imageId).status}`, 'delete'),
+      renderPartial(`#${describeCritique(imageId).block}`, 'delete'),
       renderPartial(`#image-frame:has(${shows})`, 'innerHTML', latest ? renderFramedImage(latest) : renderNoImage()),
     ]);
   }
@@ -176,6 +179,11 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
         const image = service.getConversation(conversationId)?.images.find((stored) => stored.id === event.imageId);
         return image ? renderReferenceAdded(image) : EMPTY;
       }
+      // A picture being checked, and what was found (or why not), under the picture in every page: this page's own
+      // Check draws the same on its stream, and each replaces itself, so either order shows it once.
+      if (event.type === 'check_started') return renderCheckStarted(event.imageId, event.model);
+      if (event.type === 'check_failed') return renderCheckFailedShown(event.imageId, event.code, event.message);
+      if (event.type === 'critique') return renderCritiqueShown(event);
       if ('imageId' in event && typeof event.imageId === 'string') return renderImage(event, event.imageId);
       if (event.type === 'pane') {
         // Another tab's change, or a reply's: shown unless this page is typing in that field (web/js/pane.js).

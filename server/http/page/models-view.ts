@@ -4,7 +4,7 @@
 // Every name a server sent (models, checkpoints, samplers, Ollama's words) is untrusted: it goes through `html`.
 import { describeFamily, FAMILY_STYLES, IMAGE_FAMILIES, type FamilyView, type InstalledChatModel, type ModelsView, type PullEvent, type Settings } from '../../core/index.ts';
 import { conversationPath } from './bubbles.ts';
-import { EMPTY, html, joinHtml, renderPartial, type Html } from './markup.ts';
+import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import type { ChoiceField } from './settings-form.ts';
 
 /** The model choices a section shows selected: the screen's (a reload keeps what the user picked), else the stored ones. */
@@ -19,6 +19,7 @@ export function renderModelsSection(conversationId: string, settings: ModelChoic
   return html`<fieldset id="models" class="models" hx-get="${conversationPath(conversationId, '/models')}" hx-trigger="load, focusin throttle:15s, easel:models from:body" hx-swap="none">
 <legend>Models</legend>
 <div id="models-chat" class="models-group">${renderChatModelField(settings.chatModel, undefined)}</div>
+<div id="models-vision" class="models-group">${renderVisionModelField(settings.visionModel, undefined)}</div>
 ${renderPullControls()}
 <div id="models-image" class="models-group">${renderImageModelFields(settings, detectedFamily(settings, family), undefined)}</div>
 </fieldset>`;
@@ -34,6 +35,7 @@ export function renderModelsUpdate(choices: ModelChoices, view: ModelsView): Htm
   const detected = describeFamily({ family: null, checkpoint: choices.checkpoint }, view.image.current);
   return joinHtml([
     renderPartial('#models-chat', 'innerMorph', renderChatModelField(choices.chatModel, view.chat)),
+    renderPartial('#models-vision', 'innerMorph', renderVisionModelField(choices.visionModel, view.chat)),
     renderPartial('#models-image', 'innerMorph', renderImageModelFields(choices, detected, view.image)),
   ]);
 }
@@ -88,6 +90,36 @@ function renderChatModelField(selected: string | null, chat: ModelsView['chat'] 
   const select = html`<select id="setting-chatModel" name="chatModel" aria-describedby="error-chatModel models-chat-note">${options}</select>`;
   const note = html`<p id="models-chat-note" class="hint">What this conversation chats with. “Default” follows Easel's --model.</p>`;
   return field('chatModel', 'Chat model', select, note);
+}
+
+/**
+ * What looks at the pictures (Check, Describe): an installed model with the `vision` capability (the others are
+ * listed, disabled: Ollama says they cannot see). "Default" is --vision-model, or "None" without one; with no model
+ * that can see, the hint says what to pull.
+ */
+function renderVisionModelField(selected: string | null, chat: ModelsView['chat'] | undefined): Html {
+  if (chat?.problem) return problemField('visionModel', 'Vision model', chat.problem);
+  const installed = chat?.installed ?? [];
+  const defaultLabel = chat === undefined ? 'Default' : chat.visionDefault === null ? 'None' : `Default (${chat.visionDefault})`;
+  const listed = selected === null || installed.some((model) => model.name === selected);
+  const options = [
+    option('', defaultLabel, selected === null),
+    ...installed.map((model) => option(model.name, describeInstalled(model), model.name === selected, canSee(model) ? EMPTY : html` disabled`)),
+    ...(listed || selected === null ? [] : [option(selected, chat === undefined ? selected : `${selected} (not installed)`, true)]),
+    ...(chat === undefined ? [asking('Ollama')] : []),
+  ];
+  const select = html`<select id="setting-visionModel" name="visionModel" aria-describedby="error-visionModel models-vision-note">${options}</select>`;
+  const blind = chat !== undefined && !installed.some(canSee);
+  const words = blind
+    ? 'None of your models can see pictures: pull one (`ollama pull gemma3`, or Pull below).'
+    : "What checks the pictures and describes them. “Default” follows Easel's --vision-model.";
+  const note = html`<p id="models-vision-note" class="hint">${renderMessage(words)}</p>`;
+  return field('visionModel', 'Vision model', select, note);
+}
+
+/** Ollama says which models see pictures (/api/show `capabilities`); unknown capabilities see nothing. */
+function canSee(model: InstalledChatModel): boolean {
+  return model.capabilities.includes('vision');
 }
 
 /** An embedding model cannot write a reply. Unknown capabilities ([]) are given the benefit of the doubt. */

@@ -22,12 +22,17 @@ export function renderPromptHistory(conversationId: string, pane: Pick<PaneView,
   )}<button type="submit" id="prompt-compare" class="quiet" form="generate-form" name="compare" value="previous" title="Make the previous version and this one on the same seeds (Count images each), side by side"${pane.canUndo ? EMPTY : html` disabled`}>Compare with previous</button></span>`;
 }
 
-/** The model's prompt waiting beside the user's edit: "Use suggestion" takes it, "Keep mine" lets it go. */
+/**
+ * A prompt waiting beside the user's: the assistant's (the user changed the prompt while it answered) or the vision
+ * model's (a check of a picture found something missing). "Use suggestion" takes it, "Keep mine" lets it go.
+ */
 export function renderSuggestion(conversationId: string, pane: Pick<PaneView, 'suggestion'>): Html {
   const suggestion = pane.suggestion;
   const path = conversationPath(conversationId, '/suggestion');
-  return html`<div id="suggestion" class="suggestion" role="group" aria-labelledby="suggestion-label"${suggestion ? EMPTY : html` hidden`}>
-<p class="suggestion-label" id="suggestion-label">You changed the prompt while the assistant answered, so yours stays. The assistant suggests:</p>
+  const fromCheck = suggestion?.imageId !== undefined;
+  const label = fromCheck ? 'The vision model checked the picture and suggests:' : 'You changed the prompt while the assistant answered, so yours stays. The assistant suggests:';
+  return html`<div id="suggestion" class="suggestion" role="group" aria-labelledby="suggestion-label" data-from="${fromCheck ? 'vision' : 'assistant'}"${suggestion ? EMPTY : html` hidden`}>
+<p class="suggestion-label" id="suggestion-label">${label}</p>
 <p id="suggestion-text" class="suggestion-text">${suggestion?.prompt ?? ''}</p>
 <div class="row"><button type="button" id="use-suggestion" hx-post="${path}" hx-vals='{"accept": "1"}' hx-include="#prompt" hx-swap="none">Use suggestion</button><button type="button" id="dismiss-suggestion" class="quiet" hx-post="${path}" hx-vals='{"accept": "0"}' hx-swap="none">Keep mine</button></div>
 </div>`;
@@ -65,7 +70,7 @@ export function renderFieldMeta(conversationId: string, field: PinnableField, pa
 function renderPaneValues(pane: PaneView, force: boolean, live: boolean): Html {
   const { settings, family } = pane;
   const choice = (value: string | null) => value ?? '';
-  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${settings.steps}" data-cfg="${settings.cfg}" data-seed="${settings.seed}" data-negative-prompt="${settings.negativePrompt}" data-width="${settings.width}" data-height="${settings.height}" data-chat-model="${choice(settings.chatModel)}" data-checkpoint="${choice(settings.checkpoint)}" data-sampler="${choice(settings.sampler)}" data-scheduler="${choice(settings.scheduler)}" data-family="${choice(settings.family)}" data-token-limit="${family.tokenBudget}" data-encoder="${family.encoder}"${force ? html` data-force="yes"` : EMPTY}${live ? html` data-live="yes"` : EMPTY}></div>`;
+  return html`<div class="pane-values" data-revision="${pane.paneRevision}" data-prompt="${pane.prompt}" data-version="${pane.promptVersion ?? ''}" data-steps="${settings.steps}" data-cfg="${settings.cfg}" data-seed="${settings.seed}" data-negative-prompt="${settings.negativePrompt}" data-width="${settings.width}" data-height="${settings.height}" data-chat-model="${choice(settings.chatModel)}" data-checkpoint="${choice(settings.checkpoint)}" data-sampler="${choice(settings.sampler)}" data-scheduler="${choice(settings.scheduler)}" data-family="${choice(settings.family)}" data-vision-model="${choice(settings.visionModel)}" data-token-limit="${family.tokenBudget}" data-encoder="${family.encoder}"${force ? html` data-force="yes"` : EMPTY}${live ? html` data-live="yes"` : EMPTY}></div>`;
 }
 
 /** What follows the pane's family: the size presets, the hints under the fields it ignores, and what "Detect" finds. */

@@ -22,10 +22,15 @@ import {
   renderSendAgain,
   renderThumbnail,
   describeCompareEntry,
+  describeCritique,
+  renderCheckFailed,
+  renderCheckStatus,
   renderCompareEntry,
+  renderCritique,
   renderUserBubble,
   LAST_MESSAGE_SELECTOR,
   type BubbleIds,
+  type CritiqueDetails,
   type ImageDetails,
 } from './bubbles.ts';
 import { renderCreated, type ChatHead } from './library.ts';
@@ -59,6 +64,10 @@ export interface StreamView {
   replied?: boolean;
   /** Drawn by a page's live view: another tab or client made it (web/js/pane.js tells a prompt being typed). */
   live?: boolean;
+  /** The stream of a Check of this picture (its id): its failure is said under the picture. */
+  checking?: string;
+  /** The stream of a Describe: what it says goes beside the prompt, and its new prompt replaces the one shown. */
+  describing?: boolean;
 }
 
 /** The user's bubble of a streamed turn, next to its reply's. */
@@ -113,11 +122,13 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
         ids && event.notices.length > 0 ? renderPartial(`#${ids.notes}`, 'beforeend', joinHtml(event.notices.map(renderNotice))) : EMPTY,
       ]);
     case 'pane':
-      // The server decided what the pane holds after this reply; the page shows exactly that.
-      return renderPaneUpdate(view.conversationId, event, view.live ? { live: true } : {});
+      // The server decided what the pane holds after this reply; the page shows exactly that. A description is
+      // the prompt the user asked for (what they typed was saved first): it replaces the prompt shown.
+      return renderPaneUpdate(view.conversationId, event, view.live ? { live: true } : view.describing ? { force: true } : {});
     case 'critique':
+      return renderCritiqueShown(event);
     case 'description':
-      return EMPTY;
+      return renderDescribeStatus(html`The prompt now describes the picture (${event.subject}). Undo brings yours back.`);
     case 'image_not_made':
       return ids ? renderPartial(`#${ids.notes}`, 'beforeend', renderImageNote(event, true)) : EMPTY;
     case 'reset': {
@@ -141,23 +152,27 @@ function renderEventFragment(event: TurnEvent, view: StreamView): Html {
       // A batch's images come one by one: its bar ends with the last, and they share one entry in the chat.
       const batch = event.batch;
       const lastOfBatch = isLastImage(event);
+      // The thumbnail's Check posts to its conversation.
+      const shown = { ...event, conversationId: view.conversationId };
       const generationId = view.generationId ?? event.id;
       const batchEntry = batch === undefined ? undefined : describeBatchEntry(generationId);
       // A comparison's entry was drawn with its `generation` event (or by the reload): each image joins its side.
       const entry =
         event.compare !== undefined
-          ? renderPartial(`#${describeCompareEntry(event.compare.id).thumbs(event.compare.side)}`, 'beforeend', renderThumbnail(event))
+          ? renderPartial(`#${describeCompareEntry(event.compare.id).thumbs(event.compare.side)}`, 'beforeend', renderThumbnail(shown))
           : batch !== undefined && batch.index > 0 && batchEntry
-          ? renderPartial(`#${batchEntry.thumbs}`, 'beforeend', renderThumbnail(event))
-          : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(event, batch === undefined ? undefined : generationId))]);
+          ? renderPartial(`#${batchEntry.thumbs}`, 'beforeend', renderThumbnail(shown))
+          : joinHtml([renderPartial('#log-empty', 'delete'), renderPartial('#log', 'beforeend', renderGeneratedEntry(shown, batch === undefined ? undefined : generationId))]);
       return joinHtml([
         renderPartial('#image-frame', 'innerHTML', renderImage(event)),
         lastOfBatch ? renderGenerationEnd(generationId) : EMPTY,
         renderPartial('#image-announce', 'textContent', batch === undefined ? html`The image is ready.` : html`Image ${batch.index + 1} of ${batch.count} is ready.`),
-        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(event)) : entry,
+        ids ? renderPartial(`#${ids.images}`, 'beforeend', renderThumbnail(shown)) : entry,
       ]);
     }
     case 'error':
+      if (view.checking !== undefined) return renderCheckFailedShown(view.checking, event.code, event.message);
+      if (view.describing) return renderDescribeStatus(renderMessage(event.message), event.code === 'vision_cancelled' ? 'note' : 'error');
       if (!ids || view.imageStarted) {
         return joinHtml([
           view.generationId ? renderGenerationEnd(view.generationId) : EMPTY,
@@ -366,4 +381,41 @@ export function renderReferenceAdded(image: ImageDetails & { id: string }): Html
     renderPartial('#log', 'beforeend', renderGeneratedEntry([image], image.id)),
     renderPartial('#image-frame', 'innerHTML', renderImage(image)),
   ]);
+}
+
+/** The row of thumbnails holding a picture (each carries its id): its check is said right under it. */
+function rowOf(imageId: string): string {
+  return `#log .thumbs:has([data-image-id="${imageId}"])`;
+}
+
+/**
+ * A picture's critique under its row, in place of its "Checking…" line and of an earlier critique. Drawn by the page
+ * that asked (its stream) and by every page's live view, in either order: it replaces itself, never shows twice.
+ */
+export function renderCritiqueShown(critique: CritiqueDetails): Html {
+  if (!isImageId(critique.imageId)) return EMPTY;
+  const ids = describeCritique(critique.imageId);
+  return joinHtml([
+    renderPartial(`#${ids.status}`, 'delete'),
+    renderPartial(`#${ids.block}`, 'delete'),
+    renderPartial(rowOf(critique.imageId), 'afterend', renderCritique(critique)),
+  ]);
+}
+
+/** "Checking the picture with <model>…" under the picture (the page that asked, and every page live: `check_started`). */
+export function renderCheckStarted(imageId: string, model: string): Html {
+  if (!isImageId(imageId)) return EMPTY;
+  return joinHtml([renderPartial(`#${describeCritique(imageId).status}`, 'delete'), renderPartial(rowOf(imageId), 'afterend', renderCheckStatus(imageId, model))]);
+}
+
+/** Why a check failed, in place of its "Checking…" line (the page that asked, and every page live: `check_failed`). */
+export function renderCheckFailedShown(imageId: string, code: string, message: string): Html {
+  if (!isImageId(imageId)) return EMPTY;
+  return joinHtml([renderPartial(`#${describeCritique(imageId).status}`, 'delete'), renderPartial(rowOf(imageId), 'afterend', renderCheckFailed(imageId, code, message))]);
+}
+
+/** Describe's line beside the prompt: what it is doing, what it wrote, or why it could not. */
+export function renderDescribeStatus(content: Html, kind: 'progress' | 'note' | 'error' = 'progress'): Html {
+  const text = kind === 'error' ? html`<span class="describe-error" role="alert">${content}</span>` : content;
+  return renderPartial('#describe-status', 'innerHTML', text);
 }

@@ -13,7 +13,7 @@ import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from '
 import { renderModelsUpdate, renderPullEvent, renderPullRefused, renderPullStarted, type ModelChoices } from './models-view.ts';
 import { renderPaneUpdate } from './pane.ts';
 import { createLiveView, createOwnWork, expectOwn, noteOwnRevisions, skipOwnRevisions, type OwnWork } from './live-view.ts';
-import { isBubbleId, renderEventHtml, renderImageError, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
+import { isBubbleId, renderCheckStarted, renderDescribeStatus, renderEventHtml, renderImageError, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
 import { createSendGuard, isSendKey } from './send-guard.ts';
 import { CHOICE_FIELDS, readSettingsForm, withoutUnchangedChoices } from './settings-form.ts';
 import {
@@ -172,7 +172,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const live = createLiveView({ service, conversationId: id, own: ownWorkOf(c.req.query('view')), running });
     // Too far behind to resume (events no longer kept, a restart): the log and the pane are drawn again.
     const first: SseMessage[] = snapshot
-      ? [{ id: snapshotId, data: String(joinHtml([renderPartial('#log', 'innerHTML', renderTranscript(id, snapshot.turns, snapshot.images, service.isBusy(id), snapshot.generating)), renderPaneUpdate(id, snapshot.pane)])) }]
+      ? [{ id: snapshotId, data: String(joinHtml([renderPartial('#log', 'innerHTML', renderTranscript(id, snapshot.turns, snapshot.images, service.isBusy(id), snapshot.generating, snapshot.checks)), renderPaneUpdate(id, snapshot.pane)])) }]
       : [];
     // A reconnect may have missed changes of the list too (its events are not resumed): it is fetched again.
     if (c.req.header('last-event-id') !== undefined) first.push(LIST_CHANGED);
@@ -380,6 +380,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
       ...(from === undefined ? {} : { from }),
       // Count beside Generate: how many images (a batch); one that is not a number is passed on for the service to name.
       ...(form.count === undefined || form.count === '' ? {} : { count: /^\s*\d+\s*$/.test(String(form.count)) ? Number(form.count) : form.count }),
+      // Fix and regenerate under a critique: the checked picture's id (its revised prompt, its seed and size).
+      ...(form.fix === undefined || form.fix === '' ? {} : { fix: form.fix }),
     };
     const creating = form.startNew === '1' && !service.getSummary(id);
     const own = ownWorkOf(form.viewId);
@@ -439,6 +441,64 @@ export function createPageRoutes(deps: PageDeps): Hono {
       ]),
       201,
     );
+  });
+
+  // Check under a picture: the vision model looks at it and says what it shows of the request and what it misses,
+  // under the picture (every other page draws the same from its live view). A refusal (no vision model, a reference
+  // image) is said in the image error slot. Closing the page ends the check.
+  page.post('/c/:id/images/:imageId/check', async (c) => {
+    const id = c.req.param('id');
+    const imageId = c.req.param('imageId');
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const hangup = new AbortController();
+    const result = await withRequestSignal(c, (signal) => service.checkImage(id, imageId, { signal: AbortSignal.any([signal, hangup.signal]) }));
+    if (!result.ok) return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderVisionRefusal(result.error)), STATUS[result.error.code]);
+    const settings = service.getPane(id)?.settings;
+    const model = settings ? service.visionModelOf(settings) : null;
+    const view: StreamView = { conversationId: id, checking: imageId };
+    return streamHtml(c, {
+      first: joinHtml([renderPartial('#image-error', 'innerHTML'), model === null ? EMPTY : renderCheckStarted(imageId, model)]),
+      events: result.value,
+      view,
+      hangup,
+      logger,
+      keepAliveMs: deps.keepAliveMs,
+    });
+  });
+
+  // Describe: a picture dropped or pasted on the prompt, or chosen beside it (web/js/describe.js): a form holding the
+  // file, which the API takes as the body. Its description becomes the prompt, one undo away; the prompt on screen
+  // comes along and is saved first, so typing not saved yet is that one undo. Said beside the prompt.
+  page.post('/c/:id/describe', async (c) => {
+    const refused = (message: Html, status: 400 | 404 | 409 | 413 | 415 | 422 | 503, more: Html = EMPTY) =>
+      c.html(String(joinHtml([renderDescribeStatus(message, 'error'), more])), status);
+    const body = await readFormBody(c);
+    if (!body.ok) return body.response;
+    const form = body.value;
+    const file = form.file;
+    if (!(file instanceof File) || file.size === 0) return refused(html`Choose a PNG, JPEG or WebP picture to describe.`, 422);
+    if (!isReferenceType(file.type)) {
+      return refused(html`${file.name || 'The file'} is not a PNG, JPEG or WebP picture${file.type ? ` (it is ${file.type})` : ''}: describe one of those.`, 415);
+    }
+    const id = c.req.param('id');
+    // On the empty page the picture starts the conversation, as a first message does (once it can be described).
+    const creating = form.startNew === '1' && !service.getSummary(id);
+    if (!creating && !service.getSummary(id)) return refused(html`This conversation no longer exists. Start a new one.`, 404);
+    if (!creating && typeof form.prompt === 'string') {
+      const saved = changeFromPage(id, form, (baseRevision) => service.setPrompt(id, form.prompt, { baseRevision }));
+      if (!saved.ok) return refused(html`Not described: ${saved.error.fields?.prompt ?? saved.error.message}`, STATUS[saved.error.code], renderStalePane(id, saved));
+    }
+    const hangup = new AbortController();
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    const result = await withRequestSignal(c, (signal) => service.describePicture(id, bytes, file.type, { signal: AbortSignal.any([signal, hangup.signal]), create: creating }));
+    if (!result.ok) return refused(renderVisionRefusal(result.error, false), STATUS[result.error.code]);
+    const view: StreamView = { conversationId: id, describing: true };
+    const status = renderDescribeStatus(html`Describing the picture…`);
+    // A new conversation: the page takes its place in the library and follows it from here.
+    const head = creating ? headOf(id) : undefined;
+    const first = head ? [{ data: String(joinHtml([status, renderCreated(head), renderGoLive(id, () => {})])) }, LIST_CHANGED] : status;
+    return streamHtml(c, { first, events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
   page.post('/c/:id/stop', (c) => {
@@ -665,6 +725,16 @@ function readVaryForm(value: unknown): unknown {
   const cut = value.lastIndexOf(':');
   const strength = Number(value.slice(cut + 1));
   return cut > 0 && value.slice(cut + 1).trim() !== '' && Number.isFinite(strength) ? { imageId: value.slice(0, cut), strength } : value;
+}
+
+/**
+ * The vision model's refusal in its words; without a vision model (503), where to choose one: Settings → Models (a
+ * link that opens it). `boxed`: as the image error slot shows it.
+ */
+function renderVisionRefusal(error: { code: string; message: string }, boxed = true): Html {
+  const pick = error.code === 'unavailable' ? html` <a href="#setting-visionModel" class="pick-model" data-field="setting-visionModel">Open Settings → Models</a>` : EMPTY;
+  const words = html`${renderMessage(error.message)}${pick}`;
+  return boxed ? html`<p class="image-error" role="alert">${words}</p>` : words;
 }
 
 /** Closes a page's live stream (hx-sse:close): its conversation was deleted. */

@@ -1,9 +1,9 @@
 import type { SettingsPatch } from '../../core/index.ts';
 
-const NUMBER_FIELDS = ['steps', 'cfg', 'seed', 'width', 'height'] as const;
+const NUMBER_FIELDS = ['steps', 'cfg', 'seed', 'width', 'height', 'autoRefine'] as const;
 
 /** The settings that name what chats and what paints (Settings → Models): '' on the page is null, "the default". */
-export const CHOICE_FIELDS = ['chatModel', 'checkpoint', 'sampler', 'scheduler', 'family'] as const;
+export const CHOICE_FIELDS = ['chatModel', 'checkpoint', 'sampler', 'scheduler', 'family', 'visionModel'] as const;
 export type ChoiceField = (typeof CHOICE_FIELDS)[number];
 
 /**
@@ -24,6 +24,7 @@ export function readSettingsForm(form: Record<string, unknown>): Record<keyof Se
   }
   // An unchecked box is simply absent from a form post.
   patch.autoGenerate = form.autoGenerate === 'on' || form.autoGenerate === 'true';
+  patch.autoCheck = form.autoCheck === 'on' || form.autoCheck === 'true';
   return patch as Record<keyof SettingsPatch, unknown>;
 }
 

@@ -17,6 +17,8 @@ import {
   renderNotice,
   renderUserBubble,
   VARY_CHOICES,
+  type CritiqueDetails,
+  type ImageDetails,
 } from './bubbles.ts';
 import { renderFamilyHint, renderModelsSection, renderPullForm, renderSizePresetOptions } from './models-view.ts';
 import { renderFieldMeta, renderPromptHistory, renderSuggestion } from './pane.ts';
@@ -40,7 +42,7 @@ export function describeVary(images: ImageStatus): { ready: boolean; text: strin
 }
 
 /** Settings the user edits in the panel, in the order they are shown. */
-export const SETTINGS_FIELDS = ['steps', 'cfg', 'seed', 'width', 'height', 'negativePrompt', 'autoGenerate'] as const;
+export const SETTINGS_FIELDS = ['steps', 'cfg', 'seed', 'width', 'height', 'negativePrompt', 'autoGenerate', 'autoCheck', 'autoRefine'] as const;
 export type SettingsField = (typeof SETTINGS_FIELDS)[number];
 
 /** Every field a settings answer can mark, in the order the panel shows them: the models first. */
@@ -127,7 +129,7 @@ export function renderConversationPart(model: PageModel): Html {
 <section class="chat" aria-label="Chat">
 ${renderChatHead({ id, title: conversation.title, isNew, imageCount: conversation.images.length })}
 <div id="log" class="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0">
-${empty ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images, model.busy, conversation.generating)}
+${empty ? html`<p id="log-empty" class="log-empty">Describe the picture you have in mind. Easel asks what it needs to know and writes the prompt on the right.</p>` : renderTranscript(id, conversation.turns, conversation.images, model.busy, conversation.generating, conversation.checks)}
 </div>
 <form id="composer" class="composer" hx-post="${conversationPath(id, '/messages')}" hx-swap="none" hx-disable="#send" data-stream novalidate>
 ${isNew ? html`<input type="hidden" id="start-new" name="startNew" value="1">` : EMPTY}
@@ -159,7 +161,7 @@ ${renderPromptPane(id, conversation.prompt, model.imageStatus, conversation.pane
 ${renderSettingsPanel(id, conversation.settings, conversation.pane)}
 </div>
 <div id="pane-inbox" hidden></div>
-<p id="drop-hint" class="drop-hint" hidden>Drop the picture to add it as a reference image</p>
+<p id="drop-hint" class="drop-hint" data-reference="Drop the picture to add it as a reference image" data-describe="Drop the picture on the prompt: its description becomes the prompt" hidden>Drop the picture to add it as a reference image</p>
 ${model.live ? renderLiveStream(id, model.live, conversation.pane.paneRevision) : html`<div id="live" hidden hx-sse:connect="/library/events" hx-swap="none"></div>`}
 </main>`;
 }
@@ -220,11 +222,12 @@ function renderPromptPane(id: string, prompt: string, imageStatus: ImageStatus, 
 <p id="prompt-error" class="field-error" aria-live="polite"></p>
 ${renderPromptCount(pane.family)}
 </form>
+${renderDescribeForm(id)}
 ${renderSuggestion(id, pane)}
 <div class="row prompt-actions">
 ${renderPromptHistory(id, pane)}
 <button type="button" id="copy-prompt">Copy</button>
-<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate, button.vary" data-one-shot novalidate>
+<form id="generate-form" hx-post="${conversationPath(id, '/generations')}" hx-include="#prompt, #settings-form" hx-swap="none" hx-disable="#generate, button.vary, button.fix-image" data-one-shot novalidate>
 ${renderGenerateButton(canGenerate, prompt.trim() === '', imageStatus.canVary)}
 <label for="generate-count" class="generate-count">Count <input id="generate-count" name="count" type="number" min="1" max="${MAX_IMAGE_COUNT}" step="1" value="1" inputmode="numeric" aria-describedby="generate-count-help"></label>
 <span id="generate-count-help" class="visually-hidden">How many images Generate and Vary make at once, 1 to ${MAX_IMAGE_COUNT}: seeds one after another from the seed set below (a random one when it is −1).</span>
@@ -236,6 +239,19 @@ ${renderVaryHelp(imageStatus)}
 <p id="generate-empty" class="hint"${prompt.trim() === '' ? EMPTY : html` hidden`}>Generate needs a prompt: write one, or chat until the assistant suggests one.</p>
 <p id="prompt-announce" class="visually-hidden" aria-live="polite"></p>
 </section>`;
+}
+
+/**
+ * Describe: a picture dropped or pasted on the prompt (web/js/describe.js puts that file here), or chosen here (the
+ * keyboard's way), is described by the vision model, and its description becomes the prompt, one undo away. The
+ * prompt on screen goes with it, saved first. On the chat, a dropped picture stays a reference image.
+ */
+function renderDescribeForm(conversationId: string): Html {
+  return html`<form id="describe-form" class="describe-form" hx-post="${conversationPath(conversationId, '/describe')}" hx-encoding="multipart/form-data" hx-include="#prompt, #start-new" hx-swap="none" hx-disable="#describe-button">
+<label id="describe-button" class="button quiet describe-button">Describe a picture…<input type="file" id="describe-file" name="file" accept="image/png,image/jpeg,image/webp" class="visually-hidden"></label>
+<span class="hint">or drop or paste one on the prompt: its description becomes the prompt</span>
+</form>
+<p id="describe-status" class="hint describe-status" aria-live="polite"></p>`;
 }
 
 /**
@@ -260,6 +276,9 @@ export function renderGenerateButton(backendReady: boolean, promptEmpty: boolean
 export function renderVaryHelp(images: ImageStatus): Html {
   return html`<p id="vary-help" class="visually-hidden">${describeVary(images).text}</p>`;
 }
+
+/** "Correct it up to": how many corrected pictures one check may lead to (autoRefine), 0 to 3. */
+const REFINE_CHOICES = ['never', 'once', 'twice', '3 times'] as const;
 
 function renderSettingsPanel(id: string, settings: Settings, pane: PaneView): Html {
   // A setting the model proposes shows whether the user pinned it, and the model's different value.
@@ -291,6 +310,14 @@ ${field(
   renderFamilyHint('negativePrompt', pane.family),
 )}
 <div class="field field-autoGenerate"><div class="control"><input id="setting-autoGenerate" name="autoGenerate" type="checkbox"${settings.autoGenerate ? html` checked` : EMPTY} aria-describedby="error-autoGenerate"><label for="setting-autoGenerate">Generate automatically when the assistant is ready</label></div><p id="error-autoGenerate" class="field-error"></p></div>
+<div class="field field-autoCheck"><div class="control"><input id="setting-autoCheck" name="autoCheck" type="checkbox"${settings.autoCheck ? html` checked` : EMPTY} aria-describedby="error-autoCheck auto-check-hint"><label for="setting-autoCheck">Check each new picture</label></div><p id="error-autoCheck" class="field-error"></p></div>
+${field(
+  'autoRefine',
+  'Correct it up to',
+  html`<select id="setting-autoRefine" name="autoRefine" aria-describedby="error-autoRefine auto-check-hint">${REFINE_CHOICES.map((label, rounds) => html`<option value="${rounds}"${settings.autoRefine === rounds ? html` selected` : EMPTY}>${label}</option>`)}</select>`,
+  EMPTY,
+  html`<p id="auto-check-hint" class="hint">The vision model (Settings → Models) looks at each new picture; one that misses something is made again on its seed from its revised prompt.</p>`,
+)}
 <p id="settings-status" class="hint" aria-live="polite"></p>
 </form>
 ${renderPullForm(id)}
@@ -339,7 +366,11 @@ export function renderTranscript(
   images: readonly ImageRecord[],
   busy: boolean,
   generating: readonly ImageInProgress[] = [],
+  checks: readonly ImageCheck[] = [],
 ): Html {
+  const withCritique = critiquesOf(checks);
+  images = images.map(withCritique);
+  turns = turns.map((turn) => withCritiquesOfTurn(turn, withCritique));
   // Stryker disable next-line MethodExpression,ConditionalExpression: a replaced turn is always followed by the turns that replaced it, never the last of its role
   const shown = turns.filter((turn) => turn.status !== 'replaced');
   const lastUser = shown.findLast((turn) => turn.role === 'user');
@@ -393,8 +424,24 @@ function renderStoredComparison(conversationId: string, images: readonly ImageRe
 }
 
 /** One stored turn's bubble as a reload draws it, not the last one (a turn another tab's Edit or Regenerate replaced). */
-export function renderTurnBubble(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn): Html {
-  return renderTurn(conversationId, turns, turn, Math.max(0, turns.indexOf(turn)), false);
+export function renderTurnBubble(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn, checks: readonly ImageCheck[] = []): Html {
+  return renderTurn(conversationId, turns, withCritiquesOfTurn(turn, critiquesOf(checks)), Math.max(0, turns.indexOf(turn)), false);
+}
+
+type ImageCheck = ConversationView['checks'][number];
+
+/** Gives a picture its latest check, drawn under its row as the live page showed it (checks come oldest first). */
+function critiquesOf(checks: readonly ImageCheck[]): <T extends ImageDetails & { id: string }>(image: T) => T {
+  const critiques = new Map<string, CritiqueDetails>(checks.map((check) => [check.imageId, check]));
+  return (image) => {
+    const critique = critiques.get(image.id);
+    return critique ? { ...image, critique } : image;
+  };
+}
+
+function withCritiquesOfTurn(turn: TranscriptTurn, withCritique: ReturnType<typeof critiquesOf>): TranscriptTurn {
+  const images = turn.images.map(withCritique);
+  return images.some((image, index) => image !== turn.images[index]) ? { ...turn, images } : turn;
 }
 
 function renderTurn(conversationId: string, turns: readonly TranscriptTurn[], turn: TranscriptTurn, index: number, last: boolean): Html {

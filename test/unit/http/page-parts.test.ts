@@ -134,6 +134,7 @@ describe('the prompt pane', () => {
       'data-sampler': '',
       'data-scheduler': '',
       'data-family': '',
+      'data-vision-model': '',
       'data-token-limit': '75',
       'data-encoder': 'clip',
     });
@@ -195,7 +196,7 @@ describe('Settings → Models', () => {
       problem: null,
     },
   };
-  const NONE = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null };
+  const NONE = { chatModel: null, checkpoint: null, sampler: null, scheduler: null, family: null, visionModel: null };
 
   it('drawn at once with the current values, loading its lists by itself, the pull beside the chat model', () => {
     const root = read(renderModelsSection('c 1', { ...NONE, chatModel: 'gemma3:4b', sampler: 'Euler a' }, PANE.family));
@@ -214,7 +215,7 @@ describe('Settings → Models', () => {
   it('the lists: sizes, parameters and capabilities, families, the servers\' defaults; names escaped', () => {
     const markup = String(renderModelsUpdate({ ...NONE, chatModel: 'llava<b>:7b', checkpoint: 'gone.safetensors' }, VIEW));
     expect(markup).not.toContain('llava<b>');
-    expect(targets(markup)).toEqual(['#models-chat innerMorph', '#models-image innerMorph']);
+    expect(targets(markup)).toEqual(['#models-chat innerMorph', '#models-vision innerMorph', '#models-image innerMorph']);
     const root = read(markup);
     expect(root.querySelectorAll('#setting-chatModel option').map((option) => option.text)).toEqual([
       'Default (mistral:7b)',
@@ -378,25 +379,29 @@ describe('the settings form', () => {
       width: 'wide',
       height: '',
       autoGenerate: false,
+      autoCheck: false,
     });
     // A field the form did not send is left out (not set to undefined); a non-string is passed on as it is.
-    expect(readSettingsForm({ steps: 5 })).toEqual({ steps: 5, autoGenerate: false });
-    expect(Object.keys(readSettingsForm({}))).toEqual(['autoGenerate']);
-    expect(readSettingsForm({ steps: 'Infinity' })).toEqual({ steps: 'Infinity', autoGenerate: false });
+    expect(readSettingsForm({ steps: 5 })).toEqual({ steps: 5, autoGenerate: false, autoCheck: false });
+    expect(Object.keys(readSettingsForm({}))).toEqual(['autoGenerate', 'autoCheck']);
+    expect(readSettingsForm({ steps: 'Infinity' })).toEqual({ steps: 'Infinity', autoGenerate: false, autoCheck: false });
     // Blank is not 0: the schema says the field needs a number.
-    expect(readSettingsForm({ seed: '   ' })).toEqual({ seed: '   ', autoGenerate: false });
+    expect(readSettingsForm({ seed: '   ' })).toEqual({ seed: '   ', autoGenerate: false, autoCheck: false });
   });
 
   it('the negative prompt is passed as typed, and the box is on only when checked', () => {
-    expect(readSettingsForm({ negativePrompt: '  blurry ' })).toEqual({ negativePrompt: '  blurry ', autoGenerate: false });
+    expect(readSettingsForm({ negativePrompt: '  blurry ' })).toEqual({ negativePrompt: '  blurry ', autoGenerate: false, autoCheck: false });
     expect(readSettingsForm({ autoGenerate: 'on' }).autoGenerate).toBe(true);
     expect(readSettingsForm({ autoGenerate: 'true' }).autoGenerate).toBe(true);
     expect(readSettingsForm({ autoGenerate: 'off' }).autoGenerate).toBe(false);
     expect(readSettingsForm({ autoGenerate: '' }).autoGenerate).toBe(false);
+    // "Check each new picture" is a box like it; "Correct it up to" a number.
+    expect(readSettingsForm({ autoCheck: 'on', autoRefine: '2' })).toMatchObject({ autoCheck: true, autoRefine: 2 });
+    expect(readSettingsForm({}).autoCheck).toBe(false);
   });
 
   it('the model choices: \'\' is the default (null), a name is passed on; unchanged or untouched ones are left out', () => {
-    expect(readSettingsForm({ chatModel: '', checkpoint: 'a.safetensors', family: 'flux' })).toEqual({ chatModel: null, checkpoint: 'a.safetensors', family: 'flux', autoGenerate: false });
+    expect(readSettingsForm({ chatModel: '', checkpoint: 'a.safetensors', family: 'flux' })).toEqual({ chatModel: null, checkpoint: 'a.safetensors', family: 'flux', autoGenerate: false, autoCheck: false });
     const patch = { steps: 3, chatModel: 'llava:7b', checkpoint: null, family: 'flux' };
     expect(withoutUnchangedChoices(patch, { chatModel: 'llava:7b', checkpoint: null, family: null })).toEqual({ steps: 3, family: 'flux' });
     expect(withoutUnchangedChoices(patch, undefined, ['steps', 'chatModel'])).toEqual({ steps: 3, chatModel: 'llava:7b' });
@@ -444,6 +449,8 @@ describe('assets', () => {
       'easel.js': 'text/javascript; charset=utf-8',
       'favicon.svg': 'image/svg+xml',
       ...Object.fromEntries(MODULES.map((name) => [name, 'text/javascript; charset=utf-8'])),
+      // Made at start from the server's own estimate (token-estimate.test.ts).
+      'token-estimate.js': 'text/javascript; charset=utf-8',
     });
     for (const asset of assets.values()) {
       expect(asset.body.length).toBeGreaterThan(0);
@@ -464,6 +471,6 @@ describe('assets', () => {
       }
     }
     // Each module is reached from the entry: none is served and never loaded.
-    expect([...imported].sort()).toEqual([...MODULES].sort());
+    expect([...imported].sort()).toEqual([...MODULES, 'token-estimate.js'].sort());
   });
 });

@@ -323,6 +323,7 @@ describe('the prompt pane and the settings on the page', () => {
 
     expect(root.querySelectorAll('#settings-form label').map((label) => `${label.getAttribute('for')}=${label.text}`)).toEqual([
       'setting-chatModel=Chat model',
+      'setting-visionModel=Vision model',
       'pull-name=Pull a model from Ollama\'s library',
       'setting-checkpoint=Checkpoint',
       'setting-family=Family',
@@ -334,6 +335,8 @@ describe('the prompt pane and the settings on the page', () => {
       'setting-height=Height',
       'setting-negativePrompt=Negative prompt',
       'setting-autoGenerate=Generate automatically when the assistant is ready',
+      'setting-autoCheck=Check each new picture',
+      'setting-autoRefine=Correct it up to',
     ]);
     expect(find(root, '.field-seed #random-seed').text).toBe('Random');
     expect(find(root, '#random-seed').getAttribute('title')).toBe('Set the seed to -1: a new random seed for every image');
@@ -431,6 +434,7 @@ describe('small answers', () => {
       '#error-sampler=',
       '#error-scheduler=',
       '#error-family=',
+      '#error-visionModel=',
       '#error-steps=',
       '#error-cfg=CFG must be at most 30.',
       '#error-seed=',
@@ -438,6 +442,8 @@ describe('small answers', () => {
       '#error-height=',
       '#error-negativePrompt=',
       '#error-autoGenerate=',
+      '#error-autoCheck=',
+      '#error-autoRefine=',
       '#settings-status=Not saved.',
     ]);
   });
