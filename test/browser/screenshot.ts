@@ -1,5 +1,5 @@
-// Saves docs/screenshot.png: the page mid-conversation, with a generated image in the image area and
-// as a thumbnail in the chat, the prompt pane filled and the next reply streaming.
+// Saves docs/screenshot.png: the page mid-conversation, with a generated image in the image area and as a
+// thumbnail in the chat with the vision model's check under it, the prompt pane filled and the next reply streaming.
 // Run with: npx tsx test/browser/screenshot.ts
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -68,7 +68,10 @@ async function startPainter(): Promise<{ url: string; close(): Promise<void> }> 
 
 async function saveScreenshot(): Promise<void> {
   const painter = await startPainter();
-  const stage = await startStage({ flags: ['--image-backend', 'a1111', '--image-url', painter.url] });
+  const stage = await startStage({
+    flags: ['--image-backend', 'a1111', '--image-url', painter.url, '--vision-model', 'gemma3:4b'],
+    ollama: { models: ['mistral:7b', { name: 'gemma3:4b', capabilities: ['completion', 'vision'] }] },
+  });
   try {
     const open = await openPage(stage);
     const { page } = open;
@@ -105,6 +108,17 @@ async function saveScreenshot(): Promise<void> {
     await page.locator('#log .msg.assistant .thumbs img').waitFor();
     await page.locator('#image-frame img.current-image').waitFor();
     await page.locator('#log .typing').waitFor({ state: 'detached' });
+
+    // The vision model checks the picture: what it shows, what it misses, and its corrected prompt beside the pane.
+    stage.fake.enqueue(
+      JSON.stringify({
+        matches: ['deep green armchair', 'rain-streaked window', 'warm lamp glow'],
+        misses: [{ element: 'a book on the armrest', evidence: 'no book is in the picture; the armrest is bare' }],
+        revisedPrompt: 'cozy reading nook, deep green armchair with an open book on the armrest, tall rain-streaked window, warm lamp glow, grey afternoon light',
+      }),
+    );
+    await page.locator('#log .thumb-item').getByRole('button', { name: 'Check', exact: true }).click();
+    await page.locator('#log .critique h3').waitFor();
 
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
