@@ -404,8 +404,8 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     },
 
     cancelImages(id) {
-      // The check-and-correct loop ends with the images: a check in flight is cancelled too.
-      const checks = loop.cancel(id);
+      // The checks end with the images (the page's Cancel beside "Checking…"), and so does the check-and-correct loop.
+      const checks = [vision.cancelChecks(id), loop.cancel(id)].some(Boolean);
       // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       return activities.cancel(id, new Error('image cancelled by the user')) || checks;
     },

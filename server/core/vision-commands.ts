@@ -73,6 +73,8 @@ export interface VisionCommands {
   describePicture(id: string, bytes: Uint8Array, type: string, options: DescribeOptions): Promise<Result<AsyncIterable<TurnEvent>>>;
   /** The vision model a conversation uses: its own choice, else --vision-model; null when there is none. */
   visionModelOf(settings: Pick<Settings, 'visionModel'>): string | null;
+  /** Ends the conversation's checks and descriptions in flight (Cancel); false when none ran. */
+  cancelChecks(id: string): boolean;
   /**
    * Fix and regenerate, its first half: the latest check of the picture gives its revised prompt, which becomes the
    * current prompt (a `vision` version: the waiting suggestion taken, or a new version), and the picture's seed and
@@ -165,14 +167,37 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
   }
 
   /** A stream that runs `work` once read, bounded in time and ended by `signal`. */
-  function stream(signal: AbortSignal, work: (signal: AbortSignal) => AsyncGenerator<TurnEvent>): AsyncIterable<TurnEvent> {
+  /** Each conversation's checks and descriptions in flight: Cancel ends them (cancelChecks). */
+  const inFlight = new Map<string, Set<AbortController>>();
+
+  /** A stream that runs `work` once read, bounded in time and ended by `signal` or by cancelChecks(id). */
+  function stream(id: string, signal: AbortSignal, work: (signal: AbortSignal) => AsyncGenerator<TurnEvent>): AsyncIterable<TurnEvent> {
     return {
-      [Symbol.asyncIterator]: () => work(AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])),
+      [Symbol.asyncIterator]: async function* () {
+        const cancel = new AbortController();
+        const running = inFlight.get(id) ?? new Set();
+        inFlight.set(id, running);
+        running.add(cancel);
+        try {
+          yield* work(AbortSignal.any([signal, cancel.signal, AbortSignal.timeout(timeoutMs)]));
+        } finally {
+          running.delete(cancel);
+          if (running.size === 0) inFlight.delete(id);
+        }
+      },
     };
   }
 
   return {
     visionModelOf,
+
+    cancelChecks(id) {
+      const running = inFlight.get(id);
+      if (!running) return false;
+      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
+      for (const controller of running) controller.abort(new Error('cancelled by the user'));
+      return true;
+    },
 
     takeRevisedPrompt(id, imageId) {
       const record = state.findRecord(id);
@@ -214,7 +239,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       const messages = buildCheckMessages({ request: readRequest(id), prompt: image.prompt, style });
       return {
         ok: true,
-        value: stream(signal, async function* (bounded) {
+        value: stream(id, signal, async function* (bounded) {
           // Every page shows that the picture is being checked (its critique, or why not, follows).
           state.feed.publish(id, { type: 'check_started', imageId: image.id, model: model.value });
           // The image server goes first: a small GPU holds the image model or the vision model, not both.
@@ -268,7 +293,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       const messages = buildDescribeMessages({ style });
       return {
         ok: true,
-        value: stream(signal, async function* (bounded) {
+        value: stream(id, signal, async function* (bounded) {
           await Promise.race([deps.images.settled(), abortion(bounded)]);
           const answer = bounded.aborted
             ? ({ ok: false, code: 'vision_cancelled', message: describeAbort(bounded), attempts: 0 } as const)

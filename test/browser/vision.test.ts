@@ -51,7 +51,7 @@ describeInBrowser('The vision model', () => {
       const json = JSON.stringify(CRITIQUE);
       stage.fake.enqueue({ chunks: [json.slice(0, 10), json.slice(10)], gate: new Promise<void>((resolve) => (answer = resolve)) });
       await page.locator('#log .thumb-item').getByRole('button', { name: 'Check', exact: true }).click();
-      for (const shown of [page, other.page]) await poll(() => shown.locator('#log .critique-status').textContent()).toBe('Checking the picture with gemma3:4b…');
+      for (const shown of [page, other.page]) await poll(() => shown.locator('#log .critique-status-text').textContent()).toBe('Checking the picture with gemma3:4b…');
       answer();
 
       for (const shown of [page, other.page]) {

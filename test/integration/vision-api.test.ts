@@ -178,6 +178,20 @@ describe('POST …/images/:imageId/check', () => {
     expect(fake.scriptErrors).toEqual([]);
   });
 
+  it('Cancel of the images ends a check in flight: vision_cancelled, nothing kept, the request to Ollama ended', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue({ chunks: [JSON.stringify(CRITIQUE)], gate: new Promise(() => {}) });
+    const checking = check(id, imageId).then(readSse);
+    await expect.poll(() => fake.chatRequests().length).toBe(2);
+    expect(await (await easel.post(`/api/conversations/${id}/images/cancel`, {})).json()).toEqual({ cancelled: true });
+    const events = await checking;
+    expect(events.map((event) => event.type)).toEqual(['error', 'done']);
+    expect(events[0]?.data).toMatchObject({ code: 'vision_cancelled' });
+    expect(events[1]?.data).toMatchObject({ level: 'stopped' });
+    await fake.waitForHangup();
+    expect((await conversation(id)).checks).toEqual([]);
+  });
+
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue(JSON.stringify({ matches: ['a tabby cat'], misses: [], revisedPrompt: 'a tabby cat on a stack of books' }));

@@ -63,7 +63,9 @@ describe('Check on the page (POST /c/:id/images/:imageId/check)', () => {
 
     // First: the image error slot cleared, and the line under the picture's row (replacing an earlier one).
     expect(targets(frames[0])).toEqual(['#image-error innerHTML', `#critique-status-${imageId} delete`, `${rowOf(imageId)} afterend`]);
-    expect(find(read(frames[0]), `#critique-status-${imageId}`).text).toBe('Checking the picture with gemma3:4b…');
+    expect(find(read(frames[0]), `#critique-status-${imageId} .critique-status-text`).text).toBe('Checking the picture with gemma3:4b…');
+    // Its Cancel ends the checks with the images.
+    expect(find(read(frames[0]), `#critique-status-${imageId} button.cancel`).getAttribute('hx-post')).toBe(`/c/${id}/images/cancel`);
 
     // The critique replaces the line and any earlier critique, under the same row.
     const critique = frames.find((frame) => frame.includes('class="critique"'));

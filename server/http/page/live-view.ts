@@ -181,7 +181,7 @@ export function createLiveView(deps: LiveViewDeps): LiveView {
       }
       // A picture being checked, and what was found (or why not), under the picture in every page: this page's own
       // Check draws the same on its stream, and each replaces itself, so either order shows it once.
-      if (event.type === 'check_started') return renderCheckStarted(event.imageId, event.model);
+      if (event.type === 'check_started') return renderCheckStarted(conversationId, event.imageId, event.model);
       if (event.type === 'check_failed') return renderCheckFailedShown(event.imageId, event.code, event.message);
       if (event.type === 'critique') return renderCritiqueShown(event);
       if ('imageId' in event && typeof event.imageId === 'string') return renderImage(event, event.imageId);

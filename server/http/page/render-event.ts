@@ -403,9 +403,9 @@ export function renderCritiqueShown(critique: CritiqueDetails): Html {
 }
 
 /** "Checking the picture with <model>…" under the picture (the page that asked, and every page live: `check_started`). */
-export function renderCheckStarted(imageId: string, model: string): Html {
+export function renderCheckStarted(conversationId: string, imageId: string, model: string): Html {
   if (!isImageId(imageId)) return EMPTY;
-  return joinHtml([renderPartial(`#${describeCritique(imageId).status}`, 'delete'), renderPartial(rowOf(imageId), 'afterend', renderCheckStatus(imageId, model))]);
+  return joinHtml([renderPartial(`#${describeCritique(imageId).status}`, 'delete'), renderPartial(rowOf(imageId), 'afterend', renderCheckStatus(conversationId, imageId, model))]);
 }
 
 /** Why a check failed, in place of its "Checking…" line (the page that asked, and every page live: `check_failed`). */

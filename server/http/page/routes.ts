@@ -458,7 +458,7 @@ export function createPageRoutes(deps: PageDeps): Hono {
     const model = settings ? service.visionModelOf(settings) : null;
     const view: StreamView = { conversationId: id, checking: imageId };
     return streamHtml(c, {
-      first: joinHtml([renderPartial('#image-error', 'innerHTML'), model === null ? EMPTY : renderCheckStarted(imageId, model)]),
+      first: joinHtml([renderPartial('#image-error', 'innerHTML'), model === null ? EMPTY : renderCheckStarted(id, imageId, model)]),
       events: result.value,
       view,
       hangup,

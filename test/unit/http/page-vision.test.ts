@@ -71,7 +71,7 @@ describe('Check and its critique on the page', () => {
     const service = { getConversation: () => undefined } as unknown as EaselService;
     const live = createLiveView({ service, conversationId: 'c1', own: createOwnWork() });
     const started = live.render({ type: 'check_started', imageId: ID, model: 'llava:7b' });
-    expect(find(read(started), `#critique-status-${ID}`).text).toBe('Checking the picture with llava:7b…');
+    expect(find(read(started), `#critique-status-${ID} .critique-status-text`).text).toBe('Checking the picture with llava:7b…');
     expect(targets(live.render(CRITIQUE))).toEqual([`#critique-status-${ID} delete`, `#critique-${ID} delete`, `${ROW} afterend`]);
     expect(find(read(live.render({ type: 'check_failed', imageId: ID, code: 'vision_failed', message: 'Ollama is not reachable.' })), `#critique-status-${ID}`).text).toBe('Ollama is not reachable.');
   });
