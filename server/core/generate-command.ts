@@ -57,7 +57,7 @@ export interface GenerateOptions {
 
 
 export interface GenerateCommandDeps {
-  vision: Pick<VisionCommands, 'takeRevisedPrompt'>;
+  vision: Pick<VisionCommands, 'findRevisedPrompt' | 'takeRevisedPrompt'>;
   /** The model choices of a settings patch checked against what the servers list (their canonical names). */
   checkChoices<T extends SettingsPatch>(patch: T): Result<T>;
   /** A new conversation's settings and pins from what the empty page set. */
@@ -148,15 +148,17 @@ export function createGenerateCommand(state: ServiceState, commands: GenerateCom
       if (!saved.ok) return saved;
       state.announce(id);
     }
-    // Fix and regenerate: the checked picture's revised prompt becomes the prompt, made on the picture's seed.
+    // Fix and regenerate: the checked picture's revised prompt, made on the picture's seed (taken below, once
+    // nothing else is refused).
     let fixed: Partial<Settings> = {};
-    if (overrides.fix !== undefined) {
+    const fixing = overrides.fix !== undefined;
+    if (fixing) {
       const fixWith = readFixOverrides(overrides, options.fromScreen === true);
       if (fixWith !== undefined) return fixWith;
-      const taken = vision.takeRevisedPrompt(id, overrides.fix);
-      if (!taken.ok) return taken;
-      fixed = taken.value;
-      overrides = { ...overrides, prompt: undefined };
+      const found = vision.findRevisedPrompt(id, overrides.fix);
+      if (!found.ok) return found;
+      fixed = found.value.settings;
+      overrides = { ...overrides, prompt: found.value.prompt };
     }
     let record = findRecord(id);
     const creating = !record && options.create === true;
@@ -190,6 +192,12 @@ export function createGenerateCommand(state: ServiceState, commands: GenerateCom
     const made = creating ? newSettings(checked.value) : { settings: { ...base.settings, ...checked.value, ...fixed }, pinned: [] };
     // A variation keeps its starting image's shape unless the request names a size.
     const settings = vary === undefined ? made.settings : { ...made.settings, ...sizeOf(vary.image, checked.value) };
+    if (fixing) {
+      // The revised prompt becomes the prompt (a `vision` version) only now that the image will be made.
+      const taken = vision.takeRevisedPrompt(id, overrides.fix);
+      if (!taken.ok) return taken;
+      record = findRecord(id);
+    }
     if (creating) {
       // A first Generate makes the conversation, holding what was on screen.
       const created = tryWrite('change', () =>

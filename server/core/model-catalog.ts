@@ -37,6 +37,8 @@ export interface ModelCatalog {
   list(signal?: AbortSignal): Promise<ModelsView>;
   /** The image server's current checkpoint as last heard; null before the first answer or when it cannot tell. */
   serverCheckpoint(): string | null;
+  /** Why Ollama's models could not be listed last time it was asked (it is down, say); null when they were. */
+  chatProblem(): string | null;
   /**
    * Asks the servers again when the choice names something the last answers did not list (a model pulled in a
    * terminal, a checkpoint copied in since), so that checkChoice then decides on what they have now.
@@ -169,6 +171,7 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
   return {
     list,
     serverCheckpoint: () => image.listed?.current ?? null,
+    chatProblem: () => chat.problem,
     async refreshFor(choice, signal) {
       if (findProblem(choice) !== undefined) await list(signal);
     },

@@ -43,16 +43,17 @@ export function createRefineLoop(deps: RefineLoopDeps): RefineLoop {
       return;
     }
     if (event.type === 'error') forget(activity.id);
-    if (event.type !== 'image' || stopped) return;
-    const record = state.findRecord(activity.conversationId);
-    if (!record?.settings.autoCheck) return;
+    if (event.type !== 'image') return;
     const round = rounds.get(activity.id) ?? 0;
+    const since = startedAt.get(activity.id);
+    // Forgotten at its last image, whatever follows (autoCheck off, shutdown): nothing is kept for nothing.
+    const last = (event.compare === undefined || event.compare.side === 'b') && (event.batch === undefined || event.batch.index >= event.batch.count - 1);
+    if (last) forget(activity.id);
+    const record = state.findRecord(activity.conversationId);
+    if (stopped || !record?.settings.autoCheck) return;
     // A batch or a comparison is for choosing among pictures: each is checked, none is corrected on its own.
     const single = event.batch === undefined && event.compare === undefined;
     const mayCorrect = single && round < record.settings.autoRefine;
-    const since = startedAt.get(activity.id);
-    const last = (event.compare === undefined || event.compare.side === 'b') && (event.batch === undefined || event.batch.index >= event.batch.count - 1);
-    if (last) forget(activity.id);
     const loop = runRound(activity.conversationId, event.id, round, mayCorrect ? since : undefined).catch((error: unknown) => {
       logger.error('the check-and-correct loop failed', { conversationId: activity.conversationId, imageId: event.id, error });
     });

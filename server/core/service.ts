@@ -12,7 +12,7 @@ import { createGalleryCommands, makeThumbnailsOnSave, type GalleryCommands, type
 import { createPictureReader, createReferenceCommands, type ReferenceCommands, type ReferenceDeps } from './reference-commands.ts';
 import { createGenerateCommand, type GenerateOptions, type GenerateOverrides } from './generate-command.ts';
 import { createRefineLoop } from './refine-loop.ts';
-import { createVisionCommands, type VisionCommands } from './vision-commands.ts';
+import { createVisionCommands, type NewConversation, type VisionCommands } from './vision-commands.ts';
 import type { ModelHealth } from './ports.ts';
 import { DEFAULT_REPLY_TIMEOUTS } from './reply-watchdog.ts';
 import type { ImageBackendStatus } from './generation.ts';
@@ -247,7 +247,9 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     const reply = stopReply(id);
     // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
     const images = activities.cancel(id, new Error('stopped by the user'));
-    return reply || images;
+    // The vision model's checks and the check-and-correct loop too (a deleted conversation leaves nothing running).
+    const checks = [vision.cancelChecks(id), loop.cancel(id)].some(Boolean);
+    return reply || images || checks;
   }
 
   /** A command on one conversation, and then its followers told what it changed. */
@@ -277,10 +279,19 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     return { settings, pinned: pinChangedFrom(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, ...set }) };
   }
 
-  /** A new conversation a picture starts on the empty page (a reference, Describe), with the new settings. */
-  function createEmptyConversation(id: string): Result<unknown> {
+  /**
+   * A new conversation a picture starts on the empty page (a reference, Describe), holding what the page shows:
+   * its prompt and its settings (checked, model choices too), as a first message's does.
+   */
+  function createEmptyConversation(id: string, init: NewConversation = {}): Result<unknown> {
     if (!isConversationId(id) || deleting.has(id)) return refuse('invalid', 'This new conversation has no valid id: reload the page and try again.');
-    const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), prompt: '', ...newSettings({}) }));
+    const prompt = init.prompt === undefined ? { success: true as const, data: '' } : promptSchema.safeParse(init.prompt);
+    if (!prompt.success) return invalid(prompt.error, 'prompt');
+    const patch = settingsPatchSchema.safeParse(init.settings ?? {});
+    if (!patch.success) return invalid(patch.error);
+    const checked = checkChoices(patch.data);
+    if (!checked.ok) return checked;
+    const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), prompt: prompt.data, ...newSettings(checked.value) }));
     if (created.ok) state.announce(id, 'created');
     return created;
   }

@@ -6,6 +6,7 @@ import {
   buildCheckMessages,
   buildCheckReminder,
   buildDescribeMessages,
+  buildDescribeReminder,
   critiqueJsonSchema,
   describeJsonSchema,
   fitPromptToFamily,
@@ -14,6 +15,7 @@ import {
   resolveFamily,
   type ChatMessage,
   type Critique,
+  type Description,
   type FamilyStyle,
   type VisionMessages,
 } from '../protocol/index.ts';
@@ -23,9 +25,10 @@ import type { DoneEvent, TurnEvent } from './events.ts';
 import type { ImageCheck } from './image-check.ts';
 import type { ImageRecord } from './image-record.ts';
 import { describeReferenceTypes, isReferenceImage, isReferenceType, type PictureReader } from './reference-commands.ts';
-import { notFound, refuse, type Result } from './results.ts';
+import { invalid, notFound, refuse, type Result } from './results.ts';
 import type { ServiceState } from './service-state.ts';
-import { DEFAULT_SETTINGS, type Settings } from './settings.ts';
+import { DEFAULT_SETTINGS, settingsPatchSchema, type Settings } from './settings.ts';
+import { LIMITS } from '../protocol/limits.ts';
 
 /** How many of the user's latest messages the vision model reads as "what was asked". */
 const REQUEST_MESSAGES = 4;
@@ -42,8 +45,8 @@ export interface VisionDeps {
   defaultModel?: string;
   /** Reads a picture to describe: the same types and limits as a reference image. */
   readPicture: PictureReader;
-  /** Makes a new, empty conversation with this id (Describe on the empty page), as a first message would. */
-  createConversation?: (id: string) => Result<unknown>;
+  /** Makes a new conversation with this id (Describe on the empty page) from what the page shows, as a first message would. */
+  createConversation?: (id: string, init: NewConversation) => Result<unknown>;
   /** The longest one check or description may take (default VISION_TIMEOUT_MS). */
   timeoutMs?: number;
 }
@@ -53,9 +56,16 @@ export interface CheckOptions {
   signal: AbortSignal;
 }
 
+/** What the empty page shows: the prompt typed and the settings set, kept by the conversation a picture starts. */
+export interface NewConversation {
+  prompt?: unknown;
+  /** Checked as a settings change (settingsPatchSchema). */
+  settings?: unknown;
+}
+
 export interface DescribeOptions extends CheckOptions {
-  /** The conversation does not exist yet (the empty page): a good picture and a vision model create it. */
-  create?: boolean;
+  /** The conversation does not exist yet (the empty page): a good picture and a vision model create it, with this. */
+  create?: NewConversation;
 }
 
 export interface VisionCommands {
@@ -76,11 +86,15 @@ export interface VisionCommands {
   /** Ends the conversation's checks and descriptions in flight (Cancel); false when none ran. */
   cancelChecks(id: string): boolean;
   /**
-   * Fix and regenerate, its first half: the latest check of the picture gives its revised prompt, which becomes the
-   * current prompt (a `vision` version: the waiting suggestion taken, or a new version), and the picture's seed and
-   * size, for Generate to make the corrected picture with. Refused when the picture was never checked.
+   * Fix and regenerate, checked first (nothing written): the latest check of the picture gives its revised prompt,
+   * and the picture its seed and size. Refused when the picture was never checked.
    */
-  takeRevisedPrompt(id: string, imageId: unknown): Result<Pick<Settings, 'width' | 'height'> & { seed?: number }>;
+  findRevisedPrompt(id: string, imageId: unknown): Result<RevisedPrompt>;
+  /**
+   * Fix and regenerate, once everything else is checked: the revised prompt becomes the current prompt (a `vision`
+   * version: the waiting suggestion taken, or a new version).
+   */
+  takeRevisedPrompt(id: string, imageId: unknown): Result<RevisedPrompt>;
 }
 
 type VisionAnswer<T> = { ok: true; value: T; attempts: number } | { ok: false; code: TurnErrorCode; message: string; attempts: number };
@@ -88,6 +102,8 @@ type VisionAnswer<T> = { ok: true; value: T; attempts: number } | { ok: false; c
 export function createVisionCommands(state: ServiceState, vision: VisionDeps): VisionCommands {
   const { deps } = state;
   const timeoutMs = vision.timeoutMs ?? VISION_TIMEOUT_MS;
+  /** The vision calls in line, one after the other. */
+  let lane: Promise<unknown> = Promise.resolve();
 
   function visionModelOf(settings: Pick<Settings, 'visionModel'>): string | null {
     return settings.visionModel ?? vision.defaultModel ?? null;
@@ -99,6 +115,8 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     if (model === null) return refuse('unavailable', NO_VISION_MODEL);
     await state.catalog.refreshFor({ visionModel: model }, signal);
     const checked = state.catalog.checkChoice({ visionModel: model });
+    // Ollama not answering is no fault of the choice: 503, as for a message.
+    if (!checked.ok && state.catalog.chatProblem() !== null) return refuse('unavailable', checked.error.message);
     if (!checked.ok) return checked;
     return { ok: true, value: checked.value.visionModel ?? model };
   }
@@ -115,7 +133,9 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     png: Uint8Array,
     format: Record<string, unknown>,
     parse: (text: string) => { ok: true; value: T } | { ok: false; message: string },
+    reminderText: string,
     signal: AbortSignal,
+    kind: Kind,
   ): Promise<VisionAnswer<T>> {
     const conversation: ChatMessage[] = [
       { role: 'system', content: messages.system },
@@ -123,7 +143,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     ];
     let attempts = 0;
     let problem = '';
-    for (const reminder of [undefined, buildCheckReminder()]) {
+    for (const reminder of [undefined, reminderText]) {
       if (reminder !== undefined) conversation.push({ role: 'user', content: `${reminder} (${problem})` });
       attempts += 1;
       let text = '';
@@ -132,7 +152,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
           if (chunk.type === 'text') text += chunk.text;
         }
       } catch (error) {
-        if (signal.aborted) return { ok: false, code: 'vision_cancelled', message: describeAbort(signal), attempts };
+        if (signal.aborted) return { ok: false, code: 'vision_cancelled', message: describeAbort(signal, kind), attempts };
         if (isChatModelError(error)) return { ok: false, code: 'vision_failed', message: `The vision model ${model} could not answer: ${error.message}`, attempts };
         throw error;
       }
@@ -150,10 +170,32 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     };
   }
 
-  function describeAbort(signal: AbortSignal): string {
+  function describeAbort(signal: AbortSignal, kind: Kind): string {
     return signal.reason instanceof DOMException && signal.reason.name === 'TimeoutError'
-      ? `The vision model took longer than ${Math.round(timeoutMs / 1000)} s, so Easel stopped waiting. Try again once it is loaded, or choose a smaller vision model.`
-      : 'The check was cancelled.';
+      ? `The vision model took longer than ${Math.round(timeoutMs / 1000)} s to answer, so Easel stopped waiting. Try again once it is loaded, or choose a smaller vision model.`
+      : kind === 'check'
+        ? 'The check was cancelled.'
+        : 'The description was cancelled.';
+  }
+
+  /**
+   * One vision call at a time, after the image server is done (a small GPU holds one model at a time): the time
+   * limit counts from when it is this call's turn, not while it waits for pictures or for other checks.
+   */
+  async function askInTurn<T>(kind: Kind, model: string, messages: VisionMessages, png: Uint8Array, signal: AbortSignal): Promise<VisionAnswer<T>> {
+    let leave!: () => void;
+    const mine = new Promise<void>((resolve) => (leave = resolve));
+    const before = lane;
+    lane = lane.then(() => mine);
+    try {
+      await Promise.race([Promise.all([before, deps.images.settled()]), abortion(signal)]);
+      if (signal.aborted) return { ok: false, code: 'vision_cancelled', message: describeAbort(signal, kind), attempts: 0 };
+      const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+      const [format, parse, reminder] = kind === 'check' ? [critiqueJsonSchema, parseCritique, buildCheckReminder()] : [describeJsonSchema, parseDescription, buildDescribeReminder()];
+      return (await ask(model, messages, png, format, parse as (text: string) => { ok: true; value: T } | { ok: false; message: string }, reminder, bounded, kind)) as VisionAnswer<T>;
+    } finally {
+      leave();
+    }
   }
 
   /** The user's latest messages, newest last: what a picture is checked against. */
@@ -170,7 +212,20 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
   /** Each conversation's checks and descriptions in flight: Cancel ends them (cancelChecks). */
   const inFlight = new Map<string, Set<AbortController>>();
 
-  /** A stream that runs `work` once read, bounded in time and ended by `signal` or by cancelChecks(id). */
+  /** The latest check of a picture of this conversation: its revised prompt, and the picture's seed and size. */
+  function findRevisedPrompt(id: string, imageId: unknown): Result<RevisedPrompt> {
+    if (!state.findRecord(id)) return notFound(id);
+    const image = typeof imageId === 'string' ? deps.store.getImage(imageId) : undefined;
+    if (!image || image.conversationId !== id) {
+      const message = `fix must be the id of a picture of this conversation that was checked (there is no ${JSON.stringify(imageId)}).`;
+      return refuse('invalid', message, { fix: message });
+    }
+    const check = deps.store.listImageChecks(id).findLast((stored) => stored.imageId === image.id);
+    if (!check) return refuse('conflict', 'This picture has not been checked yet: press Check first, then Fix and regenerate.');
+    return { ok: true, value: { prompt: check.revisedPrompt, settings: { width: image.width, height: image.height, ...(image.seed === null ? {} : { seed: image.seed }) } } };
+  }
+
+  /** A stream that runs `work` once read, ended by `signal` or by cancelChecks(id) (askInTurn bounds its time). */
   function stream(id: string, signal: AbortSignal, work: (signal: AbortSignal) => AsyncGenerator<TurnEvent>): AsyncIterable<TurnEvent> {
     return {
       [Symbol.asyncIterator]: async function* () {
@@ -179,7 +234,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
         inFlight.set(id, running);
         running.add(cancel);
         try {
-          yield* work(AbortSignal.any([signal, cancel.signal, AbortSignal.timeout(timeoutMs)]));
+          yield* work(AbortSignal.any([signal, cancel.signal]));
         } finally {
           running.delete(cancel);
           if (running.size === 0) inFlight.delete(id);
@@ -199,28 +254,24 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       return true;
     },
 
+    findRevisedPrompt,
+
     takeRevisedPrompt(id, imageId) {
+      const found = findRevisedPrompt(id, imageId);
+      if (!found.ok) return found;
       const record = state.findRecord(id);
-      if (!record) return notFound(id);
-      const image = typeof imageId === 'string' ? deps.store.getImage(imageId) : undefined;
-      if (!image || image.conversationId !== id) {
-        const message = `fix must be the id of a picture of this conversation that was checked (there is no ${JSON.stringify(imageId)}).`;
-        return refuse('invalid', message, { fix: message });
-      }
-      const check = deps.store.listImageChecks(id).findLast((stored) => stored.imageId === image.id);
-      if (!check) return refuse('conflict', 'This picture has not been checked yet: press Check first, then Fix and regenerate.');
-      const revised = check.revisedPrompt;
-      if (revised !== record.prompt) {
+      const revised = found.value.prompt;
+      if (record && revised !== record.prompt) {
         const waiting = record.suggestion;
         const taken = state.tryWrite('change', () =>
-          waiting?.imageId === image.id && waiting.prompt === revised
+          waiting !== null && waiting.imageId === imageId && waiting.prompt === revised
             ? deps.store.takeSuggestion(id, waiting, state.isoNow())
             : deps.store.addUserPromptVersion(id, revised, state.isoNow(), 'vision'),
         );
         if (!taken.ok) return taken;
         state.announce(id);
       }
-      return { ok: true, value: { width: image.width, height: image.height, ...(image.seed === null ? {} : { seed: image.seed }) } };
+      return found;
     },
 
     async checkImage(id, imageId, { signal }) {
@@ -242,23 +293,26 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
         value: stream(id, signal, async function* (bounded) {
           // Every page shows that the picture is being checked (its critique, or why not, follows).
           state.feed.publish(id, { type: 'check_started', imageId: image.id, model: model.value });
-          // The image server goes first: a small GPU holds the image model or the vision model, not both.
-          await Promise.race([deps.images.settled(), abortion(bounded)]);
-          const answer = bounded.aborted
-            ? ({ ok: false, code: 'vision_cancelled', message: describeAbort(bounded), attempts: 0 } as const)
-            : await ask(model.value, messages, png.value, critiqueJsonSchema, parseCritique, bounded);
+          const answer = await askInTurn<Critique>('check', model.value, messages, png.value, bounded);
+          // Every failure after check_started is said to every page too, in the words of this stream.
+          const fail = (code: TurnErrorCode, message: string, attempts: number): TurnEvent[] => {
+            state.feed.publish(id, { type: 'check_failed', imageId: image.id, code, message });
+            return [{ type: 'error', code, message }, done(attempts, code === 'vision_cancelled' ? 'stopped' : 'error')];
+          };
           if (!answer.ok) {
-            state.feed.publish(id, { type: 'check_failed', imageId: image.id, code: answer.code, message: answer.message });
-            yield { type: 'error', code: answer.code, message: answer.message };
-            yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
+            yield* fail(answer.code, answer.message, answer.attempts);
+            return;
+          }
+          // Deleted meanwhile (the picture, or its conversation): nothing to keep it with.
+          if (!state.findRecord(id) || !deps.store.getImage(image.id)) {
+            yield* fail('not_found', 'The picture was deleted while it was checked, so its check was not kept.', answer.attempts);
             return;
           }
           // Written for the checkpoint's family, and made right for it as the chat model's prompts are.
-          const critique = { ...answer.value, revisedPrompt: fitPromptToFamily(answer.value.revisedPrompt, style) };
+          const critique = { ...answer.value, revisedPrompt: fitWithin(answer.value.revisedPrompt, style) };
           const kept = keepCheck(record.id, image, model.value, critique);
           if (!kept.ok) {
-            yield { type: 'error', code: 'storage_failed', message: kept.error.message };
-            yield done(answer.attempts, 'error');
+            yield* fail('storage_failed', kept.error.message, answer.attempts);
             return;
           }
           const event: TurnEvent = { type: 'critique', ...toCritiqueEvent(kept.value) };
@@ -272,9 +326,12 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       };
     },
 
-    async describePicture(id, bytes, type, { signal, create = false }) {
-      const creating = create && !state.findRecord(id) && vision.createConversation !== undefined;
-      const settings = state.findRecord(id)?.settings ?? (creating ? DEFAULT_SETTINGS : undefined);
+    async describePicture(id, bytes, type, { signal, create }) {
+      const creating = create !== undefined && !state.findRecord(id) && vision.createConversation !== undefined;
+      // The empty page's settings (its vision model among them) count before the conversation exists.
+      const patch = creating ? settingsPatchSchema.safeParse(create?.settings ?? {}) : undefined;
+      if (patch && !patch.success) return invalid(patch.error);
+      const settings = state.findRecord(id)?.settings ?? (patch?.success ? { ...DEFAULT_SETTINGS, ...patch.data } : undefined);
       if (!settings) return notFound(id);
       if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
       const model = await pickModel(settings, signal);
@@ -284,7 +341,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       const png = picture.value.png;
       // Only a good picture, and a vision model to read it, make a conversation.
       if (creating) {
-        const created = vision.createConversation?.(id);
+        const created = vision.createConversation?.(id, { ...create, ...(patch?.success ? { settings: patch.data } : {}) });
         if (created && !created.ok) return created;
       }
       const record = state.findRecord(id);
@@ -294,16 +351,18 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       return {
         ok: true,
         value: stream(id, signal, async function* (bounded) {
-          await Promise.race([deps.images.settled(), abortion(bounded)]);
-          const answer = bounded.aborted
-            ? ({ ok: false, code: 'vision_cancelled', message: describeAbort(bounded), attempts: 0 } as const)
-            : await ask(model.value, messages, png, describeJsonSchema, parseDescription, bounded);
+          const answer = await askInTurn<Description>('describe', model.value, messages, png, bounded);
           if (!answer.ok) {
             yield { type: 'error', code: answer.code, message: answer.message };
             yield done(answer.attempts, answer.code === 'vision_cancelled' ? 'stopped' : 'error');
             return;
           }
-          const prompt = fitPromptToFamily(answer.value.prompt, style);
+          if (!state.findRecord(id)) {
+            yield { type: 'error', code: 'not_found', message: 'The conversation was deleted while the picture was described.' };
+            yield done(answer.attempts, 'error');
+            return;
+          }
+          const prompt = fitWithin(answer.value.prompt, style);
           yield { type: 'description', prompt, subject: answer.value.subject };
           // The user asked for it: the description is the prompt now, one undo away (the chat model hears of it).
           const written = state.tryWrite('change', () => deps.store.addUserPromptVersion(id, prompt, state.isoNow(), 'vision'));
@@ -341,6 +400,8 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
   function suggest(id: string, imageId: string, critique: Critique): TurnEvent | undefined {
     const record = state.findRecord(id);
     if (!record || critique.misses.length === 0 || critique.revisedPrompt === record.prompt) return undefined;
+    // The chat model's prompt waiting beside the user's stays: the critique's Fix and regenerate takes the revised one.
+    if (record.suggestion !== null && record.suggestion.imageId === undefined) return undefined;
     const stored = state.tryWrite('change', () => deps.store.setSuggestion(id, { prompt: critique.revisedPrompt, turnId: null, imageId }));
     if (!stored.ok) return undefined;
     state.announce(id);
@@ -360,4 +421,18 @@ function abortion(signal: AbortSignal): Promise<void> {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });
   });
+}
+
+type Kind = 'check' | 'describe';
+
+/** What Fix and regenerate makes: the revised prompt, on the checked picture's seed and size. */
+export interface RevisedPrompt {
+  prompt: string;
+  settings: Pick<Settings, 'width' | 'height'> & { seed?: number };
+}
+
+/** Made right for the family, unless that makes it longer than a prompt may be: then as the model wrote it. */
+function fitWithin(prompt: string, style: FamilyStyle): string {
+  const fitted = fitPromptToFamily(prompt, style);
+  return fitted.length <= LIMITS.promptMaxChars ? fitted : prompt;
 }

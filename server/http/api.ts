@@ -279,6 +279,12 @@ export function createApiRoutes(deps: ApiDeps): Hono {
     return streamEvents(c, { events: result.value, hangup: new AbortController(), logger: deps.logger, render: renderEventJson, failure: TURN_STREAM_FAILURE, ...keepAlive });
   });
 
+  // Ends the vision model's checks and descriptions in flight (and so the check-and-correct loop); images go on.
+  api.post('/conversations/:id/checks/cancel', (c) => {
+    if (!deps.service.getSummary(c.req.param('id'))) return c.json({ error: 'There is no such conversation.' }, 404);
+    return c.json({ cancelled: deps.service.cancelChecks(c.req.param('id')) });
+  });
+
   // Cancels the images being made; a reply being written goes on.
   api.post('/conversations/:id/images/cancel', (c) => {
     const id = c.req.param('id');

@@ -45,9 +45,9 @@ export function isImageInputRefused(error: OllamaResponseError): boolean {
 
 export function describeCannotSeeImages(model: string): string {
   return (
-    `The model "${model}" cannot see images, so Ollama refused the message with the picture. ` +
-    'Choose a vision model such as gemma3 or llava in Settings → Models or with --model ' +
-    '(pull one with `ollama pull gemma3`), or send the message without the picture.'
+    `The model "${model}" cannot see images, so Ollama refused the request with the picture. ` +
+    'Choose a vision model such as gemma3 or llava as the vision model in Settings → Models or with --vision-model ' +
+    '(pull one with `ollama pull gemma3`).'
   );
 }
 

@@ -60,6 +60,7 @@ export type { FamilyStyle, ImageFamily, ImageSize, ResolvedFamily } from './fami
 export {
   buildCheckMessages,
   buildCheckReminder,
+  buildDescribeReminder,
   buildDescribeMessages,
   critiqueJsonSchema,
   critiqueSchema,

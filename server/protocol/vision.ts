@@ -9,6 +9,7 @@ import type { FamilyStyle } from './families.ts';
 import { LIMITS } from './limits.ts';
 import { restrictToOllamaGrammar } from './metadata.ts';
 import { findObjectEnd } from './parse-reply.ts';
+import { CONTROL_CHARACTER, ONE_LINE_FORBIDDEN } from './text-rules.ts';
 import { describeFamily, describePromptLength } from './prompts.ts';
 
 /** The most items a list of the critique holds; the parser keeps the first ones. */
@@ -16,13 +17,12 @@ export const MAX_CRITIQUE_ITEMS = 20;
 /** The longest short text of an answer: an element matched or missed, its evidence, the subject. */
 export const MAX_ELEMENT_CHARS = 200;
 
-// The model's text obeys the rule parse-reply.ts applies to its prompt, so that a revised prompt is one the user
-// could have typed: no C0 control but tab and newline (CRLF is made LF first), and no lone surrogate, which is no
-// character. A one-line text has its whitespace runs, line breaks and tabs included, made one space. The parser
-// removes what is refused; the schema refuses it.
-const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B-\u001F\p{Cs}]/gu;
-const MULTI_LINE_FORBIDDEN = /[\u0000-\u0008\u000B-\u001F\p{Cs}]/u;
-const ONE_LINE_FORBIDDEN = /[\u0000-\u001F\u2028\u2029\p{Cs}]/u;
+// The model's text obeys the rule for what a person types (text-rules.ts), so that a revised prompt is one the
+// user could have typed. A one-line text has its whitespace runs, line breaks and tabs included, made one space.
+// The parser removes what is refused; the schema refuses it.
+const MULTI_LINE_FORBIDDEN = CONTROL_CHARACTER;
+const CONTROL_CHARACTERS = new RegExp(CONTROL_CHARACTER.source, 'gu');
+const ONE_LINE_CHARACTERS = new RegExp(ONE_LINE_FORBIDDEN.source, 'gu');
 /** Linear: one match per run of whitespace. */
 const WHITESPACE_RUNS = /\s+/g;
 
@@ -143,7 +143,7 @@ function cleanMultiLine(value: unknown): unknown {
 }
 
 function cleanOneLine(value: unknown): unknown {
-  return typeof value === 'string' ? value.replace(WHITESPACE_RUNS, ' ').replace(CONTROL_CHARACTERS, '').trim() : value;
+  return typeof value === 'string' ? value.replace(WHITESPACE_RUNS, ' ').replace(ONE_LINE_CHARACTERS, '').trim() : value;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -256,6 +256,11 @@ Compare the attached picture with what the user asked for and answer with the JS
 /** The reminder for a retry constrained to critiqueJsonSchema, one line. */
 export function buildCheckReminder(): string {
   return `Answer with the JSON object only: ${CHECK_SHAPE}, nothing before or after it.`;
+}
+
+/** The reminder for a retry constrained to describeJsonSchema, one line. */
+export function buildDescribeReminder(): string {
+  return `Answer with the JSON object only: ${DESCRIBE_SHAPE}, nothing before or after it.`;
 }
 
 export interface DescribeMessagesInput {

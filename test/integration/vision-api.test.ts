@@ -113,6 +113,13 @@ describe('POST …/images/:imageId/check', () => {
     expect((await easel.post(`/api/conversations/${id}/generations`, { fix: 'nope' })).status).toBe(422);
     expect((await easel.post(`/api/conversations/${id}/generations`, { fix: imageId, prompt: 'a dog' })).status).toBe(422);
     expect((await conversation(id)).images).toHaveLength(1);
+    // Checked, but refused for another reason: the prompt stays the user's, nothing taken.
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+    expect((await easel.post(`/api/conversations/${id}/generations`, { fix: imageId, count: 99 })).status).toBe(422);
+    const after = await conversation(id);
+    expect(after.prompt).toBe('a tabby cat on a stack of books');
+    expect(after.suggestion?.prompt).toBe(CRITIQUE.revisedPrompt);
   });
 
   it('every follower of the conversation gets the critique', async () => {
@@ -178,18 +185,44 @@ describe('POST …/images/:imageId/check', () => {
     expect(fake.scriptErrors).toEqual([]);
   });
 
-  it('Cancel of the images ends a check in flight: vision_cancelled, nothing kept, the request to Ollama ended', async () => {
+  it('POST …/checks/cancel ends a check in flight: vision_cancelled, nothing kept, the request to Ollama ended', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue({ chunks: [JSON.stringify(CRITIQUE)], gate: new Promise(() => {}) });
     const checking = check(id, imageId).then(readSse);
     await expect.poll(() => fake.chatRequests().length).toBe(2);
-    expect(await (await easel.post(`/api/conversations/${id}/images/cancel`, {})).json()).toEqual({ cancelled: true });
+    expect(await (await easel.post(`/api/conversations/${id}/checks/cancel`, {})).json()).toEqual({ cancelled: true });
     const events = await checking;
     expect(events.map((event) => event.type)).toEqual(['error', 'done']);
     expect(events[0]?.data).toMatchObject({ code: 'vision_cancelled' });
     expect(events[1]?.data).toMatchObject({ level: 'stopped' });
     await fake.waitForHangup();
     expect((await conversation(id)).checks).toEqual([]);
+  });
+
+  it('deleting the conversation ends its check in flight: nothing is written, no storage error', async () => {
+    const { id, imageId } = await pictureOfACat();
+    fake.enqueue({ chunks: [JSON.stringify(CRITIQUE)], gate: new Promise(() => {}) });
+    const checking = check(id, imageId).then(readSse);
+    await expect.poll(() => fake.chatRequests().length).toBe(2);
+    expect((await fetch(`${easel.url}/api/conversations/${id}`, { method: 'DELETE' })).status).toBe(204);
+    const events = await checking;
+    expect(events[0]).toMatchObject({ type: 'error', data: { code: 'vision_cancelled' } });
+    await fake.waitForHangup();
+  });
+
+  it('checks wait their turn: the vision model is asked one picture at a time', async () => {
+    const { id, imageId } = await pictureOfACat();
+    let release!: () => void;
+    fake.enqueue({ chunks: [JSON.stringify(CRITIQUE)], gate: new Promise<void>((resolve) => (release = resolve)) }, JSON.stringify(CRITIQUE));
+    const first = check(id, imageId).then(readSse);
+    await expect.poll(() => fake.chatRequests().length).toBe(2);
+    const second = check(id, imageId).then(readSse);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(fake.chatRequests()).toHaveLength(2);
+    release();
+    expect((await first).map((event) => event.type)).toContain('critique');
+    expect((await second).map((event) => event.type)).toContain('critique');
+    expect(fake.chatRequests()).toHaveLength(3);
   });
 
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
@@ -265,6 +298,16 @@ describe('POST …/describe', () => {
     expect(after.promptVersions.at(-1)).toMatchObject({ source: 'vision' });
     expect((await easel.post(`/api/conversations/${id}/prompt/undo`, {})).status).toBe(200);
     expect((await conversation(id)).prompt).toBe('a tabby cat on a stack of books');
+  });
+
+  it('an answer cut short is asked for again in the description\'s own shape', async () => {
+    const { id } = await pictureOfACat();
+    fake.enqueue({ chunks: ['{"prompt": "a red fox'], doneReason: 'length' }, JSON.stringify({ prompt: 'a red fox in the snow', subject: 'a fox' }));
+    const events = await readSse(await easel.post(`/api/conversations/${id}/describe`, undefined, { headers: { 'content-type': 'image/png' }, body: makePng(8, 8) as BodyInit }));
+    expect(events.at(-1)?.data).toMatchObject({ attempts: 2, level: 'reminder' });
+    const retry = fake.requests.filter((request) => request.path === '/api/chat').at(-1)!.body as { messages: Array<{ content: string }> };
+    expect(retry.messages.at(-1)?.content).toContain('"subject"');
+    expect(retry.messages.at(-1)?.content).not.toContain('revisedPrompt');
   });
 
   it('refuses what is not a picture with 415 and a picture it cannot read with 422, sending nothing', async () => {

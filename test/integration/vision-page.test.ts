@@ -64,8 +64,8 @@ describe('Check on the page (POST /c/:id/images/:imageId/check)', () => {
     // First: the image error slot cleared, and the line under the picture's row (replacing an earlier one).
     expect(targets(frames[0])).toEqual(['#image-error innerHTML', `#critique-status-${imageId} delete`, `${rowOf(imageId)} afterend`]);
     expect(find(read(frames[0]), `#critique-status-${imageId} .critique-status-text`).text).toBe('Checking the picture with gemma3:4b…');
-    // Its Cancel ends the checks with the images.
-    expect(find(read(frames[0]), `#critique-status-${imageId} button.cancel`).getAttribute('hx-post')).toBe(`/c/${id}/images/cancel`);
+    // Its Cancel ends the checks; the pictures being made go on.
+    expect(find(read(frames[0]), `#critique-status-${imageId} button.cancel`).getAttribute('hx-post')).toBe(`/c/${id}/checks/cancel`);
 
     // The critique replaces the line and any earlier critique, under the same row.
     const critique = frames.find((frame) => frame.includes('class="critique"'));
@@ -219,16 +219,24 @@ describe('Describe on the page (POST /c/:id/describe)', () => {
     expect(fake.chatRequests()).toHaveLength(0);
   });
 
-  it('on the empty page a picture starts the conversation, its description the first prompt', async () => {
+  it('on the empty page a picture starts the conversation with the prompt typed and the settings set, its description on top', async () => {
     const draft = randomUUID();
     fake.enqueue(JSON.stringify({ prompt: 'a red fox in deep snow', subject: 'a fox' }));
-    const response = await send('POST', `/c/${draft}/describe`, picture({ startNew: '1' }));
+    // The settings form comes along (hx-include), its vision model chosen there: that model describes it.
+    const settings = { steps: '12', cfg: '7', seed: '-1', width: '512', height: '512', negativePrompt: '', visionModel: 'llava:7b' };
+    const response = await send('POST', `/c/${draft}/describe`, picture({ startNew: '1', prompt: 'my first words', ...settings }));
     expect(response.status).toBe(200);
     const html = (await readSseFrames(response)).map((frame) => frame.data).join('\n');
     expect(html).toContain('<hx-partial hx-target="#start-new" hx-swap="delete">');
-    const stored = (await (await easel.get(`/api/conversations/${draft}`)).json()) as { prompt: string; promptVersions: Array<{ source: string }> };
+    const stored = (await (await easel.get(`/api/conversations/${draft}`)).json()) as { prompt: string; settings: { steps: number; visionModel: string }; promptVersions: Array<{ prompt: string; source: string }> };
     expect(stored.prompt).toBe('a red fox in deep snow');
-    expect(stored.promptVersions.map((version) => version.source)).toEqual(['vision']);
+    // What was typed is one undo away.
+    expect(stored.promptVersions.map((version) => [version.prompt, version.source])).toEqual([
+      ['my first words', 'user'],
+      ['a red fox in deep snow', 'vision'],
+    ]);
+    expect(stored.settings).toMatchObject({ steps: 12, visionModel: 'llava:7b' });
+    expect((fake.requests.filter((request) => request.path === '/api/chat').at(-1)?.body as { model: string }).model).toBe('llava:7b');
   });
 });
 

@@ -193,8 +193,8 @@ function renderCritiques(images: readonly ImageDetails[]): Html {
 /** While the vision model looks: said under the picture's row until its critique (or why it failed) takes its place. */
 export function renderCheckStatus(conversationId: string, imageId: string, model: string): Html {
   if (!isImageId(imageId)) return EMPTY;
-  // Cancel ends the conversation's checks with its images (POST …/images/cancel), as the image's own Cancel does.
-  return html`<p class="critique-status" id="${describeCritique(imageId).status}" role="status"><span class="critique-status-text">Checking the picture with ${model}…</span> <button type="button" class="cancel quiet" hx-post="${conversationPath(conversationId, '/images/cancel')}" hx-swap="none">Cancel</button></p>`;
+  // Cancel ends the conversation's checks (and so the check-and-correct loop); the pictures being made go on.
+  return html`<p class="critique-status" id="${describeCritique(imageId).status}" role="status"><span class="critique-status-text">Checking the picture with ${model}…</span> <button type="button" class="cancel quiet" hx-post="${conversationPath(conversationId, '/checks/cancel')}" hx-swap="none">Cancel</button></p>`;
 }
 
 /** A check that could not be made or failed, in its place under the picture: a cancel quietly, anything else as an alert. */

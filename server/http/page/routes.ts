@@ -491,7 +491,13 @@ export function createPageRoutes(deps: PageDeps): Hono {
     }
     const hangup = new AbortController();
     const bytes = new Uint8Array(await file.arrayBuffer());
-    const result = await withRequestSignal(c, (signal) => service.describePicture(id, bytes, file.type, { signal: AbortSignal.any([signal, hangup.signal]), create: creating }));
+    // The empty page's prompt and settings go into the conversation the picture starts, as a first message's do.
+    const settings = creating && 'steps' in form ? readSettingsForm(form) : undefined;
+    if (settings) await withRequestSignal(c, (signal) => service.prepareModelChoice(settings, signal));
+    const create = creating ? { ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}), ...(settings ? { settings } : {}) } : undefined;
+    const result = await withRequestSignal(c, (signal) =>
+      service.describePicture(id, bytes, file.type, { signal: AbortSignal.any([signal, hangup.signal]), ...(create ? { create } : {}) }),
+    );
     if (!result.ok) return refused(renderVisionRefusal(result.error, false), STATUS[result.error.code]);
     const view: StreamView = { conversationId: id, describing: true };
     const status = renderDescribeStatus(html`Describing the picture…`);
@@ -537,6 +543,12 @@ export function createPageRoutes(deps: PageDeps): Hono {
   // Cancel stops only the images: a reply being written at the same time goes on.
   page.post('/c/:id/images/cancel', (c) => {
     service.cancelImages(c.req.param('id'));
+    return c.body(null, 204);
+  });
+
+  // Cancel beside "Checking…": the vision model's checks and descriptions end; the images being made go on.
+  page.post('/c/:id/checks/cancel', (c) => {
+    service.cancelChecks(c.req.param('id'));
     return c.body(null, 204);
   });
 

@@ -247,7 +247,7 @@ ${renderVaryHelp(imageStatus)}
  * prompt on screen goes with it, saved first. On the chat, a dropped picture stays a reference image.
  */
 function renderDescribeForm(conversationId: string): Html {
-  return html`<form id="describe-form" class="describe-form" hx-post="${conversationPath(conversationId, '/describe')}" hx-encoding="multipart/form-data" hx-include="#prompt, #start-new" hx-swap="none" hx-disable="#describe-button">
+  return html`<form id="describe-form" class="describe-form" hx-post="${conversationPath(conversationId, '/describe')}" hx-encoding="multipart/form-data" hx-include="#prompt, #start-new, #settings-form" hx-swap="none" hx-disable="#describe-button">
 <label id="describe-button" class="button quiet describe-button">Describe a picture…<input type="file" id="describe-file" name="file" accept="image/png,image/jpeg,image/webp" class="visually-hidden"></label>
 <span class="hint">or drop or paste one on the prompt: its description becomes the prompt</span>
 </form>

@@ -87,6 +87,12 @@ describe('parseCritique', () => {
     expect(failure.message).toContain(reason);
   });
 
+  it('drops from a one-line text what a typed title may not hold: a right-to-left override, a C1 control, DEL', () => {
+    const raw = JSON.stringify({ matches: ['a cat\u202e'], misses: [{ element: 'a hat\u0085', evidence: 'bare\u007f head' }], revisedPrompt: 'a cat in a hat' });
+    const read = parseCritique(raw);
+    expect(read.ok && read.value).toMatchObject({ matches: ['a cat'], misses: [{ element: 'a hat', evidence: 'bare head' }] });
+  });
+
   it('trims the texts and drops empty items', () => {
     const raw = JSON.stringify({
       matches: ['  tabby cat ', '', '   ', null, 'stack of books'],
