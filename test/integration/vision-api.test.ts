@@ -9,6 +9,7 @@ import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { useEasel } from '../helpers/easel.ts';
 import { replyMeta } from '../helpers/replies.ts';
+import { makePictureOfACat } from '../helpers/vision.ts';
 import { iterateSse, readSse } from '../helpers/sse.ts';
 
 const VISION = { name: 'gemma3:4b', capabilities: ['completion', 'vision'] };
@@ -36,16 +37,7 @@ async function conversation(id: string): Promise<Conversation> {
   return (await (await easel.get(`/api/conversations/${id}`)).json()) as Conversation;
 }
 
-/** A conversation where the user asked for a cat in a hat, and one picture made from the model's prompt. */
-async function pictureOfACat(): Promise<{ id: string; imageId: string }> {
-  const id = await easel.newConversation();
-  fake.enqueue(scriptReply('A cat it is.', replyMeta('a tabby cat on a stack of books', { steps: 4 })));
-  await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'a tabby cat in a blue wizard hat on old books' }));
-  const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, seed: 77, width: 64, height: 64 } }));
-  const image = events.find((event) => event.type === 'image');
-  if (!image) throw new Error(`no image: ${JSON.stringify(events)}`);
-  return { id, imageId: String(image.data['id']) };
-}
+const pictureOfACat = () => makePictureOfACat(fake, easel);
 
 const check = (id: string, imageId: string) => easel.post(`/api/conversations/${id}/images/${imageId}/check`, {});
 

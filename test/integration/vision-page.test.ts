@@ -5,13 +5,12 @@
 // screen and makes the description the prompt, and Settings → Models offers the vision model and the loop's settings.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { useEasel } from '../helpers/easel.ts';
 import { find, partials, read, targets } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
+import { makePictureOfACat } from '../helpers/vision.ts';
 import { iterateSseFrames, readSse, readSseFrames } from '../helpers/sse.ts';
-import { replyMeta } from '../helpers/replies.ts';
 
 const VISION = { name: 'gemma3:4b', capabilities: ['completion', 'vision'] };
 const { fake, easel } = useEasel('each test', {
@@ -39,16 +38,7 @@ async function stored(id: string): Promise<Stored> {
   return (await (await easel.get(`/api/conversations/${id}`)).json()) as Stored;
 }
 
-/** A conversation where the user asked for a cat in a hat, and one picture made from the model's prompt. */
-async function pictureOfACat(): Promise<{ id: string; imageId: string }> {
-  const id = await easel.newConversation();
-  fake.enqueue(scriptReply('A cat it is.', replyMeta('a tabby cat on a stack of books', { steps: 4 })));
-  await readSse(await easel.post(`/api/conversations/${id}/messages`, { text: 'a tabby cat in a blue wizard hat on old books' }));
-  const events = await readSse(await easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, seed: 77, width: 64, height: 64 } }));
-  const image = events.find((event) => event.type === 'image');
-  if (!image) throw new Error(`no image: ${JSON.stringify(events)}`);
-  return { id, imageId: String(image.data['id']) };
-}
+const pictureOfACat = () => makePictureOfACat(fake, easel);
 
 const rowOf = (imageId: string) => `#log .thumbs:has([data-image-id="${imageId}"])`;
 

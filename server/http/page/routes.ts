@@ -2,19 +2,21 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { readFormBody, refuseNonFormBody, STATUS } from '../errors.ts';
-import { streamEvents, TURN_STREAM_FAILURE, withRequestSignal, type SseMessage } from '../stream-events.ts';
-import { DEFAULT_SETTINGS, isReferenceType, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
+import { streamEvents, withRequestSignal, type SseMessage } from '../stream-events.ts';
+import { DEFAULT_SETTINGS, type ConversationView, type EaselService, type FeedEntry, type LibraryEvent, type LiveEvent, type Logger, type PaneView, type PullEvent, type Result, type TurnEvent } from '../../core/index.ts';
 import { mergeStreams } from '../../util/index.ts';
 import { loadAssets } from './assets.ts';
 import { conversationPath } from './bubbles.ts';
-import { renderChatHead, renderConversationItems, renderCreated, type ChatHead } from './library.ts';
+import { renderChatHead, renderConversationItems } from './library.ts';
 import { galleryPath, renderGalleryMore, renderGalleryPage, renderGalleryResults } from './gallery.ts';
 import { EMPTY, html, joinHtml, renderMessage, renderPartial, type Html } from './markup.ts';
 import { renderModelsUpdate, renderPullEvent, renderPullRefused, renderPullStarted, type ModelChoices } from './models-view.ts';
 import { renderPaneUpdate } from './pane.ts';
-import { createLiveView, createOwnWork, expectOwn, noteOwnRevisions, skipOwnRevisions, type OwnWork } from './live-view.ts';
-import { isBubbleId, renderCheckStarted, renderDescribeStatus, renderEventHtml, renderImageError, renderReferenceAdded, renderTurnStart, type StreamView } from './render-event.ts';
-import { createSendGuard, isSendKey } from './send-guard.ts';
+import { createLiveView, expectOwn } from './live-view.ts';
+import { renderTurnStart, type StreamView } from './render-event.ts';
+import { isSendKey } from './send-guard.ts';
+import { addImageRoutes } from './image-routes.ts';
+import { createPageContext, LIST_CHANGED, renderStalePane, sendHtml, streamHtml } from './page-kit.ts';
 import { CHOICE_FIELDS, readSettingsForm, withoutUnchangedChoices } from './settings-form.ts';
 import {
   renderComposerStatus,
@@ -28,7 +30,6 @@ import {
   renderSettingsSaved,
   renderStatus,
   renderTranscript,
-  renderLiveStream,
   type ImageStatus,
   type PageModel,
 } from './views.ts';
@@ -48,7 +49,6 @@ export function createPageRoutes(deps: PageDeps): Hono {
   const { service, logger } = deps;
   const page = new Hono();
   const assets = loadAssets();
-  const sends = createSendGuard();
   // The page's own script modules (web/js/*.js, served as /assets/<name>.js): the gallery asks for them first.
   const modules = [...assets.keys()].filter((name) => name.endsWith('.js') && name !== 'easel.js' && !name.startsWith('htmx') && !name.startsWith('hx-'));
 
@@ -64,6 +64,8 @@ export function createPageRoutes(deps: PageDeps): Hono {
   // What /status last found: a page or a conversation switch shows it at once (its own /status refreshes it),
   // rather than "Checking…" under Generate while the status line already says the backend answers.
   let knownImages: ImageStatus = PENDING_IMAGES;
+  const context = createPageContext(service);
+  const { ownWorkOf, changeFromPage, renderGoLive, renderOwnPane, headOf, sends } = context;
 
   function pageModel(conversation: ConversationView, isNew: boolean, query: string, snapshotId?: string): PageModel {
     return {
@@ -76,74 +78,12 @@ export function createPageRoutes(deps: PageDeps): Hono {
     };
   }
 
-  // What each open page asked for itself (by its view id), so its live stream does not draw it twice.
-  const ownWork = new Map<string, OwnWork>();
-  function ownWorkOf(viewId: unknown): OwnWork {
-    if (typeof viewId !== 'string' || !/^[a-f0-9]{16}$/.test(viewId)) return createOwnWork();
-    let own = ownWork.get(viewId);
-    if (!own) {
-      own = createOwnWork();
-      ownWork.set(viewId, own);
-      // The oldest pages' records go first: a page open for days reconnects with a fresh one.
-      // Stryker disable next-line EqualityOperator: memory only
-      if (ownWork.size > MAX_VIEWS) ownWork.delete(ownWork.keys().next().value as string);
-    }
-    return own;
-  }
 
   /** A full page for a navigation; only the conversation's part for an htmx switch from the sidebar. */
   function sendPage(c: Context, model: PageModel): Response {
     c.header('Cache-Control', 'no-store');
     c.header('Vary', 'HX-Request');
     return sendHtml(c, isHtmxRequest(c) ? renderConversationSwitch(model) : renderConversationPage(model));
-  }
-
-  /**
-   * A change from a page: checked against the revision it was made from, moved past the page's own earlier
-   * changes (two saves sent at once are not stale for each other), and the revisions it makes remembered as its own.
-   */
-  function changeFromPage<T>(id: string, form: Record<string, unknown>, run: (baseRevision: unknown) => T): T {
-    const change = beginChange(id, form);
-    const result = run(change.baseRevision);
-    change.end();
-    return result;
-  }
-
-  /** The revision a change from a page is made from, and, once it is made, the revisions it made noted as the page's own. */
-  function beginChange(id: string, form: Record<string, unknown>): { baseRevision: unknown; end(): void } {
-    const own = ownWorkOf(form.viewId);
-    const before = service.getPane(id)?.paneRevision;
-    const base = readRevision(form.baseRevision);
-    return {
-      baseRevision: typeof base === 'number' && before !== undefined ? skipOwnRevisions(own, id, base, before) : base,
-      end() {
-        const after = service.getPane(id)?.paneRevision;
-        if (before !== undefined && after !== undefined) noteOwnRevisions(own, id, before, after);
-      },
-    };
-  }
-
-  /**
-   * The empty page's live view, once its conversation exists: #live follows it from now on, under a new view id
-   * whose own work (`mine`) is what this page is drawing on its own request.
-   */
-  function renderGoLive(id: string, mine: (own: OwnWork) => void): Html {
-    const snapshot = service.snapshotConversation(id);
-    if (!snapshot) return EMPTY;
-    const viewId = randomBytes(8).toString('hex');
-    mine(ownWorkOf(viewId));
-    return renderPartial('#live', 'outerHTML', renderLiveStream(id, { snapshotId: snapshot.snapshotId, viewId }, snapshot.view.pane.paneRevision));
-  }
-
-  /** The pane as stored now, after a request of this page saved what it showed (not forced: typing since stays). */
-  function renderOwnPane(id: string): Html {
-    const pane = service.getPane(id);
-    return pane ? renderPaneUpdate(id, pane) : EMPTY;
-  }
-
-  function headOf(id: string): ChatHead | undefined {
-    const summary = service.getSummary(id);
-    return summary ? { id, title: summary.title, isNew: false, imageCount: 0 } : undefined;
   }
 
   // A new conversation's empty page. Nothing is stored until its first message (or Generate), which
@@ -348,215 +288,12 @@ export function createPageRoutes(deps: PageDeps): Hono {
     return streamHtml(c, { first: renderTurnStart(view), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
   });
 
-  page.post('/c/:id/generations', async (c) => {
-    const id = c.req.param('id');
-    const body = await readFormBody(c);
-    if (!body.ok) return body.response;
-    const form = body.value;
-    if (!isSendKey(form.sendKey) || !sends.claim(form.sendKey)) {
-      const message = isSendKey(form.sendKey) ? 'This image was already asked for once; it is not made twice.' : 'This page is out of date: reload it.';
-      return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderImageError(message)), 409);
-    }
-    const hangup = new AbortController();
-    // The image is made from exactly what is shown: the prompt (saved first as a version, by the core) and the
-    // settings as they are, even a change whose save has not arrived yet.
-    // Stryker disable next-line ConditionalExpression: a form without settings reads as { autoGenerate: false }, which no image reads; a first Generate stores it, the default
-    const hasSettings = 'steps' in form || 'negativePrompt' in form;
-    // Vary: the submit button's `from` (<imageId>:<strength>). The image keeps its starting image's size: the form's
-    // width and height are the pane's, for a Generate.
-    const from = readVaryForm(form.from);
-    const settings = hasSettings ? withoutUnchangedChoices(readSettingsForm(form), service.getPane(id)?.settings) : undefined;
-    if (settings && from !== undefined) {
-      delete settings.width;
-      delete settings.height;
-    }
-    const overrides = {
-      // Stryker disable next-line ConditionalExpression: { prompt: undefined }: the service reads an undefined prompt as none
-      ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}),
-      // "Compare with previous": the prompt on screen (saved first, by the core) and the version it was changed from.
-      ...(form.compare === 'previous' ? { promptVersions: 'previous' } : {}),
-      // A model choice as stored is not sent again: the servers are not asked about a name nobody changed.
-      ...(settings ? { settings } : {}),
-      ...(from === undefined ? {} : { from }),
-      // Count beside Generate: how many images (a batch); one that is not a number is passed on for the service to name.
-      ...(form.count === undefined || form.count === '' ? {} : { count: /^\s*\d+\s*$/.test(String(form.count)) ? Number(form.count) : form.count }),
-      // Fix and regenerate under a critique: the checked picture's id (its revised prompt, its seed and size).
-      ...(form.fix === undefined || form.fix === '' ? {} : { fix: form.fix }),
-    };
-    const creating = form.startNew === '1' && !service.getSummary(id);
-    const own = ownWorkOf(form.viewId);
-    expectOwn(own.pendingImages, id, 1);
-    // The page's image is the server's, like its replies: closing or reloading the page ends only this stream
-    // (the image goes on, shown in every page and after a reload); Cancel and Stop end it.
-    if (overrides.settings) await withRequestSignal(c, (signal) => service.prepareModelChoice(overrides.settings, signal));
-    // The gallery's Remix and Vary make a picture from another picture's prompt: not the conversation's pane, so
-    // not saved as its prompt (the image records no version); Use prompt is how that prompt becomes the pane's.
-    const fromScreen = form.origin !== 'gallery';
-    const result = changeFromPage(id, form, (baseRevision) => service.generate(id, overrides, hangup.signal, { create: creating, fromScreen, baseRevision, outlivesReader: true }));
-    if (!result.ok) {
-      expectOwn(own.pendingImages, id, -1);
-      // Made from an older pane than the stored one: the newer pane is shown (typing kept), nothing is made.
-      const newer = result.error.code === 'stale' && result.error.pane ? renderPaneUpdate(id, result.error.pane) : EMPTY;
-      // A prompt the pane cannot hold is said in its own words, not the API's `prompt: …`.
-      return sendHtml(c, joinHtml([newer, renderPartial('#image-error', 'innerHTML', renderImageError(result.error.fields?.prompt ?? result.error.fields?.promptVersions ?? result.error.message))]), STATUS[result.error.code]);
-    }
-    // Stryker disable next-line BooleanLiteral: a Generate stream has no bubble: every error goes to the image area either way
-    const view: StreamView = { conversationId: id, imageStarted: true };
-    // A first Generate made the conversation: the page takes its place in the library at once.
-    const head = creating ? headOf(id) : undefined;
-    // The prompt on screen was saved first: the page learns the pane's new revision at once.
-    // It follows the new conversation from here, its own image not drawn twice.
-    const goLive = () => renderGoLive(id, (own) => expectOwn(own.pendingImages, id, 1));
-    const first = head ? [{ data: String(joinHtml([renderCreated(head), renderOwnPane(id), goLive()])) }, LIST_CHANGED] : [{ data: String(renderOwnPane(id)) }];
-    return streamHtml(c, { ...(first ? { first } : {}), events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
-  });
-
-  // The page's Stop is the reply's: an image being made has its own Cancel.
-  // A reference image dropped, pasted or chosen on the page (web/js/reference.js): a form holding the file, which
-  // the API takes as the body. The same rules (PNG, JPEG or WebP; the image limits); shown in the chat with its Vary buttons.
-  page.post('/c/:id/references', async (c) => {
-    const refused = (message: string, status: 400 | 404 | 409 | 413 | 415 | 422 | 503) =>
-      c.html(String(renderPartial('#image-error', 'innerHTML', renderImageError(message))), status);
-    const body = await readFormBody(c);
-    if (!body.ok) return body.response;
-    const file = body.value.file;
-    if (!(file instanceof File) || file.size === 0) return refused('Choose a PNG, JPEG or WebP picture to add as a reference image.', 422);
-    if (!isReferenceType(file.type)) {
-      return refused(`${file.name || 'The file'} is not a PNG, JPEG or WebP picture${file.type ? ` (it is ${file.type})` : ''}: add one of those as a reference image.`, 415);
-    }
-    const id = c.req.param('id');
-    // On the empty page the picture starts the conversation, as a first message or Generate does.
-    const creating = body.value.startNew === '1' && !service.getSummary(id);
-    const added = await service.addReference(id, new Uint8Array(await file.arrayBuffer()), file.type, { create: creating });
-    if (!added.ok) return refused(added.error.message, STATUS[added.error.code]);
-    const head = creating ? headOf(id) : undefined;
-    // The library lists the new conversation at once.
-    if (head) c.header('HX-Trigger', JSON.stringify({ 'easel:list': { target: 'body' } }));
-    return sendHtml(
-      c,
-      joinHtml([
-        head ? joinHtml([renderCreated(head), renderGoLive(id, () => {})]) : EMPTY,
-        renderPartial('#image-error', 'innerHTML'),
-        renderReferenceAdded(added.value.image),
-      ]),
-      201,
-    );
-  });
-
-  // Check under a picture: the vision model looks at it and says what it shows of the request and what it misses,
-  // under the picture (every other page draws the same from its live view). A refusal (no vision model, a reference
-  // image) is said in the image error slot. Closing the page ends the check.
-  page.post('/c/:id/images/:imageId/check', async (c) => {
-    const id = c.req.param('id');
-    const imageId = c.req.param('imageId');
-    const body = await readFormBody(c);
-    if (!body.ok) return body.response;
-    const hangup = new AbortController();
-    const result = await withRequestSignal(c, (signal) => service.checkImage(id, imageId, { signal: AbortSignal.any([signal, hangup.signal]) }));
-    if (!result.ok) return sendHtml(c, renderPartial('#image-error', 'innerHTML', renderVisionRefusal(result.error)), STATUS[result.error.code]);
-    const settings = service.getPane(id)?.settings;
-    const model = settings ? service.visionModelOf(settings) : null;
-    const view: StreamView = { conversationId: id, checking: imageId };
-    return streamHtml(c, {
-      first: joinHtml([renderPartial('#image-error', 'innerHTML'), model === null ? EMPTY : renderCheckStarted(id, imageId, model)]),
-      events: result.value,
-      view,
-      hangup,
-      logger,
-      keepAliveMs: deps.keepAliveMs,
-    });
-  });
-
-  // Describe: a picture dropped or pasted on the prompt, or chosen beside it (web/js/describe.js): a form holding the
-  // file, which the API takes as the body. Its description becomes the prompt, one undo away; the prompt on screen
-  // comes along and is saved first, so typing not saved yet is that one undo. Said beside the prompt.
-  page.post('/c/:id/describe', async (c) => {
-    const refused = (message: Html, status: 400 | 404 | 409 | 413 | 415 | 422 | 503, more: Html = EMPTY) =>
-      c.html(String(joinHtml([renderDescribeStatus(message, 'error'), more])), status);
-    const body = await readFormBody(c);
-    if (!body.ok) return body.response;
-    const form = body.value;
-    const file = form.file;
-    if (!(file instanceof File) || file.size === 0) return refused(html`Choose a PNG, JPEG or WebP picture to describe.`, 422);
-    if (!isReferenceType(file.type)) {
-      return refused(html`${file.name || 'The file'} is not a PNG, JPEG or WebP picture${file.type ? ` (it is ${file.type})` : ''}: describe one of those.`, 415);
-    }
-    const id = c.req.param('id');
-    // On the empty page the picture starts the conversation, as a first message does (once it can be described).
-    const creating = form.startNew === '1' && !service.getSummary(id);
-    if (!creating && !service.getSummary(id)) return refused(html`This conversation no longer exists. Start a new one.`, 404);
-    if (!creating && typeof form.prompt === 'string') {
-      const saved = changeFromPage(id, form, (baseRevision) => service.setPrompt(id, form.prompt, { baseRevision }));
-      if (!saved.ok) return refused(html`Not described: ${saved.error.fields?.prompt ?? saved.error.message}`, STATUS[saved.error.code], renderStalePane(id, saved));
-    }
-    const hangup = new AbortController();
-    const bytes = new Uint8Array(await file.arrayBuffer());
-    // The empty page's prompt and settings go into the conversation the picture starts, as a first message's do.
-    const settings = creating && 'steps' in form ? readSettingsForm(form) : undefined;
-    if (settings) await withRequestSignal(c, (signal) => service.prepareModelChoice(settings, signal));
-    const create = creating ? { ...(typeof form.prompt === 'string' ? { prompt: form.prompt } : {}), ...(settings ? { settings } : {}) } : undefined;
-    const result = await withRequestSignal(c, (signal) =>
-      service.describePicture(id, bytes, file.type, { signal: AbortSignal.any([signal, hangup.signal]), ...(create ? { create } : {}) }),
-    );
-    if (!result.ok) return refused(renderVisionRefusal(result.error, false), STATUS[result.error.code]);
-    const view: StreamView = { conversationId: id, describing: true };
-    const status = renderDescribeStatus(html`Describing the picture…`);
-    // A new conversation: the page takes its place in the library and follows it from here.
-    const head = creating ? headOf(id) : undefined;
-    const first = head ? [{ data: String(joinHtml([status, renderCreated(head), renderGoLive(id, () => {})])) }, LIST_CHANGED] : status;
-    return streamHtml(c, { first, events: result.value, view, hangup, logger, keepAliveMs: deps.keepAliveMs });
-  });
-
   page.post('/c/:id/stop', (c) => {
     service.stopReply(c.req.param('id'));
     return c.body(null, 204);
   });
 
-  // An automatic image, followed by the block that shows its progress (after its reply, or after a reload).
-  page.get('/c/:id/images/:imageId/events', (c) => {
-    const id = c.req.param('id');
-    const imageId = c.req.param('imageId');
-    const bubble = c.req.query('bubble');
-    // The images the page shows already are not drawn twice (a reload mid-batch): those named in `skip`, else,
-    // while it is still being made, the ones stored now. One that ended is replayed whole: its last image ends its block.
-    const skip = c.req.query('skip');
-    const conversation = skip === undefined ? service.getConversation(id) : undefined;
-    const running = conversation?.generating.some((image) => image.id === imageId) === true;
-    const skipImages = skip !== undefined ? skip.split(',').slice(0, 1000) : running ? (conversation?.images.map((image) => image.id) ?? []) : [];
-    const result = service.followImage(id, imageId, { skipImages });
-    // Stryker disable next-line BooleanLiteral: the follower's stream replays the image's generation event first, and onEvent sets it then
-    const view: StreamView = { conversationId: id, imageStarted: true, generationId: imageId, ...(isBubbleId(bubble) ? { bubbleId: bubble } : {}) };
-    // Gone already (ended a while ago): its block goes; a reload shows the image where it belongs.
-    const events: AsyncIterable<TurnEvent> = result.ok ? result.value : (async function* () {})();
-    return streamHtml(c, {
-      events,
-      view,
-      // Following never cancels the image: closing the page only stops the reading.
-      hangup: new AbortController(),
-      logger,
-      keepAliveMs: deps.keepAliveMs,
-      skip: (event) => event.type === 'generation',
-      ...(result.ok ? {} : { first: renderPartial(`#generation-${imageId.replace(/[^A-Za-z0-9_-]/g, '')}`, 'delete') }),
-    });
-  });
-
-  // Cancel stops only the images: a reply being written at the same time goes on.
-  page.post('/c/:id/images/cancel', (c) => {
-    service.cancelImages(c.req.param('id'));
-    return c.body(null, 204);
-  });
-
-  // Cancel beside "Checking…": the vision model's checks and descriptions end; the images being made go on.
-  page.post('/c/:id/checks/cancel', (c) => {
-    service.cancelChecks(c.req.param('id'));
-    return c.body(null, 204);
-  });
-
-  // One image's own Cancel: the others go on.
-  page.post('/c/:id/images/:imageId/cancel', (c) => {
-    service.cancelImage(c.req.param('id'), c.req.param('imageId'));
-    return c.body(null, 204);
-  });
+  addImageRoutes(page, deps, context);
 
   page.put('/c/:id/prompt', async (c) => {
     const id = c.req.param('id');
@@ -713,42 +450,6 @@ function sendPane(c: Context, id: string, result: Result<PaneView>): Response {
   return sendHtml(c, joinHtml([renderPartial('#prompt-saved', 'innerHTML', html`${result.error.message}`), renderStalePane(id, result)]), STATUS[result.error.code]);
 }
 
-/** A change made from an older pane: the newer one is shown, and what the user is typing stays (not forced). */
-function renderStalePane(id: string, result: { ok: false; error: { code: string; pane?: PaneView } }): Html {
-  return result.error.code === 'stale' && result.error.pane ? renderPaneUpdate(id, result.error.pane) : EMPTY;
-}
-
-/** The pane revision a form was made from: a whole number, or absent (no check). Anything else is passed on to be refused. */
-function readRevision(value: unknown): unknown {
-  if (value === undefined || value === '') return undefined;
-  return typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
-}
-
-/** How many open pages' own requests are remembered. */
-const MAX_VIEWS = 1000;
-
-/**
- * A Vary button's value, `<imageId>:<strength>`, as the API's `from`; anything else is passed on as it is, so
- * the service's refusal names it. Absent: a Generate.
- */
-function readVaryForm(value: unknown): unknown {
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string') return value;
-  const cut = value.lastIndexOf(':');
-  const strength = Number(value.slice(cut + 1));
-  return cut > 0 && value.slice(cut + 1).trim() !== '' && Number.isFinite(strength) ? { imageId: value.slice(0, cut), strength } : value;
-}
-
-/**
- * The vision model's refusal in its words; without a vision model (503), where to choose one: Settings → Models (a
- * link that opens it). `boxed`: as the image error slot shows it.
- */
-function renderVisionRefusal(error: { code: string; message: string }, boxed = true): Html {
-  const pick = error.code === 'unavailable' ? html` <a href="#setting-visionModel" class="pick-model" data-field="setting-visionModel">Open Settings → Models</a>` : EMPTY;
-  const words = html`${renderMessage(error.message)}${pick}`;
-  return boxed ? html`<p class="image-error" role="alert">${words}</p>` : words;
-}
-
 /** Closes a page's live stream (hx-sse:close): its conversation was deleted. */
 const CLOSED: SseMessage = { event: 'easel:closed', data: '' };
 
@@ -771,9 +472,6 @@ function renderGenerateState(images: ImageStatus): Html {
 /** A named SSE event: a pull ended with a new model, and Settings → Models lists it (hx-trigger `easel:models from:body`). */
 const MODELS_CHANGED: SseMessage = { event: 'easel:models', data: '' };
 
-/** A named SSE event: htmx triggers `easel:list` on the stream's source, and the sidebar's list refreshes. */
-const LIST_CHANGED: SseMessage = { event: 'easel:list', data: '' };
-
 function isHtmxRequest(c: Context): boolean {
   return c.req.header('hx-request') === 'true' && c.req.header('hx-history-restore-request') !== 'true';
 }
@@ -784,60 +482,6 @@ function newBubbleId(): string {
 
 function renderImportStatus(message: string): Html {
   return renderPartial('#import-status', 'innerHTML', html`<span class="composer-error">${message}</span>`);
-}
-
-function sendHtml(c: Context, body: Html, status: 200 | 201 | 400 | 404 | 409 | 413 | 422 | 503 = 200): Response {
-  return c.html(String(body), status);
-}
-
-interface HtmlStream {
-  first?: Html | readonly SseMessage[];
-  events: AsyncIterable<TurnEvent>;
-  view: StreamView;
-  /** More to draw after an event (the empty page's live view, once its first message made the conversation). */
-  after?: (event: TurnEvent) => Html;
-  /** Aborted when the client hangs up. */
-  hangup: AbortController;
-  logger: Logger;
-  keepAliveMs: number | undefined;
-  /** Events this stream does not show (a follower's `generation`: its block is on the page already). */
-  skip?: (event: TurnEvent) => boolean;
-}
-
-/**
- * Streams a turn's events as SSE messages of HTML, exactly like the API streams JSON: a client that
- * hangs up aborts the work at once, and writes after a disconnect are skipped.
- */
-function streamHtml(c: Context, { first, events, view, hangup, logger, keepAliveMs, skip, after }: HtmlStream): Response {
-  return streamEvents(c, {
-    events,
-    hangup,
-    logger,
-    failure: TURN_STREAM_FAILURE,
-    // Stryker disable next-line ConditionalExpression: { keepAliveMs: undefined }: streamEvents reads it as ?? SSE_KEEP_ALIVE_MS
-    ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
-    ...(first ? { first: Array.isArray(first) ? first : { data: String(first) } } : {}),
-    // The reply is over and its image has its block (which follows it on a stream of its own): the page's
-    // request ends here, so the composer, the typing dots and Stop are free while the picture is made.
-    endAfter: (event) => event.type === 'generation' && view.replied === true,
-    onEvent(event) {
-      if (event.type === 'started') view.started = true;
-      if (event.type === 'done' && view.bubbleId) view.replied = true;
-      if (event.type !== 'generation') return;
-      // Stryker disable next-line BooleanLiteral: a message's stream ends at its generation event (after done), so no image error follows in it
-      view.imageStarted = true;
-      view.generationId = event.id;
-    },
-    render(event) {
-      if (skip?.(event)) return [];
-      const fragment = String(joinHtml([renderEventHtml(event, view), after?.(event) ?? EMPTY]));
-      view.statusShown = event.type === 'status';
-      const message = fragment === '' ? [] : [{ data: fragment }];
-      // The turn is stored: the sidebar reorders (and shows a new conversation), by a named SSE event that
-      // htmx dispatches on the page.
-      return event.type === 'started' ? [...message, LIST_CHANGED] : message;
-    },
-  });
 }
 
 async function* mapStream<T, U>(source: AsyncIterable<T>, map: (item: T) => U): AsyncGenerator<U> {
