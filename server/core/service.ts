@@ -316,6 +316,8 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
     ...vision,
+    // Ending the checks ends the check-and-correct loop too, even a check of it still being prepared.
+    cancelChecks: (id) => [vision.cancelChecks(id), loop.cancel(id)].some(Boolean),
     ...createReferenceCommands(state, {
       ...(deps.converter ? { converter: deps.converter } : {}),
       ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}),

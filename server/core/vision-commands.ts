@@ -188,7 +188,8 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     const before = lane;
     lane = lane.then(() => mine);
     try {
-      await Promise.race([Promise.all([before, deps.images.settled()]), abortion(signal)]);
+      // The image server is asked once this call's turn has come: an image started meanwhile goes first too.
+      await Promise.race([before.then(() => deps.images.settled()), abortion(signal)]);
       if (signal.aborted) return { ok: false, code: 'vision_cancelled', message: describeAbort(signal, kind), attempts: 0 };
       const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
       const [format, parse, reminder] = kind === 'check' ? [critiqueJsonSchema, parseCritique, buildCheckReminder()] : [describeJsonSchema, parseDescription, buildDescribeReminder()];
@@ -208,7 +209,6 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     return { type: 'done', attempts, repairs: [], level, evalCount: 0, tokensPerSecond: 0, firstTokenMs: null };
   }
 
-  /** A stream that runs `work` once read, bounded in time and ended by `signal`. */
   /** Each conversation's checks and descriptions in flight: Cancel ends them (cancelChecks). */
   const inFlight = new Map<string, Set<AbortController>>();
 
@@ -291,6 +291,12 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       return {
         ok: true,
         value: stream(id, signal, async function* (bounded) {
+          // Deleted before this was read (cancelChecks reaches only what runs): nothing to ask the model.
+          if (!state.findRecord(id)) {
+            yield { type: 'error', code: 'not_found', message: 'The conversation was deleted before its picture was checked.' };
+            yield done(0, 'error');
+            return;
+          }
           // Every page shows that the picture is being checked (its critique, or why not, follows).
           state.feed.publish(id, { type: 'check_started', imageId: image.id, model: model.value });
           const answer = await askInTurn<Critique>('check', model.value, messages, png.value, bounded);
@@ -351,6 +357,11 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       return {
         ok: true,
         value: stream(id, signal, async function* (bounded) {
+          if (!state.findRecord(id)) {
+            yield { type: 'error', code: 'not_found', message: 'The conversation was deleted before the picture was described.' };
+            yield done(0, 'error');
+            return;
+          }
           const answer = await askInTurn<Description>('describe', model.value, messages, png, bounded);
           if (!answer.ok) {
             yield { type: 'error', code: answer.code, message: answer.message };

@@ -217,6 +217,30 @@ describe('POST …/images/:imageId/check', () => {
     expect(fake.chatRequests()).toHaveLength(3);
   });
 
+  it('a check waiting its turn lets an image started meanwhile go first', async () => {
+    const { id, imageId } = await pictureOfACat();
+    let release!: () => void;
+    fake.enqueue({ chunks: [JSON.stringify(CRITIQUE)], gate: new Promise<void>((resolve) => (release = resolve)) }, JSON.stringify(CRITIQUE));
+    const hangup = new AbortController();
+    const followed = iterateSse((await fetch(`${easel.url}/api/conversations/${id}/events`, { signal: hangup.signal })).body as ReadableStream<Uint8Array>);
+    const first = check(id, imageId).then(readSse);
+    await expect.poll(() => fake.chatRequests().length).toBe(2);
+    const second = check(id, imageId).then(readSse);
+    // The second check has joined the line (its check_started comes just before) when an image begins.
+    let started = 0;
+    for await (const event of followed) if (event.type === 'check_started' && ++started === 2) break;
+    hangup.abort();
+    const making = easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 150, width: 64, height: 64 } });
+    await expect.poll(() => a1111.requests.filter((request) => request.path === '/sdapi/v1/txt2img').length).toBe(2);
+    release();
+    await first;
+    const made = await readSse(await making);
+    const imageAt = Date.now();
+    expect(made.some((event) => event.type === 'image')).toBe(true);
+    await second;
+    expect(fake.requests.filter((request) => request.path === '/api/chat').at(-1)!.receivedAt).toBeGreaterThanOrEqual(imageAt - 50);
+  });
+
   it('nothing missed: the critique is kept and no suggestion waits', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue(JSON.stringify({ matches: ['a tabby cat'], misses: [], revisedPrompt: 'a tabby cat on a stack of books' }));
