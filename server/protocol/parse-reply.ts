@@ -271,23 +271,28 @@ function scanObject(text: string, quotes: string): number {
 
 type ParsedJson = { ok: true; value: object; repaired: boolean } | { ok: false; message: string };
 
-function parseJsonObject(objectText: string): ParsedJson {
-  let value: unknown;
-  let repaired = false;
+/**
+ * JSON.parse, and jsonrepair only when it refuses the text (a trailing comma, single quotes): the one repair of a
+ * model's JSON, the metadata's and the vision model's. `reason`: why even the repaired text could not be read.
+ */
+export function parseRepairingJson(text: string): { ok: true; value: unknown; repaired: boolean } | { ok: false; reason: string } {
   try {
-    value = JSON.parse(objectText);
+    return { ok: true, value: JSON.parse(text), repaired: false };
   } catch {
     try {
-      value = JSON.parse(jsonrepair(objectText));
-      repaired = true;
+      return { ok: true, value: JSON.parse(jsonrepair(text)), repaired: true };
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return {
-        ok: false,
-        message: `The JSON metadata cannot be read, even after repair (${reason}). Ask the model to resend it as valid JSON.`,
-      };
+      return { ok: false, reason: error instanceof Error ? error.message : String(error) };
     }
   }
+}
+
+function parseJsonObject(objectText: string): ParsedJson {
+  const parsed = parseRepairingJson(objectText);
+  if (!parsed.ok) {
+    return { ok: false, message: `The JSON metadata cannot be read, even after repair (${parsed.reason}). Ask the model to resend it as valid JSON.` };
+  }
+  const { value, repaired } = parsed;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     // Stryker disable next-line StringLiteral: unreachable: the extracted text starts with `{`, so it parses to an object
     return { ok: false, message: 'The metadata is not a JSON object. Ask the model to end with a JSON object.' };

@@ -2,13 +2,12 @@
 // what the user asked for, and the prompt written again to fix what it does not) and the description (a
 // picture made into an image prompt). The answer is one JSON object, read whole; no delimiter, no streaming.
 
-import { jsonrepair } from 'jsonrepair';
 import { z } from 'zod';
 import { normaliseKeyName } from './delimiter.ts';
 import type { FamilyStyle } from './families.ts';
 import { LIMITS } from './limits.ts';
 import { restrictToOllamaGrammar } from './metadata.ts';
-import { findObjectEnd } from './parse-reply.ts';
+import { findObjectEnd, parseRepairingJson } from './parse-reply.ts';
 import { CONTROL_CHARACTER, ONE_LINE_FORBIDDEN } from './text-rules.ts';
 import { describeFamily, describePromptLength } from './prompts.ts';
 
@@ -186,22 +185,10 @@ function readObject(raw: string, what: string): ReadObject {
   const body = raw.slice(start);
   const end = findObjectEnd(body);
   if (end === -1) return { ok: false, message: `The ${what}'s JSON object is not closed (no matching \`}\`), so it was probably cut short.` };
-  const text = body.slice(0, end + 1);
-  let value: unknown;
-  let repaired = false;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    try {
-      value = JSON.parse(jsonrepair(text));
-      repaired = true;
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return { ok: false, message: `The ${what}'s JSON cannot be read, even after repair (${reason}).` };
-    }
-  }
-  if (!isRecord(value)) return { ok: false, message: `The ${what} is not a JSON object.` };
-  return { ok: true, value, repaired };
+  const parsed = parseRepairingJson(body.slice(0, end + 1));
+  if (!parsed.ok) return { ok: false, message: `The ${what}'s JSON cannot be read, even after repair (${parsed.reason}).` };
+  if (!isRecord(parsed.value)) return { ok: false, message: `The ${what} is not a JSON object.` };
+  return { ok: true, value: parsed.value, repaired: parsed.repaired };
 }
 
 
