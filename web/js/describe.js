@@ -2,7 +2,7 @@
 // #describe-form's file input and is submitted (htmx, multipart, POST /c/:id/describe, with the prompt on screen,
 // saved first). The answer streams: "Describing the picture…", then its description as the prompt, one undo away.
 // Dropped anywhere else, a picture stays a reference image (reference.js).
-import { find } from './dom.js';
+import { find, submitFile } from './dom.js';
 
 /** The picture types the server takes; another is still sent, and refused in the server's words. */
 const IMAGE_TYPE = /^image\//;
@@ -17,15 +17,7 @@ export const isOnPromptPane = (target) => target instanceof Element && target.cl
  * Sends one file to be described.
  * @param {File} file
  */
-function submitDescribe(file) {
-  const form = find('describe-form', HTMLFormElement);
-  const input = find('describe-file', HTMLInputElement);
-  if (!form || !input) return;
-  const files = new DataTransfer();
-  files.items.add(file);
-  input.files = files.files;
-  form.requestSubmit();
-}
+const submitDescribe = (file) => submitFile('describe-form', 'describe-file', file);
 
 /**
  * A file chosen with "Describe a picture…" is sent at once.

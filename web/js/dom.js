@@ -34,6 +34,23 @@ export function need(id, type) {
   return element;
 }
 
+/**
+ * Puts one file into a form's file input and submits the form (htmx sends it as multipart): a picture dropped,
+ * pasted or chosen, for a reference image or a description.
+ * @param {string} formId
+ * @param {string} inputId
+ * @param {File} file
+ */
+export function submitFile(formId, inputId, file) {
+  const form = find(formId, HTMLFormElement);
+  const input = find(inputId, HTMLInputElement);
+  if (!form || !input) return;
+  const files = new DataTransfer();
+  files.items.add(file);
+  input.files = files.files;
+  form.requestSubmit();
+}
+
 /** A conversation that does not exist yet: its first message (or Generate) creates it. */
 export const isNewConversation = () => byId('start-new') !== null;
 

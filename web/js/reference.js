@@ -4,7 +4,7 @@
 // multipart, POST /c/:id/references). The answer's partials put it in the chat with its Vary buttons, or say why
 // not in the image error slot (#image-error).
 import { isOnPromptPane } from './describe.js';
-import { find } from './dom.js';
+import { find, submitFile } from './dom.js';
 import { updateVaryState } from './vary.js';
 
 /** The picture types the server takes; another is still sent, and refused in the server's words. */
@@ -14,15 +14,7 @@ const IMAGE_TYPE = /^image\//;
  * Sends one file as a reference image.
  * @param {File} file
  */
-function submitReference(file) {
-  const form = find('reference-form', HTMLFormElement);
-  const input = find('reference-file', HTMLInputElement);
-  if (!form || !input) return;
-  const files = new DataTransfer();
-  files.items.add(file);
-  input.files = files.files;
-  form.requestSubmit();
-}
+const submitReference = (file) => submitFile('reference-form', 'reference-file', file);
 
 /**
  * A file chosen with "Add a reference image…" is sent at once.
