@@ -36,6 +36,28 @@ async function makeBatch(easel: TestEasel, body: Record<string, unknown>, conver
 
 const BODY = { prompt: 'a red fox', count: 3, settings: { steps: 4, cfg: 7, seed: 42, width: 64, height: 64 } };
 
+/**
+ * A batch of three on a slow LocalAI, read on to its end (hanging up would cancel the Generate) once its first
+ * image has come: its conversation, its generation's id, and the reading that ends with it.
+ */
+async function startBatchToFirstImage(): Promise<{ easel: TestEasel; id: string; generation: string; reading: Promise<void> }> {
+  const localai = await track(createFakeLocalAi({ delayMs: 300 }));
+  const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
+  const id = await easel.newConversation();
+  const response = await easel.post(`/api/conversations/${id}/generations`, BODY);
+  let generation = '';
+  let firstImage!: () => void;
+  const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
+  const reading = (async () => {
+    for await (const event of iterateSse(response.body!)) {
+      if (event.type === 'generation') generation = String(event.data['id']);
+      if (event.type === 'image') firstImage();
+    }
+  })();
+  await imageSeen;
+  return { easel, id, generation, reading };
+}
+
 describe('AUTOMATIC1111', () => {
   it('one txt2img with batch_size: seeds 42, 43, 44, each image its own record, event and parameters text', async () => {
     const a1111 = await track(createFakeA1111({ stepDelayMs: 1 }));
@@ -98,21 +120,7 @@ describe('AUTOMATIC1111', () => {
   });
 
   it('a follower opened mid-batch with ?skip= the images it has gets only the rest (a reload draws the stored ones)', async () => {
-    const localai = await track(createFakeLocalAi({ delayMs: 300 }));
-    const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
-    const id = await easel.newConversation();
-    const response = await easel.post(`/api/conversations/${id}/generations`, BODY);
-    // Read on to the end (hanging up would cancel the Generate), the first image awaited.
-    let generation = '';
-    let firstImage!: () => void;
-    const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
-    const reading = (async () => {
-      for await (const event of iterateSse(response.body!)) {
-        if (event.type === 'generation') generation = String(event.data['id']);
-        if (event.type === 'image') firstImage();
-      }
-    })();
-    await imageSeen;
+    const { easel, id, generation, reading } = await startBatchToFirstImage();
     const stored = ((await (await easel.get(`/api/conversations/${id}`)).json()) as { images: Array<{ id: string; seed: number }> }).images;
     expect(stored.map((image) => image.seed)).toEqual([42]);
     const followed = await readSse(await easel.get(`/api/conversations/${id}/generations/${generation}/events?skip=${stored.map((image) => image.id).join(',')}`));
@@ -230,20 +238,7 @@ describe("the page's Count", () => {
   });
 
   it('a page reloaded mid-batch follows the batch without drawing its stored images again', async () => {
-    const localai = await track(createFakeLocalAi({ delayMs: 300 }));
-    const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
-    const id = await easel.newConversation();
-    const response = await easel.post(`/api/conversations/${id}/generations`, BODY);
-    let generation = '';
-    let firstImage!: () => void;
-    const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
-    const reading = (async () => {
-      for await (const event of iterateSse(response.body!)) {
-        if (event.type === 'generation') generation = String(event.data['id']);
-        if (event.type === 'image') firstImage();
-      }
-    })();
-    await imageSeen;
+    const { easel, id, generation, reading } = await startBatchToFirstImage();
     // The page as drawn now shows image 1; its follower brings 2 and 3 only.
     const page = read(await (await fetch(`${easel.url}/c/${id}`)).text());
     expect(find(page, '#log article.generated').querySelectorAll('button.thumb').map((thumb) => thumb.getAttribute('data-seed'))).toEqual(['42']);
