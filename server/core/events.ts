@@ -2,6 +2,7 @@ import type { TurnErrorCode } from './error-codes.ts';
 // The typed events of one turn. Two thin renderers turn them into JSON (API) and HTML (page).
 import type { ConversationSummary } from './library.ts';
 import type { ImageSkipReason, PaneView } from './pane.ts';
+import type { UsedImageSettings } from './ports.ts';
 
 export type RecoveryLevel = 'reminder' | 'compaction';
 
@@ -37,7 +38,7 @@ export interface DoneEvent {
  * A finished image and what the backend really made it with: the same values as its stored record and its
  * PNG's `parameters` text. A setting the backend ignored and did not report is absent.
  */
-export interface ImageEvent {
+export interface ImageEvent extends UsedImageSettings {
   type: 'image';
   id: string;
   url: string;
@@ -46,12 +47,6 @@ export interface ImageEvent {
   prompt: string;
   /** Always set by the core ('' when none was used). */
   negativePrompt?: string;
-  seed?: number;
-  steps?: number;
-  cfg?: number;
-  sampler?: string;
-  scheduler?: string;
-  model?: string;
   /** The prompt version it was made from, when its prompt was one. */
   promptVersion?: number;
   /** The image it was made from (Vary) and the strength it was changed with; absent: made from the prompt alone. */

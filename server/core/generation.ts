@@ -8,7 +8,7 @@ import type { CompareVersion, ImageEvent, TurnEvent } from './events.ts';
 import { IMAGE_BACKEND_FAILURES, type TurnErrorCode } from './error-codes.ts';
 import { describeStorageFailure } from './library.ts';
 import type { Logger } from './logger.ts';
-import type { ImageBackend, ImageModelOptions, ImageProgress, ImageRequest, ImageResult, SeedRange } from './ports.ts';
+import type { ImageBackend, ImageModelOptions, ImageProgress, ImageRequest, ImageResult, SeedRange, UsedImageSettings } from './ports.ts';
 import type { Settings } from './settings.ts';
 
 export interface ImageBackendStatus {
@@ -113,15 +113,9 @@ const BACKEND_LABELS: Record<ImageBackend['name'], string> = {
 const DEFAULT_SEED_RANGE: SeedRange = { min: 0, max: LIMITS.seed.max };
 
 /** What the image was really made with: the record, the event and the PNG text are built from this one value. */
-interface MadeWith {
+interface MadeWith extends UsedImageSettings {
   prompt: string;
   negativePrompt: string;
-  seed?: number;
-  steps?: number;
-  cfg?: number;
-  sampler?: string;
-  scheduler?: string;
-  model?: string;
 }
 
 /** A parameters text the backend wrote itself (A1111, sd.cpp): it has a parameters line, not just a prompt. */

@@ -149,14 +149,8 @@ export interface ImageProgress {
   etaSeconds?: number;
 }
 
-/**
- * What the backend really made the image with. A value is given only when the backend said it (A1111 and
- * sd.cpp's `info`, ComfyUI's history) or is known to honour what was sent; a value the server ignores and
- * does not report is left out, never filled in from the request.
- */
-export interface ImageResult {
-  /** PNG bytes exactly as the backend produced them. */
-  png: Uint8Array;
+/** The values an image was made with, as the backend used them: its result, its record and its event share them. */
+export interface UsedImageSettings {
   seed?: number;
   steps?: number;
   cfg?: number;
@@ -166,6 +160,16 @@ export interface ImageResult {
   scheduler?: string;
   /** Checkpoint / model name when the backend says which. */
   model?: string;
+}
+
+/**
+ * What the backend really made the image with. A value is given only when the backend said it (A1111 and
+ * sd.cpp's `info`, ComfyUI's history) or is known to honour what was sent; a value the server ignores and
+ * does not report is left out, never filled in from the request.
+ */
+export interface ImageResult extends UsedImageSettings {
+  /** PNG bytes exactly as the backend produced them. */
+  png: Uint8Array;
   /** The prompt as the backend received it, when the adapter had to change it (LocalAI splits at "|"). */
   prompt?: string;
   /** The negative prompt the backend used, when it differs from the request ('' when it ignores one). */
