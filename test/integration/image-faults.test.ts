@@ -144,6 +144,7 @@ describe('size caps: an answer over 64 MB is refused without being read whole', 
     const { comfy, easel } = await withComfyUi({ hugeViewBytes: 150 * MB });
     const { id, error } = await generate(easel);
     expect(error).toMatchObject({ code: 'image_too_large', message: expect.stringMatching(/ComfyUI at .* as an answer of 150 MB, more than the 64 MB/) });
+    expect(error?.message).toContain('Lower the image size or upscale less in the workflow.');
     expect(comfy.hugeBytesSent).toBeLessThan(32 * MB);
     await expectNothingKept(easel, id);
   });

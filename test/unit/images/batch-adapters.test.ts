@@ -3,11 +3,11 @@
 // server honours it, and none for LocalAI, whose `n` repeats one seed.
 import { describe, expect, it } from 'vitest';
 import { createA1111Backend } from '../../../server/a1111/index.ts';
-import { createComfyUiBackend } from '../../../server/comfyui/index.ts';
+import { createComfyUiBackend, DEFAULT_IMG2IMG_WORKFLOW_PATH, loadWorkflow } from '../../../server/comfyui/index.ts';
 import { createOpenAiImagesBackend } from '../../../server/openai-images/index.ts';
 import { decodeSolidPng, insertTextChunk, makePng } from '../../fakes/png-bytes.ts';
-import { loadShippedWorkflow } from './comfyui-helpers.ts';
-import { REQUEST, recordProgress, run, serveRoutes, startFakeA1111, startFakeComfyUi, startFakeLocalAi } from './helpers.ts';
+import { loadShippedWorkflow, serveComfy } from './comfyui-helpers.ts';
+import { REQUEST, expectBackendError, recordProgress, run, serveRoutes, startFakeA1111, startFakeComfyUi, startFakeLocalAi } from './helpers.ts';
 
 const BATCH = { ...REQUEST, count: 3 };
 const b64 = (png: Uint8Array) => Buffer.from(png).toString('base64');
@@ -88,6 +88,35 @@ describe('ComfyUI', () => {
       if ((progress.fraction ?? 0) > 0.4) controller.abort();
     }));
     expect(results.map((result) => result.seed)).toEqual([REQUEST.seed]);
+  });
+
+  it('a failure after the first image of a batch made prompt by prompt fails the batch; a cancel before any image is a cancel', async () => {
+    const workflow = await loadShippedWorkflow();
+    (workflow['5'] as { inputs: Record<string, unknown> }).inputs['batch_size'] = 1;
+    // ComfyUI's refusal of a prompt: HTTP 400 with error and node_errors (server.py, post_prompt).
+    const refusal = { status: 400, json: { error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} }, node_errors: {} } };
+    const server = await serveComfy({
+      routes: { '/prompt': (request, count) => (count === 2 ? refusal : { json: { prompt_id: (request.body as { prompt_id: string }).prompt_id, number: count, node_errors: {} } }) },
+    });
+    const failing = createComfyUiBackend({ url: server.url, workflow, img2imgWorkflow: await loadShippedWorkflow() });
+    await expectBackendError(failing.generateBatch!(BATCH, run()), 'backend_error');
+    expect(server.prompts).toHaveLength(2);
+
+    const comfy = await startFakeComfyUi({ stepDelayMs: 5 });
+    const backend = createComfyUiBackend({ url: comfy.url, workflow, img2imgWorkflow: await loadShippedWorkflow() });
+    const controller = new AbortController();
+    await expectBackendError(backend.generateBatch!(BATCH, run(controller.signal, () => controller.abort())), 'cancelled');
+  });
+
+  it('a Vary batch follows the image-to-image graph: without %batch_size% there, one prompt per seed even though text to image has it', async () => {
+    const comfy = await startFakeComfyUi({ stepDelayMs: 1 });
+    const img2img = await loadWorkflow(DEFAULT_IMG2IMG_WORKFLOW_PATH, 'img2img');
+    if (!img2img.ok) throw new Error(img2img.error.message);
+    (img2img.value as Record<string, { inputs: Record<string, unknown> }>)['13']!.inputs['amount'] = 1;
+    const backend = createComfyUiBackend({ url: comfy.url, workflow: await loadShippedWorkflow(), img2imgWorkflow: img2img.value });
+    const results = await backend.generateBatch!({ ...REQUEST, count: 2, init: { png: makePng(64, 96), strength: 0.5 } }, run());
+    expect(comfy.workflows).toHaveLength(2);
+    expect(results.map((result) => result.seed)).toEqual([REQUEST.seed, REQUEST.seed + 1]);
   });
 
   it('a workflow without %batch_size% for text to image only: one prompt per seed, each image its own seed, progress across the batch', async () => {

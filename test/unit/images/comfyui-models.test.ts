@@ -106,6 +106,36 @@ describe('listModels', () => {
     );
   });
 
+  it('a class the server lacks names only that class’s nodes, every one of them', async () => {
+    // A hires pass: a second KSampler (node 10) and a sampler of another class (node 11) the server has.
+    const hires = { ...structuredClone(workflow), '10': { class_type: 'KSampler', inputs: { sampler_name: 'euler', scheduler: 'normal' } }, '11': { class_type: 'HiresSampler', inputs: { sampler_name: 'euler' } } };
+    const server = await serveComfy({
+      routes: {
+        '/object_info/*': (request) => {
+          const name = decodeURIComponent(request.path.slice('/object_info/'.length));
+          if (name === 'KSampler') return { json: {} };
+          const input = name === 'HiresSampler' ? 'sampler_name' : 'ckpt_name';
+          return { json: { [name]: { input: { required: { [input]: [['x']] } }, name } } };
+        },
+      },
+    });
+    const error = await expectBackendError(listModels(createComfyUiBackend({ url: server.url, workflow: hires })), 'backend_error');
+    expect(error.message).toBe(
+      `ComfyUI at ${server.url} has no KSampler node, which the workflow uses (node 3, 10). Install the custom node that provides it, or set --comfy-workflow to a workflow ComfyUI can run.`,
+    );
+  });
+
+  it('an /object_info answer that is no JSON object, or an error without words: bad_response saying so', async () => {
+    const garbled = await serveComfy({ routes: { '/object_info/*': { text: '<html>proxy</html>' } } });
+    const unreadable = await expectBackendError(listModels(createComfyUiBackend({ url: garbled.url, workflow })), 'bad_response');
+    expect(unreadable.message).toMatch(new RegExp(`^ComfyUI at ${garbled.url} sent an unreadable answer to GET /object_info/(CheckpointLoaderSimple|KSampler) \\(<html>proxy</html>\\)\\.`));
+    const list = await serveComfy({ routes: { '/object_info/*': { json: ['KSampler'] } } });
+    await expectBackendError(listModels(createComfyUiBackend({ url: list.url, workflow })), 'bad_response');
+    const silent = await serveComfy({ routes: { '/object_info/*': { status: 500, text: '' } } });
+    const failed = await expectBackendError(listModels(createComfyUiBackend({ url: silent.url, workflow })), 'bad_response');
+    expect(failed.message).toMatch(/ with HTTP 500 \(no details\)\. Check that --image-url points to ComfyUI\.$/);
+  });
+
   it('a server that is no ComfyUI (404), nothing listening, or no answer in time: bad_response, unreachable, timeout', async () => {
     const other = await serveComfy();
     const notComfy = await expectBackendError(listModels(createComfyUiBackend({ url: other.url, workflow })), 'bad_response');

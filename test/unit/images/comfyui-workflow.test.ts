@@ -113,6 +113,10 @@ describe('applyModelChoices', () => {
     });
     expect(findOwnChoice(baseAndRefiner, 'checkpoint')).toBeUndefined();
     expect(applyModelChoices(baseAndRefiner, { sampler: 'lcm' }).ok).toBe(true);
+    // Its own sampler only when every sampler node shares it.
+    expect(findOwnChoice(twoPasses, 'sampler')).toBeUndefined();
+    const shared = { ...twoPasses, '10': { class_type: 'KSamplerAdvanced', inputs: { sampler_name: 'euler', scheduler: 'simple' } } };
+    expect(findOwnChoice(shared, 'sampler')).toBe('euler');
   });
 });
 

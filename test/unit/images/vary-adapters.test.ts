@@ -1,13 +1,15 @@
 // What each adapter sends for a Vary (ImageRequest.init), checked against the fakes, and what it says when its
 // server cannot vary: A1111 and sd-server's /sdapi/v1/img2img, sd-server's /v1/images/edits, ComfyUI's upload and
 // image-to-image graph, and LocalAI and OpenAI's API, which take no strength.
-import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createA1111Backend } from '../../../server/a1111/index.ts';
 import { createComfyUiBackend, DEFAULT_IMG2IMG_WORKFLOW_PATH, loadWorkflow } from '../../../server/comfyui/index.ts';
 import { createOpenAiImagesBackend } from '../../../server/openai-images/index.ts';
 import { decodeSolidPng, makePng } from '../../fakes/png-bytes.ts';
-import { loadShippedWorkflow } from './comfyui-helpers.ts';
+import { loadShippedWorkflow, readNode, serveComfy } from './comfyui-helpers.ts';
 import { REQUEST, expectBackendError, run, serveRoutes, startFakeA1111, startFakeComfyUi, startFakeLocalAi, startFakeOpenAiImages, startFakeSdServer } from './helpers.ts';
 
 const START = makePng(64, 96, [200, 100, 0]);
@@ -122,8 +124,63 @@ describe('ComfyUI', () => {
     expect(server.requests.map((request) => request.path)).toEqual(['/upload/image']);
   });
 
+  it("a refused upload quotes ComfyUI's words when it gives some; white space alone is no words", async () => {
+    const img2img = JSON.parse(readFileSync(DEFAULT_IMG2IMG_WORKFLOW_PATH, 'utf8')) as unknown;
+    for (const [text, said] of [['Invalid image file', ': Invalid image file'], [' \n', '']] as const) {
+      const server = await serveRoutes({ '/upload/image': { status: 500, text } });
+      const backend = createComfyUiBackend({ url: server.url, workflow: await loadShippedWorkflow(), img2imgWorkflow: img2img, healthTimeoutMs: 200 });
+      const error = await expectBackendError(backend.generate(VARY, run()), 'backend_error');
+      expect(error.message).toBe(`ComfyUI at ${server.url} refused the image to vary (POST /upload/image, HTTP 500${said}).`);
+    }
+  });
+
+  it("an upload answered without the file's name (none, an empty one, no JSON) is a bad_response quoting the answer, and nothing is queued", async () => {
+    const img2img = JSON.parse(readFileSync(DEFAULT_IMG2IMG_WORKFLOW_PATH, 'utf8')) as unknown;
+    for (const [answer, quoted] of [[{ json: { subfolder: 'easel', type: 'input' } }, '{"subfolder":"easel","type":"input"}'], [{ json: { name: '', subfolder: 'easel' } }, '{"name":"","subfolder":"easel"}'], [{ text: '' }, 'empty answer']] as const) {
+      const server = await serveRoutes({ '/upload/image': answer });
+      const backend = createComfyUiBackend({ url: server.url, workflow: await loadShippedWorkflow(), img2imgWorkflow: img2img, healthTimeoutMs: 200 });
+      const error = await expectBackendError(backend.generate(VARY, run()), 'bad_response');
+      expect(error.message).toBe(`ComfyUI at ${server.url} answered /upload/image without the file's name (${quoted}). Check that --image-url points to ComfyUI.`);
+      expect(server.requests.map((request) => request.path)).toEqual(['/upload/image']);
+    }
+  });
+
+  it('LoadImage takes the uploaded name below the subfolder ComfyUI answered, and the bare name without one', async () => {
+    const img2img = JSON.parse(readFileSync(DEFAULT_IMG2IMG_WORKFLOW_PATH, 'utf8')) as unknown;
+    const answers: [Record<string, unknown>, string][] = [
+      [{ name: 'a.png', subfolder: 'easel', type: 'input' }, 'easel/a.png'],
+      [{ name: 'a.png', subfolder: '', type: 'input' }, 'a.png'],
+      // Not what ComfyUI answers, but nothing to put before the name.
+      [{ name: 'a.png', type: 'input' }, 'a.png'],
+      [{ name: 'a.png', subfolder: null, type: 'input' }, 'a.png'],
+    ];
+    for (const [answer, image] of answers) {
+      const server = await serveComfy({ routes: { '/upload/image': { json: answer } } });
+      const backend = createComfyUiBackend({ url: server.url, workflow: await loadShippedWorkflow(), img2imgWorkflow: img2img });
+      await backend.generate(VARY, run());
+      expect(readNode(server.prompts[0]?.prompt, '11').inputs).toEqual({ image });
+    }
+  });
+
   it('an image-to-image workflow file without %init_image% or %denoise% is refused at start, saying what it needs', async () => {
     const text2image = await loadWorkflow(DEFAULT_IMG2IMG_WORKFLOW_PATH.replace('default-img2img-workflow.json', 'default-workflow.json'), 'img2img');
     expect(text2image).toMatchObject({ ok: false, error: { code: 'no_init_image_placeholder' } });
+    // Either placeholder alone is not enough.
+    const shipped = readFileSync(DEFAULT_IMG2IMG_WORKFLOW_PATH, 'utf8');
+    const folder = mkdtempSync(join(tmpdir(), 'easel-img2img-'));
+    onTestFinished(() => rmSync(folder, { recursive: true, force: true }));
+    const edits: [string, string][] = [['no-denoise.json', shipped.replace('"%denoise%"', '0.5')], ['no-init.json', shipped.replace('"%init_image%"', '"photo.png"')]];
+    for (const [name, text] of edits) {
+      const path = join(folder, name);
+      writeFileSync(path, text);
+      expect(await loadWorkflow(path, 'img2img')).toEqual({
+        ok: false,
+        error: {
+          code: 'no_init_image_placeholder',
+          message: `The ComfyUI image-to-image workflow file ${path} needs "%init_image%" (a LoadImage node's image) and "%denoise%" (the KSampler's denoise), so Easel can hand it the image to vary and how much to change it.`,
+        },
+      });
+    }
+    expect((await loadWorkflow(DEFAULT_IMG2IMG_WORKFLOW_PATH, 'img2img')).ok).toBe(true);
   });
 });
