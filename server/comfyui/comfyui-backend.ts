@@ -500,7 +500,6 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
         // A Vary runs the image-to-image graph with the uploaded image in its LoadImage.
         const initImage = request.init === undefined ? undefined : await uploadInitImage(request.init.png, jobSignal);
         const graph = initImage === undefined ? options.workflow : options.img2imgWorkflow;
-        // Stryker disable next-line ConditionalExpression: an initImage of undefined fills %init_image% as none does, and only a Vary's graph has it
         const chosen = applyModelChoices(fillWorkflow(graph, request, { batchSize: count, ...(initImage === undefined ? {} : { initImage }) }), request);
         if (!chosen.ok) throw new ImageBackendError('backend_error', chosen.error.message);
         const workflow = chosen.value;
@@ -631,7 +630,6 @@ export function createComfyUiBackend(options: ComfyUiBackendOptions): ImageBacke
     });
   }
 
-  // Stryker disable next-line ConditionalExpression: takesBatchSize(undefined) is false: no workflow has no placeholder
   const batches = takesBatchSize(options.workflow) || (options.img2imgWorkflow !== undefined && takesBatchSize(options.img2imgWorkflow));
   return { name: 'comfyui', url, canVary: options.img2imgWorkflow === undefined ? CANNOT_VARY : true, generate, ...(batches ? { generateBatch } : {}), checkHealth, listModels };
 }
