@@ -187,6 +187,7 @@ export function addImageRoutes(page: Hono, deps: PageDeps, context: PageContext)
     const skip = c.req.query('skip');
     const conversation = skip === undefined ? service.getConversation(id) : undefined;
     const running = conversation?.generating.some((image) => image.id === imageId) === true;
+    // Stryker disable next-line OptionalChaining,ArrayDeclaration: running means the conversation was read; a skip list of an id no image has skips nothing, as an empty one does
     const skipImages = skip !== undefined ? skip.split(',').slice(0, 1000) : running ? (conversation?.images.map((image) => image.id) ?? []) : [];
     const result = service.followImage(id, imageId, { skipImages });
     // Stryker disable next-line BooleanLiteral: the follower's stream replays the image's generation event first, and onEvent sets it then
@@ -233,6 +234,7 @@ function readVaryForm(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   const cut = value.lastIndexOf(':');
   const strength = Number(value.slice(cut + 1));
+  // Stryker disable next-line ArithmeticOperator,StringLiteral: an empty or blank strength reads as 0, below Vary's minimum: refused in the same words as the value itself
   return cut > 0 && value.slice(cut + 1).trim() !== '' && Number.isFinite(strength) ? { imageId: value.slice(0, cut), strength } : value;
 }
 
