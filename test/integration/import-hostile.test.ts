@@ -4,7 +4,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { strToU8, unzipSync, zipSync } from 'fflate';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { Agent } from 'undici';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { useEasel } from '../helpers/easel.ts';
@@ -26,8 +27,15 @@ beforeAll(async () => {
   image = Object.keys(good).find((name) => name.startsWith('images/'))!;
 });
 
-function importZip(bytes: Uint8Array): Promise<Response> {
-  return fetch(`${easel.url}/api/conversations/import`, { method: 'POST', headers: { 'content-type': 'application/zip' }, body: bytes as Uint8Array<ArrayBuffer> });
+/**
+ * On a connection of its own: building a hostile zip holds this process for seconds, and a pooled connection idle
+ * that long may be closed by the server's keep-alive timer just as the upload starts (ECONNRESET on a busy machine).
+ */
+async function importZip(bytes: Uint8Array): Promise<Response> {
+  const agent = new Agent();
+  onTestFinished(() => agent.close());
+  const init = { method: 'POST', headers: { 'content-type': 'application/zip' }, body: bytes as Uint8Array<ArrayBuffer>, dispatcher: agent };
+  return fetch(`${easel.url}/api/conversations/import`, init as RequestInit);
 }
 
 async function conversationCount(): Promise<number> {
