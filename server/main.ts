@@ -49,6 +49,8 @@ export interface ServerTiming {
   statusAfterMs?: number;
   /** Quiet time on an event stream before an SSE keep-alive comment. Default 15 000. */
   keepAliveMs?: number;
+  /** The longest one check or description by the vision model may take. Default VISION_TIMEOUT_MS, 5 minutes. */
+  visionTimeoutMs?: number;
 }
 
 /** Starts Easel with a parsed config; used by the CLI below and by tests that need a real port. */
@@ -101,6 +103,7 @@ export async function startServer(config: Config, logger: Logger, timing: Server
     replyTimeouts,
     maxImagePixels: config.maxImagePixels,
     ...(config.visionModel === undefined ? {} : { visionModel: config.visionModel }),
+    ...(timing.visionTimeoutMs === undefined ? {} : { visionTimeoutMs: timing.visionTimeoutMs }),
   });
   // Off loopback, other machines can connect: they need a token (128 random bits unless --token gave one).
   // A --token given on loopback is enforced too: it guards against other users of this machine.

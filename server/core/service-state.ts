@@ -44,6 +44,8 @@ export interface ServiceDeps {
   feedEpoch?: string;
   /** --vision-model: the vision model of every conversation that chose none (Check, Describe). */
   visionModel?: string;
+  /** The longest one check or description may take; default VISION_TIMEOUT_MS (tests shorten it). */
+  visionTimeoutMs?: number;
 }
 
 /** The library feed's one key. */

@@ -300,6 +300,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     readPicture: createPictureReader(deps.converter, deps.maxImagePixels),
     createConversation: createEmptyConversation,
     ...(deps.visionModel === undefined ? {} : { defaultModel: deps.visionModel }),
+    ...(deps.visionTimeoutMs === undefined ? {} : { timeoutMs: deps.visionTimeoutMs }),
   });
   const { generate } = createGenerateCommand(state, { vision, checkChoices, newSettings, isConversationId, openImageStreams });
 

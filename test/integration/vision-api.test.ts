@@ -3,11 +3,11 @@
 // schema and what the user asked, keeps the critique, and leaves the revised prompt as a suggestion (the user's
 // prompt untouched); taking it is a `vision` version. Describe makes a picture's description the prompt. Every
 // refusal comes before anything is sent to Ollama.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { critiqueJsonSchema, describeJsonSchema, FAMILY_STYLES } from '../../server/protocol/index.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
-import { useEasel } from '../helpers/easel.ts';
+import { startEaselStage, useEasel } from '../helpers/easel.ts';
 import { replyMeta } from '../helpers/replies.ts';
 import { makePictureOfACat } from '../helpers/vision.ts';
 import { iterateSse, readSse } from '../helpers/sse.ts';
@@ -66,6 +66,48 @@ describe('POST …/images/:imageId/check', () => {
     expect(after.prompt).toBe('a tabby cat on a stack of books');
     expect(after.suggestion).toEqual({ prompt: CRITIQUE.revisedPrompt, turnId: null, imageId });
     expect(after.checks).toEqual([expect.objectContaining({ imageId, model: 'gemma3:4b', ...CRITIQUE })]);
+  });
+
+  it("quotes the user's last four messages, each cut to 600 characters, leaving out one an edit replaced", async () => {
+    const id = await easel.newConversation();
+    const say = async (text: string, replaceLast = false) => {
+      fake.enqueue(scriptReply('Noted.', replyMeta('a meadow at sunset', { steps: 4 })));
+      await readSse(await easel.post(`/api/conversations/${id}/messages`, { text, ...(replaceLast ? { replaceLast } : {}) }));
+    };
+    const long = `four: ${'x'.repeat(700)}`;
+    await say('one: a dog');
+    await say('two: a barn');
+    await say('three: a typo');
+    await say('three: a meadow', true);
+    await say(long);
+    await say('five: a sunset');
+    const made = await readSse(await easel.post(`/api/conversations/${id}/generations`, { settings: { steps: 4, seed: 7, width: 64, height: 64 } }));
+    const imageId = String(made.find((event) => event.type === 'image')?.data['id']);
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    await readSse(await check(id, imageId));
+
+    const body = fake.requests.filter((request) => request.path === '/api/chat').at(-1)!.body as { messages: Array<{ role: string; content: string }> };
+    const user = body.messages.find((message) => message.role === 'user')!.content;
+    for (const quoted of ['two: a barn', 'three: a meadow', long.slice(0, 600), 'five: a sunset']) expect(user).toContain(JSON.stringify(quoted));
+    expect(user).not.toContain('one: a dog');
+    expect(user).not.toContain('a typo');
+    expect(user.indexOf('"two: a barn"')).toBeLessThan(user.indexOf('"five: a sunset"'));
+  });
+
+  it('a vision model slower than the bound is hung up on: vision_cancelled saying how long it waited and what to do, nothing kept', async () => {
+    const stage = await startEaselStage({ a1111: { stepDelayMs: 1 }, flags: ['--vision-model', 'gemma3:4b'], ollama: { models: ['mistral:7b', VISION] }, timing: { visionTimeoutMs: 1000 } });
+    onTestFinished(() => stage.close());
+    const { id, imageId } = await makePictureOfACat(stage.fake, stage.easel);
+    // A model still loading: nothing, headers included, for a minute.
+    stage.fake.enqueue({ chunks: [JSON.stringify(CRITIQUE)], loadMs: 60_000 });
+    const events = await readSse(await stage.easel.post(`/api/conversations/${id}/images/${imageId}/check`, {}));
+    expect(events.map((event) => event.type)).toEqual(['error', 'done']);
+    expect(events[0]?.data).toEqual({
+      code: 'vision_cancelled',
+      message: 'The vision model took longer than 1 s to answer, so Easel stopped waiting. Try again once it is loaded, or choose a smaller vision model.',
+    });
+    await stage.fake.waitForHangup();
+    expect(((await (await stage.easel.get(`/api/conversations/${id}`)).json()) as Conversation).checks).toEqual([]);
   });
 
   it('taking the suggestion makes a `vision` version, one undo away, and the chat model hears of it', async () => {
