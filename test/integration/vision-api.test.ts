@@ -110,6 +110,29 @@ describe('POST …/images/:imageId/check', () => {
     expect(((await (await stage.easel.get(`/api/conversations/${id}`)).json()) as Conversation).checks).toEqual([]);
   });
 
+  it("a check never replaces the chat model's suggestion waiting beside the user's own prompt", async () => {
+    const { id, imageId } = await pictureOfACat();
+    // The user types while the chat model writes: its prompt waits as a suggestion.
+    let release!: () => void;
+    fake.enqueue({ ...scriptReply('A hat, then.', replyMeta('a tabby cat in a blue wizard hat', { steps: 4 })), gate: new Promise<void>((resolve) => (release = resolve)) });
+    const chats = fake.requests.filter((request) => request.path === '/api/chat').length;
+    const reply = easel.post(`/api/conversations/${id}/messages`, { text: 'add the hat' });
+    await fake.waitForRequests(chats + 1, '/api/chat');
+    expect((await easel.put(`/api/conversations/${id}/prompt`, { prompt: 'my own cat' })).status).toBe(200);
+    release();
+    await readSse(await reply);
+    const waiting = (await conversation(id)).suggestion;
+    expect(waiting).toMatchObject({ prompt: 'a tabby cat in a blue wizard hat' });
+
+    fake.enqueue(JSON.stringify(CRITIQUE));
+    // The pane does not change, so no pane event is sent.
+    expect((await readSse(await check(id, imageId))).map((event) => event.type)).toEqual(['critique', 'done']);
+    const after = await conversation(id);
+    expect(after.prompt).toBe('my own cat');
+    expect(after.suggestion).toEqual(waiting);
+    expect(after.checks).toHaveLength(1);
+  });
+
   it('taking the suggestion makes a `vision` version, one undo away, and the chat model hears of it', async () => {
     const { id, imageId } = await pictureOfACat();
     fake.enqueue(JSON.stringify(CRITIQUE));
