@@ -9,12 +9,14 @@ import { createFakeComfyUi } from '../fakes/fake-comfyui.ts';
 import { createFakeLocalAi } from '../fakes/fake-localai.ts';
 import { createFakeOpenAiImages } from '../fakes/fake-openai-images.ts';
 import { createFakeSdServer } from '../fakes/fake-sd-server.ts';
+import { BATCH_BODY, startBatchToFirstImage } from '../helpers/batch.ts';
 import { closeAfterEachTest, type TestEasel } from '../helpers/easel.ts';
 import { find, read } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
 import { iterateSse, readSse, readSseFrames, type SseEvent } from '../helpers/sse.ts';
 
-const { track, startEasel: easelWith } = closeAfterEachTest();
+const started = closeAfterEachTest();
+const { track, startEasel: easelWith } = started;
 
 interface Batch {
   events: SseEvent[];
@@ -34,29 +36,8 @@ async function makeBatch(easel: TestEasel, body: Record<string, unknown>, conver
   return { events, images, records, parameters };
 }
 
-const BODY = { prompt: 'a red fox', count: 3, settings: { steps: 4, cfg: 7, seed: 42, width: 64, height: 64 } };
+const BODY = BATCH_BODY;
 
-/**
- * A batch of three on a slow LocalAI, read on to its end (hanging up would cancel the Generate) once its first
- * image has come: its conversation, its generation's id, and the reading that ends with it.
- */
-async function startBatchToFirstImage(): Promise<{ easel: TestEasel; id: string; generation: string; reading: Promise<void> }> {
-  const localai = await track(createFakeLocalAi({ delayMs: 300 }));
-  const easel = await easelWith(['--image-backend', 'localai', '--image-url', localai.url]);
-  const id = await easel.newConversation();
-  const response = await easel.post(`/api/conversations/${id}/generations`, BODY);
-  let generation = '';
-  let firstImage!: () => void;
-  const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
-  const reading = (async () => {
-    for await (const event of iterateSse(response.body!)) {
-      if (event.type === 'generation') generation = String(event.data['id']);
-      if (event.type === 'image') firstImage();
-    }
-  })();
-  await imageSeen;
-  return { easel, id, generation, reading };
-}
 
 describe('AUTOMATIC1111', () => {
   it('one txt2img with batch_size: seeds 42, 43, 44, each image its own record, event and parameters text', async () => {
@@ -120,7 +101,7 @@ describe('AUTOMATIC1111', () => {
   });
 
   it('a follower opened mid-batch with ?skip= the images it has gets only the rest (a reload draws the stored ones)', async () => {
-    const { easel, id, generation, reading } = await startBatchToFirstImage();
+    const { easel, id, generation, reading } = await startBatchToFirstImage(started);
     const stored = ((await (await easel.get(`/api/conversations/${id}`)).json()) as { images: Array<{ id: string; seed: number }> }).images;
     expect(stored.map((image) => image.seed)).toEqual([42]);
     const followed = await readSse(await easel.get(`/api/conversations/${id}/generations/${generation}/events?skip=${stored.map((image) => image.id).join(',')}`));
@@ -238,7 +219,7 @@ describe("the page's Count", () => {
   });
 
   it('a page reloaded mid-batch follows the batch without drawing its stored images again', async () => {
-    const { easel, id, generation, reading } = await startBatchToFirstImage();
+    const { easel, id, generation, reading } = await startBatchToFirstImage(started);
     // The page as drawn now shows image 1; its follower brings 2 and 3 only.
     const page = read(await (await fetch(`${easel.url}/c/${id}`)).text());
     expect(find(page, '#log article.generated').querySelectorAll('button.thumb').map((thumb) => thumb.getAttribute('data-seed'))).toEqual(['42']);

@@ -3,13 +3,13 @@
 // follower's skip; and each open page's own work (its view id, the views remembered, its own saves, baseRevision).
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createFakeLocalAi } from '../fakes/fake-localai.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { scriptReply } from '../fakes/fake-ollama.ts';
+import { startBatchToFirstImage } from '../helpers/batch.ts';
 import { closeAfterEachTest, useEasel, type TestEasel } from '../helpers/easel.ts';
 import { find, partials, read, targets } from '../helpers/html.ts';
 import { sendForm } from '../helpers/page-stage.ts';
-import { iterateSse, iterateSseFrames, readSse, readSseFrames } from '../helpers/sse.ts';
+import { iterateSseFrames, readSse, readSseFrames } from '../helpers/sse.ts';
 import { makePictureOfACat } from '../helpers/vision.ts';
 
 const VISION = { name: 'gemma3:4b', capabilities: ['completion', 'vision'] };
@@ -358,29 +358,11 @@ describe('Describe from the page (POST /c/:id/describe)', () => {
 describe('the image follower (GET /c/:id/images/:imageId/events)', () => {
   const localStage = closeAfterEachTest();
 
-  /** A batch of three on a slow LocalAI, its first image stored: the conversation, its generation and the reading. */
-  async function batchAtFirstImage() {
-    const localai = await localStage.track(createFakeLocalAi({ delayMs: 300 }));
-    const own = await localStage.startEasel(['--image-backend', 'localai', '--image-url', localai.url]);
-    const id = await own.newConversation();
-    const response = await own.post(`/api/conversations/${id}/generations`, { prompt: 'a red fox', count: 3, settings: { steps: 4, seed: 42, width: 64, height: 64 } });
-    let generation = '';
-    let firstImage!: () => void;
-    const imageSeen = new Promise<void>((resolve) => (firstImage = resolve));
-    const reading = (async () => {
-      for await (const event of iterateSse(response.body!)) {
-        if (event.type === 'generation') generation = String(event.data['id']);
-        if (event.type === 'image') firstImage();
-      }
-    })();
-    await imageSeen;
-    return { own, id, generation, reading };
-  }
 
   const shown = async (on: TestEasel, path: string) => (await readSseFrames(await fetch(on.url + path))).map((frame) => frame.data).join('\n');
 
   it('opened mid-batch without skip, it does not draw again the images stored already', async () => {
-    const { own, id, generation, reading } = await batchAtFirstImage();
+    const { easel: own, id, generation, reading } = await startBatchToFirstImage(localStage);
     const html = await shown(own, `/c/${id}/images/${generation}/events`);
     expect(html).not.toContain('Image 1 of 3 is ready.');
     expect(html).toContain('Image 2 of 3 is ready.');
@@ -389,7 +371,7 @@ describe('the image follower (GET /c/:id/images/:imageId/events)', () => {
   });
 
   it('opened after the image ended, without skip, it replays every image', async () => {
-    const { own, id, generation, reading } = await batchAtFirstImage();
+    const { easel: own, id, generation, reading } = await startBatchToFirstImage(localStage);
     await reading;
     const html = await shown(own, `/c/${id}/images/${generation}/events`);
     expect(html).toContain('Image 1 of 3 is ready.');
