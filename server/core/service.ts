@@ -248,8 +248,13 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
     const images = activities.cancel(id, new Error('stopped by the user'));
     // The vision model's checks and the check-and-correct loop too (a deleted conversation leaves nothing running).
-    const checks = [vision.cancelChecks(id), loop.cancel(id)].some(Boolean);
+    const checks = cancelChecks(id);
     return reply || images || checks;
+  }
+
+  /** Ends the vision model's checks in flight and the check-and-correct loop, even a check of it still being prepared. */
+  function cancelChecks(id: string): boolean {
+    return [vision.cancelChecks(id), loop.cancel(id)].some(Boolean);
   }
 
   /** A command on one conversation, and then its followers told what it changed. */
@@ -317,8 +322,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     ...createArchiveCommands(state),
     ...createGalleryCommands(state, deps.thumbnails),
     ...vision,
-    // Ending the checks ends the check-and-correct loop too, even a check of it still being prepared.
-    cancelChecks: (id) => [vision.cancelChecks(id), loop.cancel(id)].some(Boolean),
+    cancelChecks,
     ...createReferenceCommands(state, {
       ...(deps.converter ? { converter: deps.converter } : {}),
       ...(deps.thumbnails ? { thumbnails: deps.thumbnails } : {}),
@@ -419,7 +423,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
 
     cancelImages(id) {
       // The checks end with the images (the page's Cancel beside "Checking…"), and so does the check-and-correct loop.
-      const checks = [vision.cancelChecks(id), loop.cancel(id)].some(Boolean);
+      const checks = cancelChecks(id);
       // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       return activities.cancel(id, new Error('image cancelled by the user')) || checks;
     },

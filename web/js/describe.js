@@ -2,10 +2,7 @@
 // #describe-form's file input and is submitted (htmx, multipart, POST /c/:id/describe, with the prompt on screen,
 // saved first). The answer streams: "Describing the picture…", then its description as the prompt, one undo away.
 // Dropped anywhere else, a picture stays a reference image (reference.js).
-import { find, submitFile } from './dom.js';
-
-/** The picture types the server takes; another is still sent, and refused in the server's words. */
-const IMAGE_TYPE = /^image\//;
+import { find, IMAGE_TYPE, submitFile } from './dom.js';
 
 /**
  * Whether an event happened on the prompt pane of a page that can describe.

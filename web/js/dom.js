@@ -34,6 +34,9 @@ export function need(id, type) {
   return element;
 }
 
+/** The picture types the server takes; another is still sent, and refused in the server's words. */
+export const IMAGE_TYPE = /^image\//;
+
 /**
  * Puts one file into a form's file input and submits the form (htmx sends it as multipart): a picture dropped,
  * pasted or chosen, for a reference image or a description.

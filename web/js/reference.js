@@ -4,11 +4,8 @@
 // multipart, POST /c/:id/references). The answer's partials put it in the chat with its Vary buttons, or say why
 // not in the image error slot (#image-error).
 import { isOnPromptPane } from './describe.js';
-import { find, submitFile } from './dom.js';
+import { find, IMAGE_TYPE, submitFile } from './dom.js';
 import { updateVaryState } from './vary.js';
-
-/** The picture types the server takes; another is still sent, and refused in the server's words. */
-const IMAGE_TYPE = /^image\//;
 
 /**
  * Sends one file as a reference image.
