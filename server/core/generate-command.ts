@@ -220,6 +220,7 @@ export function createGenerateCommand(state: ServiceState, commands: GenerateCom
       // (unless it outlives its reader, as the page's does).
       // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       const onAbort = () => {
+        // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
         if (!options.outlivesReader) activity?.cancel(new Error('the client hung up'));
       };
       // Stryker disable next-line ObjectLiteral,BooleanLiteral: the signal aborts once; a late call cancels what has already ended

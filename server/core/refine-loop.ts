@@ -46,9 +46,9 @@ export function createRefineLoop(deps: RefineLoopDeps): RefineLoop {
     if (event.type !== 'image') return;
     const round = rounds.get(activity.id) ?? 0;
     const since = startedAt.get(activity.id);
-    // Forgotten at its last image, whatever follows (autoCheck off, shutdown): nothing is kept for nothing.
-    const last = (event.compare === undefined || event.compare.side === 'b') && (event.batch === undefined || event.batch.index >= event.batch.count - 1);
-    if (last) forget(activity.id);
+    // Forgotten at its first image, whatever follows (autoCheck off, shutdown): only a single picture is corrected,
+    // so a batch's or a comparison's later pictures never need its round or start.
+    forget(activity.id);
     const record = state.findRecord(activity.conversationId);
     if (stopped || !record?.settings.autoCheck) return;
     // A batch or a comparison is for choosing among pictures: each is checked, none is corrected on its own.
@@ -108,11 +108,13 @@ export function createRefineLoop(deps: RefineLoopDeps): RefineLoop {
     cancel(conversationId) {
       const running = checks.get(conversationId);
       if (!running || running.size === 0) return false;
+      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       for (const controller of running) controller.abort(new Error('cancelled by the user'));
       return true;
     },
     async stopAll() {
       stopped = true;
+      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       for (const running of checks.values()) for (const controller of running) controller.abort(new Error('Easel is shutting down'));
       await Promise.all(loops);
     },

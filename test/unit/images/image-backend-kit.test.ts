@@ -1,8 +1,9 @@
 // The kit every image adapter is built on (server/image-backend/): the words of its failures, the life of one
-// job (stop once, interrupt, wait for it, say why it ended) and a health check's answers when it got none.
+// job (stop once, interrupt, wait for it, say why it ended) and a health check's or a model listing's answers when
+// it got none.
 import { describe, expect, it } from 'vitest';
 import { ImageBackendError } from '../../../server/core/errors.ts';
-import { checkWithin, describeConnectionFailure, describeImageTooLarge, describeStopped, runImageJob } from '../../../server/image-backend/index.ts';
+import { checkWithin, describeConnectionFailure, describeImageTooLarge, describeStopped, listWithin, runImageJob } from '../../../server/image-backend/index.ts';
 import type { ConnectionWords, ImageJobOptions } from '../../../server/image-backend/index.ts';
 import { abortedSignal, expectBackendError } from './helpers.ts';
 
@@ -224,5 +225,37 @@ describe('checkWithin', () => {
       reachable: false,
       detail: `The image backend at ${URL} is not answering (ECONNREFUSED). Start AUTOMATIC1111 with --api, or set --image-url to where it runs.`,
     });
+  });
+});
+
+describe('listWithin', () => {
+  const words = { connection: { product: 'ComfyUI', url: URL, startHint: 'ComfyUI (python main.py, port 8188 by default)' } };
+  /** Work that waits for its signal and fails with its reason, as a fetch does. */
+  const hanging = (signal: AbortSignal) => new Promise<never>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+
+  it("gives the work's answer as it is; the adapter's own refusal goes through unchanged", async () => {
+    expect(await listWithin({ healthTimeoutMs: 1_000, ...words }, async () => ['sd_xl_base_1.0'])).toEqual(['sd_xl_base_1.0']);
+    const refused = new ImageBackendError('bad_response', 'ComfyUI answered /object_info with no checkpoint loader.');
+    await expect(listWithin({ healthTimeoutMs: 1_000, ...words }, () => Promise.reject(refused))).rejects.toBe(refused);
+  });
+
+  it("a caller's cancel and the limit each say what happened, keeping what the work failed with as the cause for the log", async () => {
+    const controller = new AbortController();
+    const listing = listWithin({ healthTimeoutMs: 5_000, signal: controller.signal, ...words }, hanging);
+    const reason = new Error('the page went away');
+    controller.abort(reason);
+    const cancelled = await expectBackendError(listing, 'cancelled');
+    expect(cancelled.message).toBe(`Listing the models of ${URL} was cancelled.`);
+    expect(cancelled.cause).toBe(reason);
+
+    const slow = await expectBackendError(listWithin({ healthTimeoutMs: 30, ...words, slowProduct: 'LocalAI', slowHint: 'it may be busy loading a model' }, hanging), 'timeout');
+    expect(slow.message).toBe(`LocalAI at ${URL} did not list its models within 30 ms; it may be busy loading a model. Try again.`);
+    expect(slow.cause).toBeInstanceOf(DOMException);
+    expect((slow.cause as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('a failed connection is nothing answering, in the connection words', async () => {
+    const error = await expectBackendError(listWithin({ healthTimeoutMs: 1_000, ...words }, () => Promise.reject(failedWith('ECONNREFUSED'))), 'unreachable');
+    expect(error.message).toMatch(/^ComfyUI at http:\/\/127\.0\.0\.1:7860 is not answering \(ECONNREFUSED\)/);
   });
 });
