@@ -242,28 +242,40 @@ function listDescendants(ancestor: number): number[] {
 }
 
 /**
- * CPU time of one process, all its threads (V8's GC helpers and libuv's pool included), in nanoseconds:
- * the sum of /proc/PID/task/TID/schedstat's first field. Falls back to /proc/PID/stat's utime + stime
- * (10 ms ticks) where schedstat is missing.
+ * CPU time of one process, all its threads (V8's GC helpers and libuv's pool included), in nanoseconds: the sum of
+ * /proc/PID/task/TID/schedstat's first field for the threads alive now, plus what the threads that have ended used,
+ * which only /proc/PID/stat's utime + stime (10 ms ticks, every thread it ever had) still counts: that sum less the
+ * live threads' own ticks. Falls back to /proc/PID/stat alone where schedstat is missing.
  */
 export function readCpuNs(pid: number): number {
+  const groupTicks = readStatTicks(`/proc/${pid}/stat`);
   try {
     readFileSync(`/proc/${pid}/schedstat`, 'utf8');
   } catch {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command name.
-    return (Number(fields[11]) + Number(fields[12])) * 10_000_000;
+    return groupTicks * TICK_NS;
   }
-  let total = 0;
+  let liveNs = 0;
+  let liveTicks = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      liveTicks += readStatTicks(`/proc/${pid}/task/${tid}/stat`);
+      liveNs += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
     } catch {
-      // a thread that ended meanwhile
+      // a thread that ended meanwhile: the group's ticks count it
     }
   }
-  return total;
+  // A thread that ended between the two readings makes the difference negative for a moment: nothing ended before.
+  return liveNs + Math.max(0, groupTicks - liveTicks) * TICK_NS;
+}
+
+/** USER_HZ is 100 on Linux: utime and stime count 10 ms ticks. */
+const TICK_NS = 10_000_000;
+
+/** utime + stime of a /proc stat file: fields 14 and 15, 12 and 13 after the command name. */
+function readStatTicks(file: string): number {
+  const stat = readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** Resident memory of a process in MB (VmRSS). */

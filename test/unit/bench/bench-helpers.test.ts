@@ -150,6 +150,23 @@ describe('/proc readings', () => {
     expect(procNs / usageNs).toBeLessThan(1.3);
   });
 
+  it("counts the CPU of a thread that ended between two readings (a worker, as libuv's pool or V8's helpers may)", async () => {
+    // The worker spins 120 ms of CPU and ends; the process measures itself (getrusage counts ended threads too).
+    const withWorker = `const { Worker } = require('node:worker_threads'); process.on('message', () => { const start = process.cpuUsage(); const worker = new Worker("const s = process.hrtime.bigint(); let spin = 0; while (process.hrtime.bigint() - s < 120000000n) spin++;", { eval: true }); worker.on('exit', () => { const used = process.cpuUsage(start); process.send({ usageNs: (used.user + used.system) * 1000 }); }); }); process.send('ready');`;
+    const child = spawn(process.execPath, ['-e', withWorker], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    onTestFinished(() => void child.kill());
+    await new Promise<void>((resolve) => child.once('message', () => resolve()));
+    const before = readCpuNs(child.pid!);
+    const answer = new Promise<{ usageNs: number }>((resolve) => child.once('message', (message) => resolve(message as { usageNs: number })));
+    child.send('start');
+    const { usageNs } = await answer;
+    const procNs = readCpuNs(child.pid!) - before;
+    // Ticks of 10 ms for the ended thread: a looser upper bound than the live threads' nanoseconds.
+    expect(usageNs).toBeGreaterThan(50_000_000);
+    expect(procNs / usageNs).toBeGreaterThan(0.7);
+    expect(procNs / usageNs).toBeLessThan(1.4);
+  });
+
   it('reads the resident memory in MB', () => {
     const rss = process.memoryUsage().rss / 1024 / 1024;
     expect(Math.abs(readRssMb(process.pid) - rss)).toBeLessThan(rss * 0.1);
