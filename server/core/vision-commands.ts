@@ -142,6 +142,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       { role: 'user', content: messages.user, images: [png] },
     ];
     let attempts = 0;
+    // Stryker disable next-line StringLiteral: read only by the reminder, which comes after a failed parse has set it
     let problem = '';
     for (const reminder of [undefined, reminderText]) {
       if (reminder !== undefined) conversation.push({ role: 'user', content: `${reminder} (${problem})` });
@@ -335,6 +336,7 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
     async describePicture(id, bytes, type, { signal, create }) {
       const creating = create !== undefined && !state.findRecord(id) && vision.createConversation !== undefined;
       // The empty page's settings (its vision model among them) count before the conversation exists.
+      // Stryker disable next-line OptionalChaining: creating is true only when create is defined
       const patch = creating ? settingsPatchSchema.safeParse(create?.settings ?? {}) : undefined;
       if (patch && !patch.success) return invalid(patch.error);
       const settings = state.findRecord(id)?.settings ?? (patch?.success ? { ...DEFAULT_SETTINGS, ...patch.data } : undefined);
@@ -430,6 +432,7 @@ export function toCritiqueEvent(check: ImageCheck): Omit<Extract<TurnEvent, { ty
 function abortion(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) resolve();
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and a promise resolves once: `once` changes nothing
     else signal.addEventListener('abort', () => resolve(), { once: true });
   });
 }

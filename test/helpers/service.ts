@@ -10,6 +10,7 @@ import {
   type ConversationStore,
   type EaselService,
   type ImageBackend,
+  type ImageConverter,
   type ImageFiles,
   type ImageGenerator,
   type Logger,
@@ -41,6 +42,10 @@ export interface TestServiceOptions {
   wrapImageFiles?: (real: ImageFiles) => ImageFiles;
   replySaveIntervalMs?: number;
   shutdownWaitMs?: number;
+  /** --vision-model: the vision model of every conversation that chose none. */
+  visionModel?: string;
+  /** Reads pictures brought to Easel (a reference, Describe); none by default, as when sharp is missing. */
+  converter?: ImageConverter;
 }
 
 export function buildService(options: TestServiceOptions = {}): TestService {
@@ -61,6 +66,8 @@ export function buildService(options: TestServiceOptions = {}): TestService {
     numCtx: 8192,
     ...(options.replySaveIntervalMs === undefined ? {} : { replySaveIntervalMs: options.replySaveIntervalMs }),
     ...(options.shutdownWaitMs === undefined ? {} : { shutdownWaitMs: options.shutdownWaitMs }),
+    ...(options.visionModel === undefined ? {} : { visionModel: options.visionModel }),
+    ...(options.converter === undefined ? {} : { converter: options.converter }),
   });
   return { service, store, realStore, images };
 }
