@@ -430,10 +430,10 @@ export function toCritiqueEvent(check: ImageCheck): Omit<Extract<TurnEvent, { ty
 
 /** Resolves when the signal aborts (never rejects). */
 function abortion(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    if (signal.aborted) resolve();
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and a promise resolves once: `once` changes nothing
-    else signal.addEventListener('abort', () => resolve(), { once: true });
+    signal.addEventListener('abort', () => resolve(), { once: true });
   });
 }
 
