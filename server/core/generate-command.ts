@@ -218,7 +218,6 @@ export function createGenerateCommand(state: ServiceState, commands: GenerateCom
       let last: TurnEvent | undefined;
       // The API's Generate belongs to its request: the client hanging up, or reading no further, cancels it
       // (unless it outlives its reader, as the page's does).
-      // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
       const onAbort = () => {
         // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a cancel
         if (!options.outlivesReader) activity?.cancel(new Error('the client hung up'));
