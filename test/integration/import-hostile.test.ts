@@ -28,18 +28,22 @@ beforeAll(async () => {
 });
 
 /**
- * On a connection of its own: building a hostile zip holds this process for seconds, and a pooled connection idle
- * that long may be closed by the server's keep-alive timer just as the upload starts (ECONNRESET on a busy machine).
+ * Each request on a connection of its own: building a hostile zip holds this process for seconds, and a pooled
+ * connection idle that long may be closed by the server's keep-alive timer just as the next request goes out on it
+ * (ECONNRESET or "other side closed" on a busy machine, seen before the upload and after it).
  */
-async function importZip(bytes: Uint8Array): Promise<Response> {
+async function fetchAlone(path: string, init: RequestInit = {}): Promise<Response> {
   const agent = new Agent();
   onTestFinished(() => agent.close());
-  const init = { method: 'POST', headers: { 'content-type': 'application/zip' }, body: bytes as Uint8Array<ArrayBuffer>, dispatcher: agent };
-  return fetch(`${easel.url}/api/conversations/import`, init as RequestInit);
+  return fetch(`${easel.url}${path}`, { ...init, dispatcher: agent } as RequestInit);
+}
+
+async function importZip(bytes: Uint8Array): Promise<Response> {
+  return fetchAlone('/api/conversations/import', { method: 'POST', headers: { 'content-type': 'application/zip' }, body: bytes as Uint8Array<ArrayBuffer> });
 }
 
 async function conversationCount(): Promise<number> {
-  return ((await (await easel.get('/api/conversations')).json()) as { conversations: unknown[] }).conversations.length;
+  return ((await (await fetchAlone('/api/conversations')).json()) as { conversations: unknown[] }).conversations.length;
 }
 
 /**
