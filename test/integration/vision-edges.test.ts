@@ -101,23 +101,19 @@ describe('Cancel', () => {
   it('says which was cancelled: "The check was cancelled." and "The description was cancelled.", each stopped', async () => {
     const { id, imageId } = await makePictureOfACat(fake, easel);
     fake.enqueue({ chunks: [critique(HAT)], gate: new Promise(() => {}) }, { chunks: [JSON.stringify({ prompt: 'a red fox', subject: 'a fox' })], gate: new Promise(() => {}) });
-    const checking = check(id, imageId).then(readSse);
-    await expect.poll(() => visionRequests().length).toBe(1);
-    expect(await cancelChecks(id)).toEqual({ cancelled: true });
-    const checked = await checking;
-    expect(checked.map((event) => [event.type, event.data['message'] ?? event.data['level']])).toEqual([
-      ['error', 'The check was cancelled.'],
-      ['done', 'stopped'],
-    ]);
-
-    const describing = describePng(easel, id).then(readSse);
-    await expect.poll(() => visionRequests().length).toBe(2);
-    expect(await cancelChecks(id)).toEqual({ cancelled: true });
-    const described = await describing;
-    expect(described.map((event) => [event.type, event.data['message'] ?? event.data['level']])).toEqual([
-      ['error', 'The description was cancelled.'],
-      ['done', 'stopped'],
-    ]);
+    const asks: Array<[() => Promise<Response>, string]> = [
+      [() => check(id, imageId), 'The check was cancelled.'],
+      [() => describePng(easel, id), 'The description was cancelled.'],
+    ];
+    for (const [index, [ask, words]] of asks.entries()) {
+      const answered = ask().then(readSse);
+      await expect.poll(() => visionRequests().length).toBe(index + 1);
+      expect(await cancelChecks(id)).toEqual({ cancelled: true });
+      expect((await answered).map((event) => [event.type, event.data['message'] ?? event.data['level']])).toEqual([
+        ['error', words],
+        ['done', 'stopped'],
+      ]);
+    }
   });
 
   it('ends a check waiting its turn at once: nothing is asked of the model for it, while the check before it goes on', async () => {
