@@ -87,7 +87,7 @@ export { MAX_BACKEND_ANSWER_BYTES, MAX_ERROR_TEXT_BYTES, MAX_IMAGE_BYTES, MAX_IM
 export { createLogger, silentLogger, type Logger } from './logger.ts';
 export type * from './ports.ts';
 export { createEaselService, isConversationId, MAX_IMAGE_COUNT, REPLY_SAVE_INTERVAL_MS } from './service.ts';
-export { decodeCursor, encodeCursor, GALLERY_DEFAULT_LIMIT, GALLERY_MAX_LIMIT, toPromptWords, type GalleryCommands, type GalleryDeps, type GalleryFilters, type GalleryPage, type GalleryQuery } from './gallery-commands.ts';
+export { decodeCursor, encodeCursor, GALLERY_DEFAULT_LIMIT, GALLERY_MAX_LIMIT, type GalleryCommands, type GalleryDeps, type GalleryFilters, type GalleryPage, type GalleryQuery } from './gallery-commands.ts';
 export {
   describeReferenceTypes,
   isReferenceImage,

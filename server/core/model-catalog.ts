@@ -85,7 +85,9 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
       if (!isChatModelError(error)) throw error;
       answer = { default: deps.llm.model, visionDefault, installed: [], problem: error.message };
     }
-    if (signal?.aborted !== true && asking > chat.stored) {
+    // Stryker disable next-line EqualityOperator: each asking has its own number and only it stores it, after this check: never equal
+    const newest = asking > chat.stored;
+    if (signal?.aborted !== true && newest) {
       chat.stored = asking;
       chat.problem = answer.problem;
       if (answer.problem === null) chat.installed = answer.installed;
@@ -111,7 +113,9 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
       if (!isImageBackendError(error)) throw error;
       answer = { backend: image.listed?.backend ?? 'none', checkpoints: [], current: null, samplers: [], schedulers: [], problem: error.message };
     }
-    if (signal?.aborted !== true && asking > image.stored) {
+    // Stryker disable next-line EqualityOperator: each asking has its own number and only it stores it, after this check: never equal
+    const newest = asking > image.stored;
+    if (signal?.aborted !== true && newest) {
       image.stored = asking;
       image.problem = answer.problem;
       if (answer.problem === null) image.listed = answer;
@@ -160,9 +164,9 @@ export function createModelCatalog(deps: ModelCatalogDeps): ModelCatalog {
       if (image.listed.backend === 'none') return { field, message: `No image server is configured, so there is no ${what} to choose; start Easel with --image-url.` };
       return {
         field,
-        message: names === undefined || names.length === 0
-          ? `The image server offers no ${what} to choose; leave it at the server's default (null).`
-          : `The image server has no ${what} ${JSON.stringify(name)}; pick one it lists (GET /api/models).`,
+        message: names?.length
+          ? `The image server has no ${what} ${JSON.stringify(name)}; pick one it lists (GET /api/models).`
+          : `The image server offers no ${what} to choose; leave it at the server's default (null).`,
       };
     }
     return undefined;

@@ -36,7 +36,7 @@ export interface ReferenceDeps {
   converter?: ImageConverter;
   thumbnails?: Thumbnailer;
   /** Makes a new, empty conversation with this id (the page's empty page), as a first message or Generate would. */
-  createConversation?: (id: string) => Result<unknown>;
+  createConversation: (id: string) => Result<unknown>;
 }
 
 export interface AddReferenceOptions {
@@ -63,6 +63,7 @@ export function isReferenceImage(image: Pick<ImageRecord, 'prompt' | 'steps' | '
 }
 
 export function isReferenceType(type: string | null | undefined): type is ReferenceType {
+  // Stryker disable next-line StringLiteral: a missing type (null, undefined) is looked up as a string no picture type equals; which one does not matter
   return (REFERENCE_TYPES as readonly string[]).includes(type ?? '');
 }
 
@@ -73,8 +74,11 @@ export function describeReferenceTypes(sent: string | null | undefined): string 
 
 const DEFAULT_MAX_PIXELS = 8192 * 8192;
 
-/** A picture the user brings, as a checked PNG: its size said, or why it cannot be taken, in the user's words. */
-export type PictureReader = (bytes: Uint8Array, type: string) => Promise<Result<{ png: Uint8Array; width: number; height: number }>>;
+/**
+ * A picture the user brings, as a checked PNG: its size said, or why it cannot be taken, in the user's words.
+ * Its type is one of REFERENCE_TYPES: each caller refuses another type first, in its own words.
+ */
+export type PictureReader = (bytes: Uint8Array, type: ReferenceType) => Promise<Result<{ png: Uint8Array; width: number; height: number }>>;
 
 /**
  * Reads a picture the user brings (a reference, a picture to describe): PNG, JPEG or WebP, at most
@@ -82,7 +86,6 @@ export type PictureReader = (bytes: Uint8Array, type: string) => Promise<Result<
  */
 export function createPictureReader(converter: ImageConverter | undefined, maxPixels = DEFAULT_MAX_PIXELS): PictureReader {
   return async (bytes, type) => {
-    if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
     if (bytes.byteLength > MAX_REFERENCE_BYTES) {
       return refuse('too_large', `The picture is ${Math.ceil(bytes.byteLength / 1024 / 1024)} MB; Easel takes pictures of at most ${MAX_REFERENCE_BYTES / 1024 / 1024} MB.`);
     }
@@ -110,14 +113,14 @@ export function createReferenceCommands(state: ServiceState, references: Referen
   return {
     async addReference(conversationId, bytes, type, options = {}) {
       if (!isReferenceType(type)) return refuse('invalid', describeReferenceTypes(type));
-      const creating = !state.findRecord(conversationId) && options.create === true && references.createConversation !== undefined;
+      const creating = !state.findRecord(conversationId) && options.create === true;
       if (!creating && !state.findRecord(conversationId)) return notFound(conversationId);
       const picture = await readPicture(bytes, type);
       if (!picture.ok) return picture;
-      // Only a good picture makes a conversation.
-      if (creating) {
-        const created = references.createConversation?.(conversationId);
-        if (created && !created.ok) return created;
+      // Only a good picture makes a conversation; another picture dropped at the same moment may have made it meanwhile.
+      if (creating && !state.findRecord(conversationId)) {
+        const created = references.createConversation(conversationId);
+        if (!created.ok) return created;
       }
       const id = randomBytes(16).toString('hex');
       const file = `${id}.png`;

@@ -66,6 +66,14 @@ export const titleSchema = oneLineText(z.string({ error: 'title must be a string
   `A title can hold at most ${MAX_TITLE_CHARS} characters.`,
 );
 
+/**
+ * The different words of a search, split where SQLite's FTS5 tokenizer splits: anything but letters and digits.
+ * One separator at a time: a run of them gives empty words, which the filter drops.
+ */
+export function toSearchWords(query: string): string[] {
+  return [...new Set(query.split(/[^\p{L}\p{N}]/u).filter((word) => word !== ''))];
+}
+
 /** Text made into one line for showing (a title or preview derived from a message): what the one-line rule refuses is left out. */
 export function toOneLine(text: string): string {
   return text.replace(new RegExp(LINE_BREAK.source, 'g'), ' ').replace(new RegExp(ONE_LINE_FORBIDDEN.source, 'gu'), '');

@@ -17,6 +17,7 @@ import type {
 import { sourceOfSuggestion, type PinnableField, type PromptSource } from '../core/pane.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Settings } from '../core/settings.ts';
+import { toSearchWords } from '../core/text.ts';
 import {
   encodeNotices,
   NO_PENDING,
@@ -477,12 +478,10 @@ function guardRead<K extends (typeof READ_METHODS)[number]>(
  * each one quoted (so no word is read as FTS5 syntax: AND, NEAR, a column filter) and matched as a prefix.
  */
 export function toSearchTerms(query: string): string[] {
-  // Stryker disable Regex: the split without +: runs of separators give empty strings, which the next filter drops
-  return query
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((word) => word !== '')
-    .slice(0, MAX_SEARCH_TERMS)
-    // Stryker disable next-line StringLiteral: the split above leaves no `"` in a word; the escape guards a change of the split
-    .map((word) => `"${word.replaceAll('"', '""')}"*`);
+  return (
+    toSearchWords(query)
+      .slice(0, MAX_SEARCH_TERMS)
+      // Stryker disable next-line StringLiteral: the split leaves no `"` in a word; the escape guards a change of the split
+      .map((word) => `"${word.replaceAll('"', '""')}"*`)
+  );
 }
-// Stryker restore Regex

@@ -1,6 +1,6 @@
 // The service as main.ts wires it, for the tests that drive it without the whole server: SQLite (in memory
 // unless a path is given), the real Ollama adapter pointed at `ollamaUrl` (a fake, or a closed port), the
-// real zip codec and images folder, and no image backend unless one is given. `wrapStore` and
+// real zip codec and images folder, and no image backend (nor thumbnailer) unless one is given. `wrapStore` and
 // `wrapImageFiles` put a test's failing double in front of the real one.
 import { tmpdir } from 'node:os';
 import {
@@ -14,6 +14,7 @@ import {
   type ImageFiles,
   type ImageGenerator,
   type Logger,
+  type Thumbnailer,
 } from '../../server/core/index.ts';
 import { createOllamaChatModel } from '../../server/ollama/index.ts';
 import { createSqliteStore } from '../../server/sqlite/index.ts';
@@ -46,6 +47,10 @@ export interface TestServiceOptions {
   visionModel?: string;
   /** Reads pictures brought to Easel (a reference, Describe); none by default, as when sharp is missing. */
   converter?: ImageConverter;
+  /** --max-image-pixels; the service's default when not given. */
+  maxImagePixels?: number;
+  /** Makes the thumbnails of stored pictures; none by default. */
+  thumbnails?: Thumbnailer;
 }
 
 export function buildService(options: TestServiceOptions = {}): TestService {
@@ -68,6 +73,8 @@ export function buildService(options: TestServiceOptions = {}): TestService {
     ...(options.shutdownWaitMs === undefined ? {} : { shutdownWaitMs: options.shutdownWaitMs }),
     ...(options.visionModel === undefined ? {} : { visionModel: options.visionModel }),
     ...(options.converter === undefined ? {} : { converter: options.converter }),
+    ...(options.maxImagePixels === undefined ? {} : { maxImagePixels: options.maxImagePixels }),
+    ...(options.thumbnails === undefined ? {} : { thumbnails: options.thumbnails }),
   });
   return { service, store, realStore, images };
 }

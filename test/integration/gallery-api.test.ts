@@ -126,6 +126,47 @@ describe('GET /api/images', () => {
     expect(ids(await gallery('?q='))).toEqual([fuchs, barn, fox]);
   });
 
+  it('q looks for its first 16 different words: separators and repeats take none of the 16', async () => {
+    const words = 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen'.split(' ');
+    const id = await easel.newConversation();
+    const all = await makeImage(easel, id, words.join(' '));
+    const one = await makeImage(easel, id, 'one');
+
+    // A 17th word is not looked for.
+    expect(ids(await gallery(`?q=${encodeURIComponent(`${words.join(' ')} zebra`)}`))).toEqual([all]);
+    // A leading separator or a word said twice leaves room for the 16th: zebra is looked for, and found nowhere.
+    expect(ids(await gallery(`?q=${encodeURIComponent(`, ${words.slice(0, 15).join(' ')} zebra`)}`))).toEqual([]);
+    expect(ids(await gallery(`?q=${encodeURIComponent(`${'one '.repeat(16)}zebra`)}`))).toEqual([]);
+    expect(ids(await gallery(`?q=${encodeURIComponent(`${'one '.repeat(16)}two`)}`))).toEqual([all]);
+    expect(ids(await gallery('?q=one'))).toEqual([one, all]);
+  });
+
+  it('an empty value is the same as leaving the parameter out', async () => {
+    const id = await easel.newConversation();
+    const first = await makeImage(easel, id, 'a red fox');
+    const second = await makeImage(easel, id, 'a red barn');
+    // What an HTML form sends for its untouched fields.
+    expect(ids(await gallery('?q=&conversationId=&checkpoint=&limit=&before='))).toEqual([second, first]);
+  });
+
+  it('next holds past the tenth image; a cursor changed in any way is refused', async () => {
+    const id = await easel.newConversation();
+    const made: string[] = [];
+    for (let index = 0; index < 11; index++) made.push(await makeImage(easel, id, `picture ${index}`));
+    const first = await gallery('?limit=1');
+    expect(ids(first)).toEqual([made[10]]);
+    const next = first.next ?? '';
+    // The eleventh image's place: more than one digit in the cursor.
+    expect(ids(await gallery(`?limit=1&before=${next}`))).toEqual([made[9]]);
+
+    const inside = Buffer.from(next, 'base64url').toString('utf8');
+    const changed = [`.${next}`, `${next}.`, Buffer.from(`x${inside}`).toString('base64url'), Buffer.from(`${inside}x`).toString('base64url')];
+    for (const cursor of changed) {
+      const response = await easel.get(`/api/images?limit=1&before=${encodeURIComponent(cursor)}`);
+      expect(response.status, cursor).toBe(422);
+    }
+  });
+
   it('conversationId and checkpoint (the model the server said it used) narrow it, alone or together', async () => {
     const models = (await (await easel.get('/api/models')).json()) as { image: { checkpoints: Array<{ name: string }> } };
     const xl = models.image.checkpoints.find((checkpoint) => checkpoint.name.startsWith('sd_xl'))?.name;
@@ -152,6 +193,11 @@ describe('GET /api/images', () => {
       ['?limit=201', 'limit', /^limit must be a whole number from 1 to 200\.$/],
       ['?limit=ten', 'limit', /^limit must be a whole number from 1 to 200\.$/],
       ['?limit=1.5', 'limit', /^limit must be a whole number from 1 to 200\.$/],
+      // Digits alone: what Number() would also read (hex, exponents, spaces around) is no limit.
+      ['?limit=0x10', 'limit', /^limit must be a whole number from 1 to 200\.$/],
+      ['?limit=1e2', 'limit', /^limit must be a whole number from 1 to 200\.$/],
+      ['?limit=%205', 'limit', /^limit must be a whole number from 1 to 200\.$/],
+      ['?limit=5%20', 'limit', /^limit must be a whole number from 1 to 200\.$/],
       ['?before=not-a-cursor', 'before', /^before must be the `next` of an earlier page, as it was given\.$/],
       [`?before=${Buffer.from('12|yesterday').toString('base64url')}`, 'before', /^before must be the `next`/],
       [`?q=${'a'.repeat(501)}`, 'q', /^q holds at most 500 characters\.$/],

@@ -423,6 +423,17 @@ describe('the service itself: a stream read after its conversation was deleted',
     expect(ollama.chatRequests()).toHaveLength(0);
   });
 
+  it('two pictures described at the same moment on the empty page make one conversation, both described', async () => {
+    // Each waits for the model list and the conversion before the conversation is made: the second joins the first's.
+    const { service, ollama } = await serviceWithVision();
+    const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    ollama.enqueue(...[1, 2].map(() => JSON.stringify({ prompt: 'a red fox', subject: 'a fox' })));
+    const described = await Promise.all([1, 2].map(() => service.describePicture(id, makePng(8, 8), 'image/png', { signal: signal(), create: {} })));
+    expect(described.map((result) => (result.ok ? 'described' : result.error.message))).toEqual(['described', 'described']);
+    for (const result of described) if (result.ok) await collectAll(result.value);
+    expect(service.listConversations().filter((listed) => listed.id === id)).toHaveLength(1);
+  });
+
   it('a type that is no picture is refused before a vision model is looked for (the API and the page refuse it sooner)', async () => {
     const { service, realStore } = buildService();
     onTestFinished(() => realStore.close());

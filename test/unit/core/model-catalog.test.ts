@@ -1,7 +1,16 @@
 // The catalog keeps what the servers last listed: a cancelled, failed or overtaken asking never empties it, so the
 // family of the checkpoint that paints and the checks of a choice stand while a server is slow once.
 import { describe, expect, it } from 'vitest';
-import { createLogger, createModelCatalog, ImageBackendError, type ChatModel, type ImageGenerator, type ImageModelOptions } from '../../../server/core/index.ts';
+import {
+  ChatModelError,
+  createLogger,
+  createModelCatalog,
+  ImageBackendError,
+  type ChatModel,
+  type ImageGenerator,
+  type ImageModelOptions,
+  type InstalledChatModel,
+} from '../../../server/core/index.ts';
 
 type Answer = ImageModelOptions | Error;
 
@@ -19,7 +28,24 @@ function scriptedImages() {
   return { images, answer: (index: number, answer: Answer) => waiting[index]?.(answer), asked: () => waiting.length };
 }
 
+/** A chat model whose listings answer, in turn, what the test releases: installed names, or an error. */
+function scriptedChat() {
+  const waiting: Array<(answer: string[] | Error) => void> = [];
+  const llm = {
+    model: 'mistral:7b',
+    listModels: (signal?: AbortSignal) =>
+      new Promise<InstalledChatModel[]>((resolve, reject) => {
+        signal?.addEventListener('abort', () => reject(new ChatModelError('aborted', 'Listing the models was cancelled.')), { once: true });
+        waiting.push((answer) => (answer instanceof Error ? reject(answer) : resolve(answer.map(installed))));
+      }),
+  } as unknown as ChatModel;
+  return { llm, answer: (index: number, answer: string[] | Error) => waiting[index]?.(answer) };
+}
+
+const installed = (name: string): InstalledChatModel => ({ name, sizeBytes: 1, parameterSize: null, quantization: null, family: null, capabilities: ['completion', 'vision'], contextLength: null });
+const noImages = { configured: false, listModels: async () => null } as unknown as ImageGenerator;
 const llm = { model: 'mistral:7b', listModels: async () => [] } as unknown as ChatModel;
+const refusal = (checked: { ok: boolean; error?: { message: string } }) => (checked.ok ? '(taken)' : (checked.error?.message ?? ''));
 const logger = createLogger({ level: 'error', write: () => {} });
 const options = (current: string): ImageModelOptions => ({ checkpoints: ['sd_xl_base_1.0', 'v1-5-pruned-emaonly'], current, samplers: ['Euler'], schedulers: [] });
 
@@ -36,6 +62,8 @@ describe('the model catalog', () => {
     expect((await second).image.problem).toContain('cancelled');
     expect(catalog.serverCheckpoint()).toBe('sd_xl_base_1.0');
     expect(catalog.checkChoice({ checkpoint: 'v1-5-pruned-emaonly' }).ok).toBe(true);
+    // The cancel is no news of the server: a name it lacks is refused as missing, not as "could not ask".
+    expect(refusal(catalog.checkChoice({ checkpoint: 'other' }))).toContain('has no checkpoint "other"');
   });
 
   it('a failed asking keeps the lists and says why a name it does not know cannot be chosen', async () => {
@@ -46,7 +74,8 @@ describe('the model catalog', () => {
     await first;
     const second = catalog.list();
     answer(1, new ImageBackendError('timeout', 'AUTOMATIC1111 did not list its models within 3 s.'));
-    await second;
+    // The failed answer itself lists nothing: the page shows the problem, not a stale or made-up list.
+    expect((await second).image).toMatchObject({ checkpoints: [], current: null, samplers: [], schedulers: [] });
     expect(catalog.serverCheckpoint()).toBe('sd_xl_base_1.0');
     expect(catalog.checkChoice({ checkpoint: 'v1-5-pruned-emaonly' }).ok).toBe(true);
     const refused = catalog.checkChoice({ checkpoint: 'other' });
@@ -70,5 +99,45 @@ describe('the model catalog', () => {
     const catalog = createModelCatalog({ llm, images, logger });
     const refused = catalog.checkChoice({ checkpoint: 'sd_xl_base_1.0' });
     expect(refused.ok ? '' : refused.error.message).toContain('has not heard from the image server yet');
+  });
+
+  it('an older Ollama listing that answers last does not overwrite a newer one', async () => {
+    const { llm: chatModel, answer } = scriptedChat();
+    const catalog = createModelCatalog({ llm: chatModel, images: noImages, logger });
+    const older = catalog.list();
+    const newer = catalog.list();
+    answer(1, ['mistral:7b', 'llava:7b']);
+    await newer;
+    answer(0, ['mistral:7b']);
+    await older;
+    expect(catalog.checkChoice({ visionModel: 'llava:7b' }).ok).toBe(true);
+  });
+
+  it('a cancelled Ollama listing keeps the models and reports no problem; a failed one keeps the models and says why', async () => {
+    const { llm: chatModel, answer } = scriptedChat();
+    const catalog = createModelCatalog({ llm: chatModel, images: noImages, logger });
+    const first = catalog.list();
+    answer(0, ['mistral:7b']);
+    await first;
+    const controller = new AbortController();
+    const cancelled = catalog.list(controller.signal);
+    controller.abort();
+    expect((await cancelled).chat.problem).toContain('cancelled');
+    expect(catalog.chatProblem()).toBeNull();
+    const failed = catalog.list();
+    answer(2, new ChatModelError('unreachable', 'Easel cannot reach Ollama at http://127.0.0.1:11434.'));
+    await failed;
+    expect(catalog.chatProblem()).toContain('cannot reach Ollama');
+    expect(catalog.checkChoice({ chatModel: 'mistral:7b' }).ok).toBe(true);
+  });
+
+  it('a chat model without its own rule for names takes a name only as listed', async () => {
+    const { llm: chatModel, answer } = scriptedChat();
+    const catalog = createModelCatalog({ llm: chatModel, images: noImages, logger });
+    const listing = catalog.list();
+    answer(0, ['mistral:7b', 'llava:7b']);
+    await listing;
+    expect(catalog.checkChoice({ chatModel: 'llava:7b' })).toEqual({ ok: true, value: { chatModel: 'llava:7b' } });
+    expect(refusal(catalog.checkChoice({ chatModel: 'mistral' }))).toContain('Ollama has no model mistral:');
   });
 });

@@ -259,6 +259,8 @@ describe('the SQLite store', () => {
   it('quotes every search word, so none is read as FTS5 syntax', () => {
     expect(toSearchTerms('red "fox" - col:x')).toEqual(['"red"*', '"fox"*', '"col"*', '"x"*']);
     expect(toSearchTerms('  ')).toEqual([]);
+    // A repeated word does not use up one of the eight: the gallery's search splits the same way (core/text.ts).
+    expect(toSearchTerms('fox, fox red')).toEqual(['"fox"*', '"red"*']);
   });
 
   it('never moves a conversation back in time when an image of an earlier moment is added (a batch shares its first moment)', () => {
