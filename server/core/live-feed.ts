@@ -142,7 +142,7 @@ export function createLiveFeed<E>(options: LiveFeedOptions = {}): LiveFeed<E> {
         while (follower.head < follower.queue.length) {
           const entry = follower.queue[follower.head] as FeedEntry<E>;
           follower.head++;
-          // Stryker disable next-line ConditionalExpression: only frees the read entries' memory; reading and the bound go by head
+          // Stryker disable next-line ConditionalExpression,BlockStatement: only frees the read entries' memory; reading and the bound go by head
           if (follower.head === follower.queue.length) {
             follower.queue = [];
             follower.head = 0;
