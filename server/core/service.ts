@@ -202,8 +202,10 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     const current = running.get(id);
     const controller = new AbortController();
     let readerGone = false;
+    // Stryker disable next-line ArrowFunction,BooleanLiteral: memory only: readerGone only ends the image's follower below early; the image runs on either way
     const buffer = createEventBuffer<TurnEvent>(() => (readerGone = true));
     const onAbort = () => {
+      // Stryker disable next-line BooleanLiteral: memory only: the buffer is closed below, so the image's follower pushes into nothing either way
       readerGone = true;
       buffer.close();
     };
@@ -237,10 +239,10 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
   function stopReply(id: string): boolean {
     // A reply that is over (its image may still run) has nothing left to stop.
     const turn = turnStateOf(id);
-    const stoppable = turn === 'replying' || turn === 'stopping';
+    if (turn !== 'replying' && turn !== 'stopping') return false;
     // Stryker disable next-line StringLiteral: no reader shows an abort reason's words: any abort is a Stop
-    if (stoppable) running.get(id)?.controller.abort(new Error('stopped by the user'));
-    return stoppable;
+    running.get(id)?.controller.abort(new Error('stopped by the user'));
+    return true;
   }
 
   function stop(id: string): boolean {
@@ -296,16 +298,20 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     if (!patch.success) return invalid(patch.error);
     const checked = checkChoices(patch.data);
     if (!checked.ok) return checked;
-    const created = tryWrite('change', () => deps.store.createConversation({ id, createdAt: isoNow(), prompt: prompt.data, ...newSettings(checked.value) }));
-    if (created.ok) state.announce(id, 'created');
-    return created;
+    // The library hears of it once it is stored (announce never throws).
+    return tryWrite('change', () => {
+      const created = deps.store.createConversation({ id, createdAt: isoNow(), prompt: prompt.data, ...newSettings(checked.value) });
+      state.announce(id, 'created');
+      return created;
+    });
   }
 
   const vision = createVisionCommands(state, {
     readPicture: createPictureReader(deps.converter, deps.maxImagePixels),
     createConversation: createEmptyConversation,
-    ...(deps.visionModel === undefined ? {} : { defaultModel: deps.visionModel }),
-    ...(deps.visionTimeoutMs === undefined ? {} : { timeoutMs: deps.visionTimeoutMs }),
+    // Absent or undefined alike: the vision commands fall back to their defaults with ??.
+    defaultModel: deps.visionModel,
+    timeoutMs: deps.visionTimeoutMs,
   });
   const { generate } = createGenerateCommand(state, { vision, checkChoices, newSettings, isConversationId, openImageStreams });
 
@@ -464,6 +470,7 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
     state,
     vision,
     logger: deps.logger,
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: the loop reads the corrected picture's stream to its end and never aborts it: no reader leaves it early
     makeCorrected: (id, imageId) => service.generate(id, { fix: imageId }, new AbortController().signal, { outlivesReader: true }),
   });
   return service;

@@ -107,6 +107,8 @@ describe('POST /api/models/pull', () => {
   it('a name that is not a model name is refused with 422 before Ollama is asked', async () => {
     const response = await easel.post('/api/models/pull', { name: 'rm -rf /' });
     expect(response.status).toBe(422);
+    // Under the field, for a client that marks it.
+    expect(((await response.json()) as { fields?: Record<string, string> }).fields?.name).toContain('must be an Ollama model name');
     expect(fake.requests.some((request) => request.path === '/api/pull')).toBe(false);
   });
 

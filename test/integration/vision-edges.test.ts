@@ -434,6 +434,15 @@ describe('the service itself: a stream read after its conversation was deleted',
     expect(service.listConversations().filter((listed) => listed.id === id)).toHaveLength(1);
   });
 
+  it('a prompt on the empty page that is no prompt is refused under prompt, and makes no conversation', async () => {
+    const { service, ollama } = await serviceWithVision();
+    const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    const refused = await service.describePicture(id, makePng(8, 8), 'image/png', { signal: signal(), create: { prompt: 5 } });
+    expect(refused.ok ? 'described' : refused.error).toMatchObject({ code: 'invalid', fields: { prompt: expect.stringContaining('must be a string') } });
+    expect(service.getConversation(id)).toBeUndefined();
+    expect(ollama.chatRequests()).toHaveLength(0);
+  });
+
   it('a type that is no picture is refused before a vision model is looked for (the API and the page refuse it sooner)', async () => {
     const { service, realStore } = buildService();
     onTestFinished(() => realStore.close());

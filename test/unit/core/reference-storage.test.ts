@@ -1,7 +1,7 @@
 // Where a reference picture is kept, through the service with its real store, images folder and converter: a
 // file that cannot be written or a record the store refuses leaves nothing behind and says what to do (logged
 // with the conversation), a thumbnail not made is logged with the image, and a picture sent "to create" a
-// conversation that exists by then joins it.
+// conversation makes it with an empty prompt (the library told), or joins it when it exists by then.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,6 +93,17 @@ describe('a picture sent to create its conversation', () => {
     const added = await service.addReference(id, makePng(8, 8), 'image/png', { create: true });
     expect(added.ok ? 'added' : added.error.message).toBe('added');
     expect(service.getConversation(id)?.images).toHaveLength(1);
+  });
+
+  it('makes it with an empty prompt, and tells the library it was created', async () => {
+    const { service } = setUp();
+    const library = service.followLibrary().entries[Symbol.asyncIterator]();
+    const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    const added = await service.addReference(id, makePng(8, 8), 'image/png', { create: true });
+    expect(added.ok ? 'added' : added.error.message).toBe('added');
+    expect(service.getConversation(id)?.prompt).toBe('');
+    expect((await library.next()).value?.event).toMatchObject({ type: 'created', conversation: { id } });
+    await library.return?.();
   });
 
   it('two pictures dropped at the same moment on the empty page make one conversation holding both', async () => {

@@ -17,10 +17,13 @@ import {
   type ConversationStore,
   type ImageBackend,
   type ImageFiles,
+  type Logger,
+  type TurnEvent,
 } from '../../../server/core/index.ts';
 import { createZipArchive } from '../../../server/zip/index.ts';
 import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
+import { recordLog } from '../../helpers/log-entries.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
 import { buildService } from '../../helpers/service.ts';
 import { collectAll, makeErrnoError } from '../../helpers/streams.ts';
@@ -31,14 +34,22 @@ afterEach(async () => {
 });
 
 async function setUp(
-  options: { imageFiles?: (real: ImageFiles) => ImageFiles; store?: (real: ConversationStore) => ConversationStore; replySaveIntervalMs?: number; backend?: ImageBackend; shutdownWaitMs?: number } = {},
+  options: {
+    imageFiles?: (real: ImageFiles) => ImageFiles;
+    store?: (real: ConversationStore) => ConversationStore;
+    replySaveIntervalMs?: number;
+    backend?: ImageBackend;
+    shutdownWaitMs?: number;
+    /** Instead of the one that writes `logs` (recordLog's, to check an entry's fields). */
+    logger?: Logger;
+  } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'easel-service-edges-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const fake = await createFakeOllama();
   cleanups.push(() => fake.close());
   const logs: string[] = [];
-  const logger = createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
+  const logger = options.logger ?? createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) });
   const { service, store, realStore } = buildService({
     ollamaUrl: fake.url,
     dbPath: join(dir, 'easel.db'),
@@ -205,6 +216,23 @@ describe('the first message of the empty page', () => {
     await collectAll(again.value);
     expect(service.listPromptVersions(id)).toHaveLength(1);
     expect(fake.chatRequests()[1]?.messages?.at(-1)?.content).not.toContain('[The user');
+  });
+
+  it('tells the library once that it made the conversation, as the message is stored', async () => {
+    const { service, fake } = await setUp();
+    const library = service.followLibrary().entries[Symbol.asyncIterator]();
+    fake.enqueue(scriptReply('Hello.', { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 }));
+    const id = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    const sent = service.sendMessage(id, 'hi', new AbortController().signal, { create: true });
+    if (!sent.ok) throw new Error(sent.error.message);
+    await collectAll(sent.value);
+    // A rename after the turn marks the end of what the turn told the library.
+    expect(service.renameConversation(id, 'Foxes').ok).toBe(true);
+    const told: string[] = [];
+    for (let step = await library.next(); !step.done && step.value.event.type !== 'renamed'; step = await library.next()) told.push(step.value.event.type);
+    await library.return?.();
+    expect(told[0]).toBe('created');
+    expect(told.filter((type) => type === 'created')).toHaveLength(1);
   });
 
   it('refuses a new conversation whose id is not one Easel makes, by message or by Generate', async () => {
@@ -443,9 +471,85 @@ describe('a turn as the service runs it', () => {
     expect(fake.hangups).toBe(0);
     expect(service.isBusy(id)).toBe(true);
     expect(service.stop(id)).toBe(true);
+    // Stopped but not stored yet: still busy, so the next message waits for it.
+    expect(service.isBusy(id)).toBe(true);
     await fake.waitForHangup();
     await expect.poll(() => service.isBusy(id)).toBe(false);
     expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ status: 'stopped', text: 'Half a' });
+  });
+
+  it('a request that hangs up mid-reply ends its own stream at once; the reply goes on and is stored', async () => {
+    const { service, fake } = await setUp();
+    const id = newConversationId(service);
+    let release!: () => void;
+    fake.enqueue(scriptReply('A cat.', ASKING, { gate: new Promise<void>((resolve) => (release = resolve)) }));
+    const hangup = new AbortController();
+    const sent = service.sendMessage(id, 'a cat', hangup.signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const events = sent.value[Symbol.asyncIterator]();
+    for (let step = await events.next(); !step.done; step = await events.next()) if (step.value.type === 'delta') break;
+    hangup.abort(new Error('the client hung up'));
+    // The reply still waits at the gate: only a stream closed by the hang-up ends now.
+    const rest = collectAll({ [Symbol.asyncIterator]: () => events }).then(() => 'ended');
+    expect(await Promise.race([rest, new Promise((resolve) => setTimeout(() => resolve('still open'), 2000))])).toBe('ended');
+    release();
+    await expect.poll(() => service.isBusy(id)).toBe(false);
+    expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ status: 'ok', text: 'A cat.' });
+  });
+
+  it('a follower joining mid-reply gets the text shown so far, not the copy saved a second ago', async () => {
+    const { service, fake } = await setUp();
+    const id = newConversationId(service);
+    // Three lines, then the model hangs: the first was saved at once, the next two wait for the save interval.
+    fake.enqueue({ chunks: ['One', ' two', ' three', ' four'], stallAfter: 3 });
+    const sent = service.sendMessage(id, 'count', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const seen: TurnEvent[] = [];
+    const reading = (async () => {
+      for await (const event of sent.value) seen.push(event);
+    })();
+    await fake.waitForStall();
+    await expect.poll(() => seen.flatMap((event) => (event.type === 'delta' ? [event.text] : [])).join('')).toBe('One two three');
+    const started = seen.find((event) => event.type === 'started');
+    const following = service.followConversation(id);
+    if (!following.ok) throw new Error(following.error.message);
+    expect(following.value.running).toEqual({ turnId: started?.type === 'started' ? started.turnId : -1, text: 'One two three' });
+    expect(following.value.snapshot?.turns.at(-1)).toMatchObject({ status: 'running', text: 'One two three' });
+    service.stop(id);
+    await reading;
+  });
+
+  it('a read that fails once the reply was written says the reply may be incomplete, logged with the conversation', async () => {
+    let failReads = false;
+    const { logger, entries } = recordLog();
+    const { service, fake } = await setUp({
+      logger,
+      store: (real) => ({
+        ...real,
+        getConversation: (id: string) => {
+          if (failReads) throw new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' });
+          return real.getConversation(id);
+        },
+      }),
+    });
+    const id = newConversationId(service);
+    let release!: () => void;
+    fake.enqueue(scriptReply('A cat.', ASKING, { gate: new Promise<void>((resolve) => (release = resolve)) }));
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const events = sent.value[Symbol.asyncIterator]();
+    for (let step = await events.next(); !step.done; step = await events.next()) if (step.value.type === 'delta') break;
+    // The turn reads the conversation again once the reply is in, to decide the pane: that read fails.
+    failReads = true;
+    release();
+    const rest = await collectAll({ [Symbol.asyncIterator]: () => events });
+    failReads = false;
+    expect(rest.at(-2)).toMatchObject({ type: 'error', code: 'storage_failed', message: expect.stringMatching(/^Easel could not save the reply: .*your message is kept/) });
+    expect(rest.at(-1)).toMatchObject({ type: 'done', level: 'error' });
+    expect(entries.filter((entry) => entry.message === 'the conversation could not be read during a turn')).toEqual([
+      { level: 'error', message: 'the conversation could not be read during a turn', fields: { conversationId: id, error: expect.any(StorageError) } },
+    ]);
+    expect(service.isBusy(id)).toBe(false);
   });
 
   it('the library lists a conversation by its messages as shown: an edited one by its new words, an empty reply skipped', async () => {
