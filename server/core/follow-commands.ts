@@ -89,9 +89,9 @@ function withShownText(view: ConversationView, running: { turnId: number; text: 
  */
 function rewindShownText(now: { turnId: number; text: string }, replayed: ReadonlyArray<FeedEntry<LiveEvent>>): { turnId: number; text: string } | undefined {
   let text = now.text;
-  for (let index = replayed.length - 1; index >= 0; index--) {
-    const event = replayed[index]?.event;
-    if (!event || !('turnId' in event) || event.turnId !== now.turnId) continue;
+  // Only a reply sends these, one reply at a time: an earlier one's are replayed only with this one's `started`.
+  // So their order does not matter: any start or wholesale change decides, and the deltas' lengths add up.
+  for (const { event } of replayed) {
     if (event.type === 'started' || event.type === 'retry' || event.type === 'reset') return undefined;
     if (event.type === 'delta') text = text.slice(0, text.length - event.text.length);
   }

@@ -89,8 +89,10 @@ export function createLibraryCommands(state: ServiceState, turns: { stop(id: str
           await deps.imageFiles.remove(file).catch((error: unknown) => deps.logger.warn('an image file of a deleted conversation could not be removed', { file, error }));
         }
         // Listed by the deletion itself, after the images being made have settled: none saved meanwhile is missed.
-        for (const imageId of thumbnails ? deleted.value.imageIds : []) {
-          await thumbnails?.remove(imageId).catch((error: unknown) => deps.logger.warn('the thumbnail of a deleted image could not be removed', { imageId, error }));
+        if (thumbnails) {
+          for (const imageId of deleted.value.imageIds) {
+            await thumbnails.remove(imageId).catch((error: unknown) => deps.logger.warn('the thumbnail of a deleted image could not be removed', { imageId, error }));
+          }
         }
         return { ok: true, value: undefined };
       } finally {

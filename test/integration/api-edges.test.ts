@@ -87,6 +87,13 @@ describe('an unknown conversation', () => {
     expect(await answer(await easel.post('/api/conversations/nope/images/cancel'))).toEqual({ status: 404, body: { error: NO_SUCH } });
   });
 
+  it('its prompt, or a comparison\'s pick, is 404 before the body is read', async () => {
+    const unknown = '0b6f4c1e-9a3d-4f5e-8c2b-1d7e6f5a4b3c';
+    // Bodies the rules would refuse (422): the missing conversation is said first.
+    expect((await easel.put(`/api/conversations/${unknown}/prompt`, { prompt: 5 })).status).toBe(404);
+    expect((await easel.post(`/api/conversations/${unknown}/compare/pick`, { promptVersion: 1, over: 2 })).status).toBe(404);
+  });
+
   it('Stop and Cancel images of a known, idle conversation answer false', async () => {
     const id = await easel.newConversation();
     expect(await answer(await easel.post(`/api/conversations/${id}/stop`))).toEqual({ status: 200, body: { stopped: false } });

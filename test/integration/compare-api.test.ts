@@ -142,13 +142,23 @@ describe('compare', () => {
     expect(fake.chatRequests().at(-1)?.messages?.at(-1)?.content).toContain('chose: "a blue fox in snow at dusk" over "a red fox in snow"');
   });
 
-  it('the pick refuses an unknown version and the same one twice with 422', async () => {
+  it('the pick refuses an unknown version, a missing one and the same one twice with 422, naming the field', async () => {
     const { id, a } = await twoVersions();
-    const unknown = await easel.post(`/api/conversations/${id}/compare/pick`, { promptVersion: a, over: 12345 });
-    expect(unknown.status).toBe(422);
-    expect(JSON.stringify(await unknown.json())).toContain('12345');
-    expect((await easel.post(`/api/conversations/${id}/compare/pick`, { promptVersion: a, over: a })).status).toBe(422);
-    expect((await easel.post(`/api/conversations/${id}/compare/pick`, {})).status).toBe(422);
+    const pick = async (body: Record<string, unknown>) => {
+      const response = await easel.post(`/api/conversations/${id}/compare/pick`, body);
+      expect(response.status).toBe(422);
+      return (await response.json()) as { error: string; fields: Record<string, string> };
+    };
+    const unknown = await pick({ promptVersion: a, over: 12345 });
+    expect(unknown.error).toMatch(/^over must be the id of a prompt version/);
+    expect(unknown.fields.over).toContain('there is no version 12345');
+    // Nothing sent: no "there is no version …" of a value never given, straight to where the versions are listed.
+    const missing = await pick({});
+    expect(missing.error).toMatch(/^promptVersion must be the id of a prompt version/);
+    expect(missing.fields.promptVersion).toContain('of this conversation (GET the conversation');
+    const same = await pick({ promptVersion: a, over: a });
+    expect(same.error).toContain('must be the two different versions');
+    expect(same.fields.over).toContain('same version');
   });
 });
 

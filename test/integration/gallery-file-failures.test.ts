@@ -1,6 +1,6 @@
 // The gallery's files failing under it, through the whole server: a new image whose thumbnail cannot be made, and
-// an image deleted whose PNG and thumbnail cannot be removed. Each is logged (a WARN naming the image or its file);
-// the image is kept, or deleted, all the same.
+// an image (or its conversation) deleted whose PNG and thumbnail cannot be removed. Each is logged (a WARN naming
+// the image or its file); the image is kept, or deleted, all the same.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
@@ -15,9 +15,9 @@ function warnings(server: TestEasel, message: string): Array<Record<string, unkn
   return server.logs.filter((line) => line.includes(marker)).map((line) => JSON.parse(line.slice(line.indexOf(marker) + marker.length)) as Record<string, unknown>);
 }
 
-/** Generates one image through the API and answers its id. */
-async function makeImage(server: TestEasel): Promise<string> {
-  const conversationId = await server.newConversation();
+/** Generates one image through the API (in a new conversation unless one is given) and answers its id. */
+async function makeImage(server: TestEasel, conversationId?: string): Promise<string> {
+  conversationId ??= await server.newConversation();
   const events = await readSse(await server.post(`/api/conversations/${conversationId}/generations`, { prompt: 'a fox', settings: { steps: 1, width: 64, height: 64 } }));
   const image = events.find((event) => event.type === 'image');
   if (!image) throw new Error(`no image: ${JSON.stringify(events)}`);
@@ -63,6 +63,20 @@ describe('an image deleted whose files cannot be removed', () => {
     expect((await fetch(`${easel.url}/api/images/${id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await easel.get(`/images/thumbs/${id}.webp`)).status).toBe(404);
     expect(warnings(easel, 'the file of a deleted image could not be removed')).toEqual([{ file: `${id}.png`, error: expect.anything() }]);
+    expect(warnings(easel, 'the thumbnail of a deleted image could not be removed')).toEqual([{ imageId: id, error: expect.anything() }]);
+  });
+
+  it('is deleted with its conversation (204), its thumbnail left behind logged by the image\'s id', async () => {
+    const conversationId = await easel.newConversation();
+    const id = await makeImage(easel, conversationId);
+    const thumbnail = join(easel.dataDir, 'thumbs', `${id}.webp`);
+    await expect.poll(() => existsSync(thumbnail), { timeout: 10_000 }).toBe(true);
+    rmSync(thumbnail);
+    mkdirSync(thumbnail);
+    writeFileSync(join(thumbnail, 'kept'), 'x');
+
+    expect((await fetch(`${easel.url}/api/conversations/${conversationId}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await easel.get(`/api/conversations/${conversationId}`)).status).toBe(404);
     expect(warnings(easel, 'the thumbnail of a deleted image could not be removed')).toEqual([{ imageId: id, error: expect.anything() }]);
   });
 });

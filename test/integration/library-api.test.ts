@@ -278,6 +278,17 @@ describe('export and import', () => {
     expect(await titleOf(await importZip(heron))).toBe('a heron in the mist');
   });
 
+  it('the copy of a title at its length bound is cut to fit its suffix, with no space left before it', async () => {
+    const id = await easel.newConversation();
+    // 120 characters (the bound), the 113th a space: ' (copy)' leaves room for 113, ' (copy 2)' for 111.
+    const title = `${'w'.repeat(112)} lantern`;
+    expect((await patch(id, { title })).status).toBe(200);
+    const zip = new Uint8Array(await (await easel.get(`/api/conversations/${id}/export`)).arrayBuffer());
+    const titleOf = async (response: Response) => (await conversation(((await response.json()) as { id: string }).id)).title;
+    expect(await titleOf(await importZip(zip))).toBe(`${'w'.repeat(112)} (copy)`);
+    expect(await titleOf(await importZip(zip))).toBe(`${'w'.repeat(111)} (copy 2)`);
+  });
+
   it('an image whose backend claimed no seed, steps or CFG (null) exports and imports back as it was', async () => {
     const id = await chat('a red fox', 'Here.', 'a red fox');
     await generate(id, 'a red fox');

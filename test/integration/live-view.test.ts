@@ -200,6 +200,17 @@ describe('following a conversation', () => {
     await library.close();
   });
 
+  it('the library followed again with Last-Event-ID gets what it missed, without a snapshot', async () => {
+    const first = followFrames(await follow('/api/events'));
+    const snapshot = await first.next();
+    expect(snapshot.event).toBe('snapshot');
+    await first.close();
+    const id = await easel.newConversation();
+    const resumed = followFrames(await follow('/api/events', { 'last-event-id': snapshot.id ?? '' }));
+    expect(await resumed.next()).toMatchObject({ event: 'created', data: { conversation: { id } } });
+    await resumed.close();
+  });
+
   it('following an unknown conversation is 404', async () => {
     expect((await follow('/api/conversations/nope/events')).status).toBe(404);
   });

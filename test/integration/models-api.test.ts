@@ -72,6 +72,15 @@ describe('a chat model per conversation', () => {
     expect(fake.chatRequests().at(-1)?.model).toBe('qwen2.5:7b');
   });
 
+  it('a name no Ollama model can have is refused as such, not looked for among the installed ones', async () => {
+    const id = await easel.newConversation();
+    for (const field of ['chatModel', 'visionModel']) {
+      const refused = await putSettings(id, { [field]: 'two words' });
+      expect(refused.status).toBe(422);
+      expect((refused.body.fields as Record<string, string>)[field]).toContain('must be an Ollama model name');
+    }
+  });
+
   it('a model pulled in a terminal since the last listing is found by asking again', async () => {
     fake.setModels(['mistral:7b']);
     const id = await easel.newConversation();

@@ -15,8 +15,10 @@ import {
   MAX_IMPORT_BYTES,
   StorageError,
   type ConversationStore,
+  type FeedEntry,
   type ImageBackend,
   type ImageFiles,
+  type LiveEvent,
   type Logger,
   type TurnEvent,
 } from '../../../server/core/index.ts';
@@ -71,6 +73,19 @@ function newConversationId(service: Awaited<ReturnType<typeof setUp>>['service']
   const created = service.createConversation();
   if (!created.ok) throw new Error(created.error.message);
   return created.value.id;
+}
+
+/** Every event of the conversation as a follower reads it, and its deltas with their ids; `stop` ends the follow. */
+function followAll(service: Awaited<ReturnType<typeof setUp>>['service'], id: string) {
+  const hangup = new AbortController();
+  const following = service.followConversation(id, { signal: hangup.signal });
+  if (!following.ok) throw new Error(following.error.message);
+  const entries: Array<FeedEntry<LiveEvent>> = [];
+  void (async () => {
+    for await (const entry of following.value.entries) entries.push(entry);
+  })();
+  const seenDeltas = () => entries.flatMap(({ id: entryId, event }) => (event.type === 'delta' ? [{ id: entryId, text: event.text }] : []));
+  return { entries, seenDeltas, stop: () => hangup.abort() };
 }
 
 const AT = '2026-11-26T10:00:00.000Z';
@@ -294,6 +309,11 @@ describe('what the screen shows, saved by the core before the command', () => {
     const draft = service.draftConversation();
     expect(isConversationId(draft.id)).toBe(true);
     expect(draft).toMatchObject({ prompt: '', settings: DEFAULT_SETTINGS, turns: [], pane: { canUndo: false, promptVersion: null } });
+    // Its whole view (pane, preview…) is the one an empty conversation has once stored, but for its id and times.
+    const created = service.createConversation();
+    if (!created.ok) throw new Error(created.error.message);
+    const apart = ({ id: _id, createdAt: _createdAt, updatedAt: _updatedAt, ...rest }: typeof draft) => rest;
+    expect(apart(draft)).toEqual(apart(created.value));
     expect(service.getConversation(draft.id)).toBeUndefined();
     expect(service.draftConversation().id).not.toBe(draft.id);
   });
@@ -517,6 +537,75 @@ describe('a turn as the service runs it', () => {
     expect(following.value.snapshot?.turns.at(-1)).toMatchObject({ status: 'running', text: 'One two three' });
     service.stop(id);
     await reading;
+  });
+
+  it('a follower resuming mid-reply is given the text as of the id it resumes from; from before the reply began, none', async () => {
+    const { service, fake } = await setUp();
+    const id = newConversationId(service);
+    const { entries, seenDeltas, stop } = followAll(service, id);
+    const beforeReply = service.snapshotConversation(id)?.snapshotId;
+    // Lines apart in time, so that each is a delta of its own.
+    fake.enqueue({ chunks: ['One', ' two', ' three', ' four'], stallAfter: 3, delayMs: 30 });
+    const sent = service.sendMessage(id, 'count', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const reading = collectAll(sent.value);
+    await fake.waitForStall();
+    await expect.poll(() => seenDeltas().map((delta) => delta.text)).toEqual(['One', ' two', ' three']);
+    const turnId = entries.flatMap(({ event }) => (event.type === 'started' ? [event.turnId] : []))[0];
+    // A prompt typed meanwhile: a change of its own among the events replayed, no text of the reply.
+    expect(service.setPrompt(id, 'a red fox').ok).toBe(true);
+    // The page showed 'One' when it lost the stream: the two deltas replayed after it must not be shown twice.
+    const resumed = service.followConversation(id, { lastEventId: seenDeltas()[0]?.id });
+    expect(resumed.ok && resumed.value.snapshot).toBeUndefined();
+    expect(resumed.ok && resumed.value.running).toEqual({ turnId, text: 'One' });
+    // Its `started` is replayed: the reply is drawn from it, with no text before.
+    const fromStart = service.followConversation(id, { lastEventId: beforeReply });
+    expect(fromStart.ok && fromStart.value.snapshot).toBeUndefined();
+    expect(fromStart.ok && fromStart.value.running).toBeUndefined();
+    service.stop(id);
+    await reading;
+    stop();
+  });
+
+  it('a follower resuming from before a retry or a reset is given no text: the replayed event replaced it', async () => {
+    let atReplyStored: (() => void) | undefined;
+    const { service, fake } = await setUp({
+      store: (real) => ({
+        ...real,
+        finishTurn: (...args: Parameters<ConversationStore['finishTurn']>) => {
+          atReplyStored?.();
+          return real.finishTurn(...args);
+        },
+      }),
+    });
+    const id = newConversationId(service);
+    const { entries, seenDeltas, stop } = followAll(service, id);
+    // Prose without metadata, then a broken metadata call: a retry; the retried reply then hangs after 'Two three'.
+    fake.enqueue({ chunks: ['prose', ' one'], delayMs: 30 }, { chunks: ['{"prompt": "a cat'], doneReason: 'length' }, { chunks: ['Two', ' three', ' four'], stallAfter: 2, delayMs: 30 });
+    const sent = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!sent.ok) throw new Error(sent.error.message);
+    const reading = collectAll(sent.value);
+    await fake.waitForStall();
+    await expect.poll(() => seenDeltas().map((delta) => delta.text)).toEqual(['prose', ' one', 'Two', ' three']);
+    const beforeRetry = service.followConversation(id, { lastEventId: seenDeltas()[1]?.id });
+    expect(beforeRetry.ok && beforeRetry.value.running).toBeUndefined();
+    service.stop(id);
+    await reading;
+
+    // A reset is followed by its `done` with no await between: a follower can come in only while the reply is stored.
+    const seenAtEnd: Array<string | undefined> = [];
+    atReplyStored = () => {
+      seenAtEnd.push(entries.at(-1)?.event.type);
+      const atEnd = service.followConversation(id, { lastEventId: entries.at(-1)?.id });
+      seenAtEnd.push(atEnd.ok && atEnd.value.running ? atEnd.value.running.text : 'no text');
+    };
+    fake.enqueue({ chunks: ['prose ', 'one'] }, { chunks: ['{"prompt": "a cat'], doneReason: 'length' }, 'prose 2', { chunks: ['{"prompt": "a cat'], doneReason: 'length' });
+    const again = service.sendMessage(id, 'a cat', new AbortController().signal);
+    if (!again.ok) throw new Error(again.error.message);
+    expect((await collectAll(again.value)).some((event) => event.type === 'reset')).toBe(true);
+    // The follower had seen the last retry: only the reset is replayed, and the text before it is not given.
+    expect(seenAtEnd).toEqual(['retry', 'no text']);
+    stop();
   });
 
   it('a read that fails once the reply was written says the reply may be incomplete, logged with the conversation', async () => {
