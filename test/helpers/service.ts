@@ -78,3 +78,10 @@ export function buildService(options: TestServiceOptions = {}): TestService {
   });
   return { service, store, realStore, images };
 }
+
+/** A new, empty conversation's id (the test fails at once if it cannot be made). */
+export function newConversationId(service: EaselService): string {
+  const created = service.createConversation();
+  if (!created.ok) throw new Error(created.error.message);
+  return created.value.id;
+}

@@ -12,7 +12,7 @@ import { createThumbnailer } from '../../server/sharp/index.ts';
 import { createFakeA1111 } from '../fakes/fake-a1111.ts';
 import { makeImageRecord } from '../helpers/records.ts';
 import { recordLog } from '../helpers/log-entries.ts';
-import { buildService, type TestServiceOptions } from '../helpers/service.ts';
+import { buildService, newConversationId, type TestServiceOptions } from '../helpers/service.ts';
 import { collectAll } from '../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -38,10 +38,8 @@ function setUp(options: Omit<TestServiceOptions, 'logger' | 'dbPath' | 'imagesDi
 
 /** An image of a new conversation, put in the store as a generation would: its id. */
 function storeImage({ service, store }: { service: EaselService; store: ConversationStore }): string {
-  const created = service.createConversation();
-  if (!created.ok) throw new Error(created.error.message);
   const id = 'a'.repeat(32);
-  store.addImage(makeImageRecord({ id, conversationId: created.value.id, file: `${id}.png`, url: `/images/${id}.png` }));
+  store.addImage(makeImageRecord({ id, conversationId: newConversationId(service), file: `${id}.png`, url: `/images/${id}.png` }));
   return id;
 }
 
@@ -67,9 +65,7 @@ describe('a new image’s thumbnail', () => {
         },
       }),
     });
-    const created = service.createConversation();
-    if (!created.ok) throw new Error(created.error.message);
-    const started = service.generate(created.value.id, { prompt: 'a fox', settings: { steps: 1, width: 64, height: 64 } }, new AbortController().signal);
+    const started = service.generate(newConversationId(service), { prompt: 'a fox', settings: { steps: 1, width: 64, height: 64 } }, new AbortController().signal);
     if (!started.ok) throw new Error(started.error.message);
     const image = (await collectAll(started.value)).find((event) => event.type === 'image');
     expect(image).toBeDefined();

@@ -10,7 +10,7 @@ import { MAX_REFERENCE_BYTES, silentLogger, type ImageConverter } from '../../se
 import { createImageConverter } from '../../server/sharp/index.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { closeAfterEachTest, type TestEasel } from '../helpers/easel.ts';
-import { buildService, type TestServiceOptions } from '../helpers/service.ts';
+import { buildService, newConversationId, type TestServiceOptions } from '../helpers/service.ts';
 
 const { startEasel } = closeAfterEachTest();
 
@@ -76,9 +76,7 @@ describe('the service: the refusals the API and the real converter reach sooner'
       built.realStore.close();
       rmSync(dir, { recursive: true, force: true });
     });
-    const created = built.service.createConversation();
-    if (!created.ok) throw new Error(created.error.message);
-    return { ...built, dir, id: created.value.id };
+    return { ...built, dir, id: newConversationId(built.service) };
   }
   const converter = () => createImageConverter({ logger: silentLogger });
 

@@ -19,7 +19,7 @@ import { createFakeA1111 } from '../fakes/fake-a1111.ts';
 import { createFakeOllama } from '../fakes/fake-ollama.ts';
 import { makePng } from '../fakes/png-bytes.ts';
 import { startEaselStage, useEasel, type TestEasel } from '../helpers/easel.ts';
-import { buildService } from '../helpers/service.ts';
+import { buildService, newConversationId } from '../helpers/service.ts';
 import { iterateSse, readSse, type SseEvent } from '../helpers/sse.ts';
 import { collectAll } from '../helpers/streams.ts';
 import { CAT_PROMPT, makePictureOfACat } from '../helpers/vision.ts';
@@ -394,9 +394,7 @@ describe('the service itself: a stream read after its conversation was deleted',
       await ollama.close();
       rmSync(dir, { recursive: true, force: true });
     });
-    const created = built.service.createConversation();
-    if (!created.ok) throw new Error(created.error.message);
-    return { ...built, ollama, id: created.value.id };
+    return { ...built, ollama, id: newConversationId(built.service) };
   }
   const signal = () => new AbortController().signal;
   const visible = (events: TurnEvent[]) => events.map((event) => (event.type === 'error' ? `${event.code}: ${event.message}` : event.type));
@@ -446,9 +444,7 @@ describe('the service itself: a stream read after its conversation was deleted',
   it('a type that is no picture is refused before a vision model is looked for (the API and the page refuse it sooner)', async () => {
     const { service, realStore } = buildService();
     onTestFinished(() => realStore.close());
-    const created = service.createConversation();
-    if (!created.ok) throw new Error(created.error.message);
-    const refused = await service.describePicture(created.value.id, new TextEncoder().encode('hello'), 'text/plain', { signal: signal() });
+    const refused = await service.describePicture(newConversationId(service), new TextEncoder().encode('hello'), 'text/plain', { signal: signal() });
     expect(refused.ok ? 'described' : refused.error.code).toBe('invalid');
     expect(refused.ok ? '' : refused.error.message).toContain('Send a PNG, JPEG or WebP picture');
   });

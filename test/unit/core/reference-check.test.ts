@@ -4,7 +4,7 @@
 import { onTestFinished, describe, expect, it } from 'vitest';
 import type { ImageRecord } from '../../../server/core/index.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
-import { buildService } from '../../helpers/service.ts';
+import { buildService, newConversationId } from '../../helpers/service.ts';
 
 const REFERENCE = { prompt: '', steps: null, cfg: null, seed: null, sampler: null, model: null, source: null, turnId: null } as const;
 
@@ -15,9 +15,7 @@ const REFERENCE = { prompt: '', steps: null, cfg: null, seed: null, sampler: nul
 async function checkAnswer(over: Partial<ImageRecord>, { inTurn = false } = {}): Promise<{ code: string; message: string }> {
   const { service, store, realStore } = buildService();
   onTestFinished(() => realStore.close());
-  const created = service.createConversation();
-  if (!created.ok) throw new Error(created.error.message);
-  const id = created.value.id;
+  const id = newConversationId(service);
   const turn = inTurn ? { turnId: store.beginTurn(id, { user: { text: 'a red fox' }, replaces: [], context: { kind: 'edit', dropFront: 0, dropBack: 0, append: [{ kind: 'user', text: 'a red fox' }] } }, new Date().toISOString()).turnId } : {};
   store.addImage(makeImageRecord({ id: 'a'.repeat(32), conversationId: id, file: `${'a'.repeat(32)}.png`, url: `/images/${'a'.repeat(32)}.png`, ...REFERENCE, ...over, ...turn }));
   const checked = await service.checkImage(id, 'a'.repeat(32), { signal: new AbortController().signal });

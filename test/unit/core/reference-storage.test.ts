@@ -10,7 +10,7 @@ import { silentLogger, StorageError, type Thumbnailer } from '../../../server/co
 import { createImageConverter, createThumbnailer } from '../../../server/sharp/index.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
 import { recordLog } from '../../helpers/log-entries.ts';
-import { buildService, type TestServiceOptions } from '../../helpers/service.ts';
+import { buildService, newConversationId, type TestServiceOptions } from '../../helpers/service.ts';
 import { makeErrnoError } from '../../helpers/streams.ts';
 
 /** The service on a new images folder; `thumbnailsIn` makes its thumbnailer for that folder. */
@@ -23,9 +23,7 @@ function setUp(options: Omit<TestServiceOptions, 'imagesDir' | 'logger' | 'conve
     built.realStore.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const created = built.service.createConversation();
-  if (!created.ok) throw new Error(created.error.message);
-  return { ...built, dir, logs, id: created.value.id };
+  return { ...built, dir, logs, id: newConversationId(built.service) };
 }
 
 describe('a reference picture that cannot be stored', () => {

@@ -27,7 +27,7 @@ import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
 import { recordLog } from '../../helpers/log-entries.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
-import { buildService } from '../../helpers/service.ts';
+import { buildService, newConversationId } from '../../helpers/service.ts';
 import { collectAll, makeErrnoError } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -66,13 +66,6 @@ async function setUp(
   cleanups.push(() => realStore.close());
   cleanups.push(() => service.shutdown());
   return { service, fake, logs, dir, store };
-}
-
-/** A new, empty conversation's id. */
-function newConversationId(service: Awaited<ReturnType<typeof setUp>>['service']): string {
-  const created = service.createConversation();
-  if (!created.ok) throw new Error(created.error.message);
-  return created.value.id;
 }
 
 /** Every event of the conversation as a follower reads it, and its deltas with their ids; `stop` ends the follow. */
