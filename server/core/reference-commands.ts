@@ -117,8 +117,8 @@ export function createReferenceCommands(state: ServiceState, references: Referen
       if (!creating && !state.findRecord(conversationId)) return notFound(conversationId);
       const picture = await readPicture(bytes, type);
       if (!picture.ok) return picture;
-      // Only a good picture makes a conversation; another picture dropped at the same moment may have made it meanwhile.
-      if (creating && !state.findRecord(conversationId)) {
+      // Only a good picture makes a conversation.
+      if (creating) {
         const created = references.createConversation(conversationId);
         if (!created.ok) return created;
       }

@@ -288,10 +288,12 @@ export function createEaselService(deps: ServiceDeps & GalleryDeps & Pick<Refere
 
   /**
    * A new conversation a picture starts on the empty page (a reference, Describe), holding what the page shows:
-   * its prompt and its settings (checked, model choices too), as a first message's does.
+   * its prompt and its settings (checked, model choices too), as a first message's does; one that exists by then is joined.
    */
   function createEmptyConversation(id: string, init: NewConversation = {}): Result<unknown> {
     if (!isConversationId(id) || deleting.has(id)) return refuse('invalid', 'This new conversation has no valid id: reload the page and try again.');
+    // Another picture dropped at the same moment made it while this one was being read: this one joins it.
+    if (state.findRecord(id)) return { ok: true, value: undefined };
     const prompt = init.prompt === undefined ? { success: true as const, data: '' } : promptSchema.safeParse(init.prompt);
     if (!prompt.success) return invalid(prompt.error, 'prompt');
     const patch = settingsPatchSchema.safeParse(init.settings ?? {});

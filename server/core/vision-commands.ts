@@ -347,9 +347,8 @@ export function createVisionCommands(state: ServiceState, vision: VisionDeps): V
       const picture = await vision.readPicture(bytes, type);
       if (!picture.ok) return picture;
       const png = picture.value.png;
-      // Only a good picture, and a vision model to read it, make a conversation; another picture dropped at the
-      // same moment may have made it meanwhile.
-      if (creating && !state.findRecord(id)) {
+      // Only a good picture, and a vision model to read it, make a conversation.
+      if (creating) {
         const created = vision.createConversation?.(id, { ...create, ...(patch?.success ? { settings: patch.data } : {}) });
         if (created && !created.ok) return created;
       }
