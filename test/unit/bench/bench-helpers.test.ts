@@ -135,9 +135,10 @@ describe('/proc readings', () => {
   it('reads a process\'s CPU time as the kernel counts it, all threads included', async () => {
     // A process of its own, as the bench measures its servers: this worker runs other test files too, and a thread
     // of theirs that ends mid-measure would take its time out of the sum.
-    const spinner = `process.on('message', () => { const start = process.cpuUsage(); let spin = 0; while (process.cpuUsage(start).user < 30000) spin++; const used = process.cpuUsage(start); process.send({ spin, usageNs: (used.user + used.system) * 1000 }); }); process.send('ready');`;
+    const spinner = `process.on('message', () => { const start = process.cpuUsage(); let spin = 0; while (process.cpuUsage(start).user < 200000) spin++; const used = process.cpuUsage(start); process.send({ spin, usageNs: (used.user + used.system) * 1000 }); }); process.send('ready');`;
     const child = spawn(process.execPath, ['-e', spinner], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     onTestFinished(() => void child.kill());
+    // 200 ms of spin: a thread that ends is counted in 10 ms ticks, and a tick on 30 ms read as 37 % too much once.
     // Measured once it has started: its start-up is no part of the spin.
     await new Promise<void>((resolve) => child.once('message', () => resolve()));
     const before = readCpuNs(child.pid!);
