@@ -228,7 +228,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
         moves.close();
       });
       started.catch(noop);
-      if (queued) for await (const place of moves) yield { type: 'progress', id, place };
+      // A job not in line is never told a place: its channel closes as it starts.
+      for await (const place of moves) yield { type: 'progress', id, place };
       await started;
       if (deps.unloadLlm) {
         await deps.unloadLlm().catch((error: unknown) => deps.logger.warn('could not unload the chat model before the image', { error }));
@@ -269,12 +270,13 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
       // Compare: each side in turn, on the same seeds; otherwise the one prompt.
       const sides: Array<{ prompt: string; promptVersion: number | null; side?: CompareSide }> =
         input.compare === undefined ? [{ prompt: input.prompt, promptVersion: input.promptVersion }] : input.compare.sides.map((side, at) => ({ ...side, side: COMPARE_SIDES[at] as CompareSide }));
-      const single = count === 1 && input.compare === undefined;
-      let made = 0;
+      /** The id the `generation` event named, for the first image; each later one gets its own. */
+      let firstId: string | undefined = id;
 
       /** One finished image: checked, its parameters text, written, recorded; its event. */
       const save = async (result: ImageResult, index: number, asked: ImageRequest, side: (typeof sides)[number], of = count): Promise<ImageEvent> => {
-        const imageId = made++ === 0 ? id : newImageId();
+        const imageId = firstId ?? newImageId();
+        firstId = undefined;
         // One check for every backend, before anything is written: a broken image is refused whole.
         const checked = await checkPngImage(result.png, { maxPixels: deps.maxImagePixels });
         if (!checked.ok) {
@@ -321,7 +323,7 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           promptVersion: side.promptVersion,
           source,
           compareSide: side.side ?? null,
-          createdAt: single ? new Date(deps.clock.now()).toISOString() : batchAt,
+          createdAt: batchAt,
         };
         try {
           deps.store.addImage(image);
@@ -373,8 +375,8 @@ export function createImageGenerator(deps: ImageGeneratorDeps): ImageGenerator {
           }
           // Fewer than asked after a cancel: the ones made, counted as what they are.
           const kept = results.slice(0, count);
-          const of = signal.aborted && kept.length < count ? kept.length : count;
-          for (const [index, result] of kept.entries()) yield await save(result, index, { ...prompted, seed: seed + index }, side, of);
+          const of = signal.aborted ? kept.length : count;
+          for (const [index, result] of kept.entries()) yield await save(result, index, prompted, side, of);
           // Fewer than asked otherwise (an OpenAI-style server that ignores `n`): the loop below makes the missing
           // seeds one job each, so the batch is what it says (its `count`) and its followers' progress ends.
           next = of === count ? kept.length : count;

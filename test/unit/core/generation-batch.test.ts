@@ -193,4 +193,104 @@ describe('a batch in the generator', () => {
     ]);
     expect((await live).filter((event) => event.type === 'image')).toHaveLength(2);
   });
+
+  it('a batch of its own answered with no image is a bad answer, in words; one with more than asked keeps the ones asked', async () => {
+    const answers: Array<(seed: number) => Array<{ png: Uint8Array; seed: number }>> = [() => [], (seed) => [0, 1, 2].map((index) => ({ png: makePng(8, 8), seed: seed + index }))];
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      generate: async () => Promise.reject(new Error('not asked')),
+      generateBatch: async (request) => answers.shift()!(request.seed),
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const { images, added } = setUp(backend);
+    expect((await collectAll(images.generate(input(3)))).at(-1)).toEqual({
+      type: 'error',
+      code: 'image_bad_response',
+      message: "AUTOMATIC1111 at http://x answered a batch of 3 without an image. Try again, and check the backend's console if it happens again. The prompt is kept: press Generate to try again.",
+    });
+    expect(added).toEqual([]);
+    // Three for two: the first two kept.
+    const made = (await collectAll(images.generate(input(2)))).filter((event): event is Extract<TurnEvent, { type: 'image' }> => event.type === 'image');
+    expect(made.map((event) => [event.seed, event.batch])).toEqual([
+      [10, { index: 0, count: 2 }],
+      [11, { index: 1, count: 2 }],
+    ]);
+    expect(added.map((image) => image.seed)).toEqual([10, 11]);
+  });
+
+  it("progress: a batch job's own is passed on whole; a loop's is the batch's share, and one with no fraction is none", async () => {
+    const progress = (events: TurnEvent[]) => events.filter((event) => event.type === 'progress').map(({ type: _type, id: _id, ...rest }) => rest);
+    const job: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      generate: async () => Promise.reject(new Error('not asked')),
+      async generateBatch(request, { onProgress }) {
+        onProgress({ fraction: 0.5, step: 10, steps: 20, etaSeconds: 3 });
+        return Array.from({ length: request.count }, () => ({ png: makePng(8, 8) }));
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    expect(progress(await collectAll(setUp(job).images.generate(input(2))))).toEqual([{ fraction: 0.5, step: 10, steps: 20, etaSeconds: 3 }]);
+
+    // A server that counts steps but no fraction (the loop's share cannot be told): nothing, not an empty bar.
+    const loop: ImageBackend = {
+      name: 'localai',
+      url: 'http://x',
+      async generate(_request, { onProgress }) {
+        onProgress({ step: 2, steps: 4 });
+        return { png: makePng(8, 8) };
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    expect(progress(await collectAll(setUp(loop).images.generate(input(2))))).toEqual([]);
+  });
+});
+
+describe('a comparison of two prompts in the generator', () => {
+  const sides = { sides: [{ prompt: 'a fox', promptVersion: 1 }, { prompt: 'a red fox', promptVersion: 2 }] as [{ prompt: string; promptVersion: number }, { prompt: string; promptVersion: number }] };
+  const fractions = (events: TurnEvent[]) => events.filter((event) => event.type === 'progress').map((event) => (event as { fraction?: number }).fraction);
+
+  it('one job per image: each image its share of the whole bar, side A\'s images first, on the same seeds', async () => {
+    const requests: ImageRequest[] = [];
+    const backend: ImageBackend = {
+      name: 'localai',
+      url: 'http://x',
+      async generate(request, { onProgress }) {
+        requests.push(request);
+        onProgress({ fraction: 0.5 });
+        return { png: makePng(8, 8) };
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const events = await collectAll(setUp(backend).images.generate({ ...input(2), compare: sides }));
+    expect(requests.map((request) => [request.prompt, request.seed])).toEqual([
+      ['a fox', 10],
+      ['a fox', 11],
+      ['a red fox', 10],
+      ['a red fox', 11],
+    ]);
+    expect(fractions(events)).toEqual([0.5, 1.5, 2.5, 3.5].map((done) => done / 4));
+  });
+
+  it("a batch job per side: each side's job is its half of the bar", async () => {
+    const backend: ImageBackend = {
+      name: 'a1111',
+      url: 'http://x',
+      generate: async () => Promise.reject(new Error('not asked')),
+      async generateBatch(request, { onProgress }) {
+        onProgress({ fraction: 0.5, step: 10, steps: 20 });
+        return Array.from({ length: request.count }, (_, index) => ({ png: makePng(8, 8), seed: request.seed + index }));
+      },
+      checkHealth: async () => ({ reachable: true, detail: '' }),
+    };
+    const events = await collectAll(setUp(backend).images.generate({ ...input(2), compare: sides }));
+    expect(fractions(events)).toEqual([0.25, 0.75]);
+    expect(events.filter((event) => event.type === 'image').map((event) => (event as { compare?: unknown }).compare)).toEqual([
+      { id: 'id1', side: 'a', index: 0 },
+      { id: 'id1', side: 'a', index: 1 },
+      { id: 'id1', side: 'b', index: 0 },
+      { id: 'id1', side: 'b', index: 1 },
+    ]);
+  });
 });

@@ -12,8 +12,10 @@ import {
   DEFAULT_SETTINGS,
   ImageBackendError,
   NO_BACKEND_MESSAGE,
+  StorageError,
   type ImageBackend,
   type ImageGeneratorDeps,
+  type ImageRequest,
   type ImageResult,
 } from '../../../server/core/index.ts';
 import { readPngText } from '../../../server/png/index.ts';
@@ -93,12 +95,19 @@ describe('whose parameters text the saved PNG keeps', () => {
 
 describe('what an image says when the backend says little', () => {
   it('keys the backend did not claim are absent from the event and null in the record; an empty sampler or model is none', async () => {
-    const { images, store } = setUp(backendWith(async () => result({ sampler: '', model: '' })));
+    const { images, store } = setUp(backendWith(async () => result({ sampler: '', scheduler: '', model: '' })));
     const version = store.addUserPromptVersion('c1', 'a fox', new Date().toISOString());
     const events = await collectAll(images.generate(input({ promptVersion: version })));
     // toStrictEqual: a key holding undefined would read as "the backend used undefined".
     expect(events.at(-1)).toStrictEqual({ type: 'image', id: 'img1', url: '/images/img1.png', width: 8, height: 8, prompt: 'a fox', negativePrompt: '', promptVersion: version });
-    expect(store.listImages('c1')[0]).toMatchObject({ seed: null, steps: null, cfg: null, sampler: null, model: null, promptVersion: version });
+    expect(store.listImages('c1')[0]).toMatchObject({ seed: null, steps: null, cfg: null, sampler: null, scheduler: null, model: null, promptVersion: version });
+  });
+
+  it("the request names no checkpoint, sampler, scheduler or starting image the user did not choose: the server's own are used", async () => {
+    const requests: ImageRequest[] = [];
+    const { images } = setUp(backendWith(async (request) => (requests.push(request), result())));
+    await collectAll(images.generate(input()));
+    expect(Object.keys(requests[0]!).sort()).toEqual(['cfg', 'height', 'negativePrompt', 'prompt', 'seed', 'steps', 'width']);
   });
 });
 
@@ -153,6 +162,21 @@ describe('failures, in words and in the log', () => {
         'The image was made but could not be saved in the images folder of the data dir, and nothing was written. Check that this folder exists and that Easel may write to it (permissions, a read-only disk, --data-dir), then press Generate again; the prompt is kept.',
     });
     expect(logs).toEqual(['ERROR the finished image could not be saved {"error":{"name":"ImageSaveError","message":"could not write img1.png","cause":"no reason given"}}']);
+  });
+
+  it('a record the database refuses is said as a storage failure and its file removed; logged here unless the store logged it', async () => {
+    for (const [code, logged] of [
+      ['full', ['ERROR the image could not be recorded {"error":{"name":"StorageError","message":"SQLITE_FULL"}}']],
+      ['gone', []],
+    ] as const) {
+      const removed: string[] = [];
+      const failing = { addImage: () => { throw new StorageError(code, code === 'full' ? 'SQLITE_FULL' : 'gone', { location: '/data/easel.db' }); } } as unknown as ImageGeneratorDeps['store'];
+      const { images, logs } = setUp(backendWith(async () => result()), { store: failing, removeFile: async (name) => void removed.push(name) });
+      const events = await collectAll(images.generate(input()));
+      expect(events.at(-1)).toMatchObject({ type: 'error', code: code === 'full' ? 'storage_full' : 'storage_failed', message: expect.stringContaining('The image was made but not kept') });
+      expect(removed).toEqual(['img1.png']);
+      expect(logs).toEqual(logged);
+    }
   });
 
   it('a chat model that will not unload is logged, and the image is made anyway', async () => {
@@ -210,7 +234,21 @@ describe('the queue', () => {
   });
 });
 
+describe('listModels', () => {
+  it('a backend that cannot list offers no choices: the server paints with its own', async () => {
+    const { images } = setUp(backendWith(async () => result()));
+    expect(await images.listModels(new AbortController().signal)).toEqual({ backend: 'a1111', options: { checkpoints: [], current: null, samplers: [], schedulers: [] } });
+    expect(await setUp(null).images.listModels(new AbortController().signal)).toBeNull();
+  });
+});
+
 describe('checkHealth', () => {
+  it('says whether the backend can vary, in its words, once it can tell', async () => {
+    const cannot = 'LocalAI cannot start from an image.';
+    expect(await setUp(backendWith(async () => result(), { canVary: cannot })).images.checkHealth()).toMatchObject({ canVary: cannot });
+    expect(await setUp(backendWith(async () => result(), { canVary: true })).images.checkHealth()).toMatchObject({ canVary: true });
+  });
+
   it('passes on what the backend found, and says when auto chose it', async () => {
     const backend = backendWith(async () => result(), {
       auto: true,

@@ -2,22 +2,23 @@
 // over as `init`, the record's `source` and the PNG's "Denoising strength", and each refusal before anything is
 // sent: a backend that says it cannot (known only after `prepare`, as with --image-backend auto), a file gone.
 import { describe, expect, it } from 'vitest';
-import { createImageGenerator, DEFAULT_SETTINGS, silentLogger, type ImageBackend, type ImageRequest, type ImageRecord } from '../../../server/core/index.ts';
+import { createImageGenerator, createLogger, DEFAULT_SETTINGS, type ImageBackend, type ImageGeneratorDeps, type ImageRequest, type ImageRecord } from '../../../server/core/index.ts';
 import { parseA1111Parameters, readPngText, writePngText } from '../../../server/png/index.ts';
-import { makePng } from '../../fakes/png-bytes.ts';
+import { insertTextChunk, makePng } from '../../fakes/png-bytes.ts';
 import { collectAll } from '../../helpers/streams.ts';
 
 const START = makePng(8, 8, [10, 20, 30]);
 const MADE = makePng(8, 8, [40, 50, 60]);
 
-function setUp(backend: ImageBackend, files: Record<string, Uint8Array> = { 'start.png': START }) {
+function setUp(backend: ImageBackend, files: Record<string, Uint8Array> = { 'start.png': START }, over: Partial<ImageGeneratorDeps> = {}) {
   const added: ImageRecord[] = [];
+  const logs: string[] = [];
   const saved = new Map<string, Uint8Array>();
   const store = { addImage: (image: ImageRecord) => void added.push(image) } as unknown as Parameters<typeof createImageGenerator>[0]['store'];
   const images = createImageGenerator({
     backend,
     store,
-    logger: silentLogger,
+    logger: createLogger({ level: 'debug', write: (line) => logs.push(line.replace(/^\S+ /, '')) }),
     clock: Date,
     saveFile: async (name, bytes) => void saved.set(name, bytes),
     readFile: async (name) => {
@@ -26,8 +27,9 @@ function setUp(backend: ImageBackend, files: Record<string, Uint8Array> = { 'sta
       return file;
     },
     imagesDir: '/data/images',
+    ...over,
   });
-  return { images, added, saved };
+  return { images, added, saved, logs };
 }
 
 function backendWith(over: Partial<ImageBackend> & { made?: Uint8Array } = {}): ImageBackend & { requests: ImageRequest[] } {
@@ -75,7 +77,9 @@ describe('a Vary in the generator', () => {
   });
 
   it("keeps a server's own text that already names the strength, and adds it to one that does not", async () => {
-    const own = writePngText(MADE, 'parameters', 'a fox\nSteps: 20, Sampler: Euler, CFG scale: 7.0, Seed: 3, Size: 8x8, Denoising strength: 0.35, Version: v1.10.1');
+    // Written as Pillow writes it, right after IHDR and before another text: not a byte of it is rewritten or moved.
+    const text = 'a fox\nSteps: 20, Sampler: Euler, CFG scale: 7.0, Seed: 3, Size: 8x8, Denoising strength: 0.35, Version: v1.10.1';
+    const own = insertTextChunk(insertTextChunk(MADE, 'Software', 'Forge', 'pillow'), 'parameters', text, 'pillow');
     const kept = setUp(backendWith({ made: own }));
     await collectAll(kept.images.generate({ ...input, from }));
     expect([...kept.saved.values()][0]).toEqual(own);
@@ -94,24 +98,37 @@ describe('a Vary in the generator', () => {
     });
     // As --image-backend auto's: unknown until the server is found.
     Object.defineProperty(backend, 'canVary', { get: () => canVary });
-    const { images, added } = setUp(backend);
+    const { images, added, logs } = setUp(backend);
     expect(images.canVary()).toBeUndefined();
     const events = await collectAll(images.generate({ ...input, from }));
     expect(events.at(-1)).toEqual({ type: 'error', code: 'image_cannot_vary', message: 'This server cannot start from an image. Nothing was sent; Generate makes an image from the prompt alone.' });
     expect(backend.requests).toEqual([]);
     expect(added).toEqual([]);
     expect(images.canVary()).toBe('This server cannot start from an image.');
+    expect(logs).toEqual(['WARN  image generation did not finish {"error":{"name":"CannotVaryError","message":"This server cannot start from an image."}}']);
   });
 
   it('a starting image whose file is gone: image_source_unreadable, nothing sent', async () => {
     const backend = backendWith();
-    const { images } = setUp(backend, {});
+    const { images, logs } = setUp(backend, {});
     const events = await collectAll(images.generate({ ...input, from }));
     expect(events.at(-1)).toEqual({
       type: 'error',
       code: 'image_source_unreadable',
       message: 'The image to vary could not be read from /data/images (ENOENT): its file may have been removed. Nothing was sent; pick another image, or press Generate.',
     });
+    expect(backend.requests).toEqual([]);
+    expect(logs).toEqual(['ERROR the image to vary could not be read {"error":{"name":"SourceUnreadableError","message":"could not read start.png","cause":"ENOENT: start.png"}}']);
+  });
+
+  it('no images folder to read from, or a failure without a code: said without either, and logged', async () => {
+    const backend = backendWith();
+    const bare = { message: 'The image to vary could not be read from the images folder of the data dir: its file may have been removed. Nothing was sent; pick another image, or press Generate.' };
+    const noFolder = setUp(backend, {}, { readFile: undefined, imagesDir: undefined });
+    expect((await collectAll(noFolder.images.generate({ ...input, from }))).at(-1)).toEqual({ type: 'error', code: 'image_source_unreadable', ...bare });
+    expect(noFolder.logs).toEqual(['ERROR the image to vary could not be read {"error":{"name":"SourceUnreadableError","message":"no images folder to read start.png from"}}']);
+    const noCode = setUp(backend, {}, { readFile: async () => Promise.reject(new Error('EIO?')), imagesDir: undefined });
+    expect((await collectAll(noCode.images.generate({ ...input, from }))).at(-1)).toEqual({ type: 'error', code: 'image_source_unreadable', ...bare });
     expect(backend.requests).toEqual([]);
   });
 });
