@@ -22,21 +22,29 @@ function setUp(backend: ImageBackend, randomSeed?: () => number) {
   return { images, added };
 }
 
+/** A backend of the given name whose parts each test writes; one it does not write is never asked. */
+function scriptedBackend(name: ImageBackend['name'], parts: Partial<ImageBackend>): ImageBackend {
+  return {
+    name,
+    url: 'http://x',
+    generate: async () => Promise.reject(new Error('not asked')),
+    checkHealth: async () => ({ reachable: true, detail: '' }),
+    ...parts,
+  };
+}
+
 const input = (count: number, seed = 10) => ({ conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, seed }, promptVersion: null, signal: new AbortController().signal, count });
 
 describe('a batch in the generator', () => {
   it('without a batch of its own: one job per seed, progress across the batch, each image its own id and record', async () => {
     const requests: ImageRequest[] = [];
-    const backend: ImageBackend = {
-      name: 'localai',
-      url: 'http://x',
+    const backend = scriptedBackend('localai', {
       async generate(request, { onProgress }) {
         requests.push(request);
         onProgress({ fraction: 0.5, step: 2, steps: 4 });
         return { png: makePng(8, 8), seed: request.seed };
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images, added } = setUp(backend);
     const events = await collectAll(images.generate(input(3)));
     expect(requests.map((request) => request.seed)).toEqual([10, 11, 12]);
@@ -55,9 +63,7 @@ describe('a batch in the generator', () => {
   it('a cancel during the second image keeps the first and asks for no third', async () => {
     const controller = new AbortController();
     const requests: ImageRequest[] = [];
-    const backend: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
+    const backend = scriptedBackend('a1111', {
       async generate(request, { signal }) {
         requests.push(request);
         if (requests.length === 2) {
@@ -66,8 +72,7 @@ describe('a batch in the generator', () => {
         }
         return { png: makePng(8, 8), seed: request.seed };
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images, added } = setUp(backend);
     const events = await collectAll(images.generate({ ...input(3), signal: controller.signal }));
     expect(events.filter((event) => event.type === 'image')).toHaveLength(1);
@@ -79,9 +84,7 @@ describe('a batch in the generator', () => {
   it("with a batch of its own: one job, its results' seeds, a single image still through generate", async () => {
     const batches: Array<ImageRequest & { count: number }> = [];
     let singles = 0;
-    const backend: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
+    const backend = scriptedBackend('a1111', {
       async generate(request) {
         singles++;
         return { png: makePng(8, 8), seed: request.seed };
@@ -90,8 +93,7 @@ describe('a batch in the generator', () => {
         batches.push(request);
         return Array.from({ length: request.count }, (_, index) => ({ png: makePng(8, 8), seed: request.seed + index }));
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images } = setUp(backend, () => 77);
     const events = await collectAll(images.generate(input(4, -1)));
     expect(batches.map((request) => [request.seed, request.count])).toEqual([[77, 4]]);
@@ -102,17 +104,14 @@ describe('a batch in the generator', () => {
 
   it('a batch of its own that returns fewer than asked: the missing seeds made one job each, the count what is made', async () => {
     const singles: ImageRequest[] = [];
-    const backend: ImageBackend = {
-      name: 'openai',
-      url: 'http://x',
+    const backend = scriptedBackend('openai', {
       async generate(request) {
         singles.push(request);
         return { png: makePng(8, 8), seed: request.seed };
       },
       // A server that ignores `n`: one image, whatever was asked.
       generateBatch: async (request) => [{ png: makePng(8, 8), seed: request.seed }],
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images, added } = setUp(backend);
     const events = await collectAll(images.generate(input(3)));
     expect(singles.map((request) => request.seed)).toEqual([11, 12]);
@@ -129,9 +128,7 @@ describe('a batch in the generator', () => {
   it('a batch of its own cancelled with some images made: those are kept, counted as what was made, and no more asked', async () => {
     const controller = new AbortController();
     let singles = 0;
-    const backend: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
+    const backend = scriptedBackend('a1111', {
       async generate(request) {
         singles++;
         return { png: makePng(8, 8), seed: request.seed };
@@ -140,8 +137,7 @@ describe('a batch in the generator', () => {
         controller.abort();
         return [0, 1].map((index) => ({ png: makePng(8, 8), seed: request.seed + index }));
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images, added } = setUp(backend);
     const events = await collectAll(images.generate({ ...input(4), signal: controller.signal }));
     expect(singles).toBe(0);
@@ -154,13 +150,10 @@ describe('a batch in the generator', () => {
 
   it('a random batch is drawn so that its last seed is in range; a fixed one past the range is refused', async () => {
     let drawn: { min: number; max: number } | undefined;
-    const backend: ImageBackend = {
-      name: 'localai',
-      url: 'http://x',
+    const backend = scriptedBackend('localai', {
       seedRange: { min: 1, max: 100 },
       generate: async (request) => ({ png: makePng(8, 8), seed: request.seed }),
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images } = setUp(backend);
     const random = createImageGenerator({ backend, store: { addImage() {} } as never, logger: silentLogger, clock: Date, saveFile: async () => {}, randomSeed: (range) => ((drawn = range), range.max) });
     const made = await collectAll(random.generate(input(5, -1)));
@@ -171,12 +164,9 @@ describe('a batch in the generator', () => {
   });
 
   it('an activity followed after its batch ended gives every image, and ends with the last', async () => {
-    const backend: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
+    const backend = scriptedBackend('a1111', {
       generate: async (request) => ({ png: makePng(8, 8), seed: request.seed }),
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images } = setUp(backend);
     const activities = createImageActivities({ images, logger: silentLogger });
     const begun = await activities.start({ conversationId: 'c1', turnId: null, prompt: 'a fox', settings: { ...DEFAULT_SETTINGS, seed: 3 }, promptVersion: null, count: 2 });
@@ -196,13 +186,9 @@ describe('a batch in the generator', () => {
 
   it('a batch of its own answered with no image is a bad answer, in words; one with more than asked keeps the ones asked', async () => {
     const answers: Array<(seed: number) => Array<{ png: Uint8Array; seed: number }>> = [() => [], (seed) => [0, 1, 2].map((index) => ({ png: makePng(8, 8), seed: seed + index }))];
-    const backend: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
-      generate: async () => Promise.reject(new Error('not asked')),
+    const backend = scriptedBackend('a1111', {
       generateBatch: async (request) => answers.shift()!(request.seed),
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const { images, added } = setUp(backend);
     expect((await collectAll(images.generate(input(3)))).at(-1)).toEqual({
       type: 'error',
@@ -221,28 +207,21 @@ describe('a batch in the generator', () => {
 
   it("progress: a batch job's own is passed on whole; a loop's is the batch's share, and one with no fraction is none", async () => {
     const progress = (events: TurnEvent[]) => events.filter((event) => event.type === 'progress').map(({ type: _type, id: _id, ...rest }) => rest);
-    const job: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
-      generate: async () => Promise.reject(new Error('not asked')),
+    const job = scriptedBackend('a1111', {
       async generateBatch(request, { onProgress }) {
         onProgress({ fraction: 0.5, step: 10, steps: 20, etaSeconds: 3 });
         return Array.from({ length: request.count }, () => ({ png: makePng(8, 8) }));
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     expect(progress(await collectAll(setUp(job).images.generate(input(2))))).toEqual([{ fraction: 0.5, step: 10, steps: 20, etaSeconds: 3 }]);
 
     // A server that counts steps but no fraction (the loop's share cannot be told): nothing, not an empty bar.
-    const loop: ImageBackend = {
-      name: 'localai',
-      url: 'http://x',
+    const loop = scriptedBackend('localai', {
       async generate(_request, { onProgress }) {
         onProgress({ step: 2, steps: 4 });
         return { png: makePng(8, 8) };
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     expect(progress(await collectAll(setUp(loop).images.generate(input(2))))).toEqual([]);
   });
 });
@@ -253,16 +232,13 @@ describe('a comparison of two prompts in the generator', () => {
 
   it('one job per image: each image its share of the whole bar, side A\'s images first, on the same seeds', async () => {
     const requests: ImageRequest[] = [];
-    const backend: ImageBackend = {
-      name: 'localai',
-      url: 'http://x',
+    const backend = scriptedBackend('localai', {
       async generate(request, { onProgress }) {
         requests.push(request);
         onProgress({ fraction: 0.5 });
         return { png: makePng(8, 8) };
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const events = await collectAll(setUp(backend).images.generate({ ...input(2), compare: sides }));
     expect(requests.map((request) => [request.prompt, request.seed])).toEqual([
       ['a fox', 10],
@@ -274,16 +250,12 @@ describe('a comparison of two prompts in the generator', () => {
   });
 
   it("a batch job per side: each side's job is its half of the bar", async () => {
-    const backend: ImageBackend = {
-      name: 'a1111',
-      url: 'http://x',
-      generate: async () => Promise.reject(new Error('not asked')),
+    const backend = scriptedBackend('a1111', {
       async generateBatch(request, { onProgress }) {
         onProgress({ fraction: 0.5, step: 10, steps: 20 });
         return Array.from({ length: request.count }, (_, index) => ({ png: makePng(8, 8), seed: request.seed + index }));
       },
-      checkHealth: async () => ({ reachable: true, detail: '' }),
-    };
+    });
     const events = await collectAll(setUp(backend).images.generate({ ...input(2), compare: sides }));
     expect(fractions(events)).toEqual([0.25, 0.75]);
     expect(events.filter((event) => event.type === 'image').map((event) => (event as { compare?: unknown }).compare)).toEqual([
