@@ -57,8 +57,8 @@ export interface ModelCatalogDeps {
   llm: ChatModel;
   images: ImageGenerator;
   logger: Logger;
-  /** --vision-model, said with the listing. */
-  visionModel?: string;
+  /** --vision-model, said with the listing; absent or undefined: none. */
+  visionModel?: string | undefined;
 }
 
 const NO_IMAGE_OPTIONS: ImageModelOptions = { checkpoints: [], current: null, samplers: [], schedulers: [] };

@@ -40,8 +40,6 @@ export interface ServiceDeps {
   shutdownWaitMs?: number;
   /** The most pixels an imported image may have (--max-image-pixels); default checkPngImage's, 8192×8192. */
   maxImagePixels?: number;
-  /** The epoch of the live feeds' event ids; default a random one per process. */
-  feedEpoch?: string;
   /** --vision-model: the vision model of every conversation that chose none (Check, Describe). */
   visionModel?: string;
   /** The longest one check or description may take; default VISION_TIMEOUT_MS (tests shorten it). */
@@ -148,7 +146,7 @@ export interface ServiceState {
 export function createServiceState(deps: ServiceDeps): ServiceState {
   const running = new Map<string, TurnTask>();
   const imageWatchers = new Set<(activity: ImageActivity, event: TurnEvent) => void>();
-  const catalog = createModelCatalog({ llm: deps.llm, images: deps.images, logger: deps.logger, ...(deps.visionModel === undefined ? {} : { visionModel: deps.visionModel }) });
+  const catalog = createModelCatalog({ llm: deps.llm, images: deps.images, logger: deps.logger, visionModel: deps.visionModel });
   const activities = createImageActivities({
     images: deps.images,
     logger: deps.logger,
@@ -157,14 +155,14 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
       // An image's events are generation, progress, image and error: none has a turnId of its own.
       if (event.type !== 'started') feed.publish(activity.conversationId, { ...event, imageId: activity.id, turnId: activity.turnId });
       // A new image moves its conversation up the library.
+      // Stryker disable next-line ConditionalExpression: announce sends only what changed: on every event it would cost reads, not say more
       if (event.type === 'image') announce(activity.conversationId);
     },
   });
   const deleting = new Set<string>();
   const isoNow = () => new Date(deps.clock.now()).toISOString();
-  const epoch = deps.feedEpoch === undefined ? {} : { epoch: deps.feedEpoch };
-  const feed = createLiveFeed<LiveEvent>(epoch);
-  const libraryFeed = createLiveFeed<LibraryEvent>(epoch);
+  const feed = createLiveFeed<LiveEvent>();
+  const libraryFeed = createLiveFeed<LibraryEvent>();
   const shown = new Map<string, { turnId: number; text: string }>();
   // What the followers were last told of each conversation: announce sends only what differs.
   const told = new Map<string, { paneRevision: number; title: string; updatedAt: string; preview: string }>();
@@ -186,8 +184,9 @@ export function createServiceState(deps: ServiceDeps): ServiceState {
     told.set(id, { paneRevision: record.paneRevision, title: summary.title, updatedAt: summary.updatedAt, preview: summary.preview });
     if (before?.paneRevision !== record.paneRevision) feed.publish(id, { type: 'pane', ...describePane(record) });
     if (before?.title !== summary.title) feed.publish(id, { type: 'title', title: summary.title });
+    // A conversation made is one not told before; a rename to the title it had changes no row.
     const rowChanged = before === undefined || before.title !== summary.title || before.updatedAt !== summary.updatedAt || before.preview !== summary.preview;
-    if (change !== 'updated' || rowChanged) libraryFeed.publish(LIBRARY_KEY, { type: change, conversation: summary });
+    if (rowChanged) libraryFeed.publish(LIBRARY_KEY, { type: change, conversation: summary });
   }
 
   function findRecord(id: string): ConversationRecord | undefined {

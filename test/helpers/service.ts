@@ -51,6 +51,8 @@ export interface TestServiceOptions {
   maxImagePixels?: number;
   /** Makes the thumbnails of stored pictures; none by default. */
   thumbnails?: Thumbnailer;
+  /** The service's and the image generator's clock; Date by default. */
+  clock?: { now(): number };
 }
 
 export function buildService(options: TestServiceOptions = {}): TestService {
@@ -58,7 +60,8 @@ export function buildService(options: TestServiceOptions = {}): TestService {
   const realStore = createSqliteStore({ path: options.dbPath ?? ':memory:' });
   const store = options.wrapStore ? options.wrapStore(realStore) : realStore;
   const realFiles = createImageFiles(options.imagesDir ?? tmpdir());
-  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock: Date, saveFile: (name, bytes) => realFiles.save(name, bytes), readFile: (name) => realFiles.read(name) });
+  const clock = options.clock ?? Date;
+  const images = createImageGenerator({ backend: options.backend ?? null, store, logger, clock, saveFile: (name, bytes) => realFiles.save(name, bytes), readFile: (name) => realFiles.read(name) });
   const llm = createOllamaChatModel({ host: options.ollamaUrl ?? NO_OLLAMA, model: 'mistral:7b', numCtx: 8192 });
   const service = createEaselService({
     store,
@@ -67,7 +70,7 @@ export function buildService(options: TestServiceOptions = {}): TestService {
     imageFiles: options.wrapImageFiles ? options.wrapImageFiles(realFiles) : realFiles,
     archive: createZipArchive(),
     logger,
-    clock: Date,
+    clock,
     numCtx: 8192,
     ...(options.replySaveIntervalMs === undefined ? {} : { replySaveIntervalMs: options.replySaveIntervalMs }),
     ...(options.shutdownWaitMs === undefined ? {} : { shutdownWaitMs: options.shutdownWaitMs }),
