@@ -105,8 +105,8 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
     }
     const generation: GenerationEvent = first.value;
     let progress: ProgressEvent | undefined;
-    /** Its place in line while it waits, as last told (the `generation` event's, then each move's). */
-    let place = generation.place;
+    /** Its place in line once the line moved since the `generation` event told it (a move only goes up the line). */
+    let moved: number | undefined;
     /** A batch's images made so far (one for a single image): a reader joining late sees them. */
     const made: ImageEvent[] = [];
     /** How it ended: its last image, or an error (set once the generator is done: a batch goes on after its first image). */
@@ -118,12 +118,13 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
       conversationId: input.conversationId,
       turnId: input.turnId,
       follow(options = {}) {
+        // Stryker disable next-line ArrayDeclaration: the default skips nothing, and a made-up id in it is no image's: nothing either
         const skip = new Set(options.skipImages ?? []);
         // Stryker disable next-line ArrowFunction: memory only until the image ends: a reader nobody reads is dropped with it
         const reader: EventBuffer<TurnEvent> = createEventBuffer<TurnEvent>(() => readers.delete(reader));
         reader.push(generation);
         // Still waiting, and the line moved since: its place now.
-        if (!final && !progress && place !== undefined && place !== generation.place) reader.push({ type: 'progress', id: generation.id, place });
+        if (!final && !progress && moved !== undefined) reader.push({ type: 'progress', id: generation.id, place: moved });
         // Ended: its last progress, then what it made, as it happened; still running: what it made so far, then
         // how far it is now.
         if (progress && final) reader.push(progress);
@@ -145,12 +146,14 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
         return final !== undefined;
       },
       describe() {
+        const waiting = generation.queued === true && progress === undefined;
+        const place = moved ?? generation.place;
         return {
           id: generation.id,
           turnId: input.turnId,
           prompt: input.prompt,
-          queued: generation.queued === true && progress === undefined,
-          ...(generation.queued === true && progress === undefined && place !== undefined ? { place } : {}),
+          queued: waiting,
+          ...(waiting && place !== undefined ? { place } : {}),
           ...(progress ? { progress: withoutType(progress) } : {}),
           ...(generation.compare === undefined ? {} : { compare: generation.compare }),
         };
@@ -168,7 +171,7 @@ export function createImageActivities(deps: ImageActivitiesDeps): ImageActivitie
         let ended: FinalEvent | undefined;
         for await (const event of { [Symbol.asyncIterator]: () => events }) {
           // A move in line is not progress: the image still waits.
-          if (event.type === 'progress' && event.place !== undefined) place = event.place;
+          if (event.type === 'progress' && event.place !== undefined) moved = event.place;
           else if (event.type === 'progress') progress = event;
           if (event.type === 'image') made.push(event);
           if (event.type === 'image' || event.type === 'error') ended = event;

@@ -77,6 +77,7 @@ export function createTurnPipeline(
     const pendingNote = formatUserNote({
       ...(base.pending.promptEdited ? { editedPrompt: base.prompt } : {}),
       ...(base.pending.settingsChanged ? { settings: base.settings } : {}),
+      // Stryker disable next-line ConditionalExpression: `'compared' in` only narrows the type (a new conversation's pending has no such key)
       ...('compared' in base.pending && base.pending.compared !== undefined ? { compared: base.pending.compared } : {}),
     });
     const note = [carriedNote, pendingNote].filter(Boolean).join('\n') || undefined;

@@ -64,6 +64,21 @@ function manifestOf(files: ReadonlyMap<string, Uint8Array>): Record<string, unkn
 
 const ids = { conversationId: 'copy', newImageId: () => 'new-image' };
 
+/** How many turns of the event loop other work got while `work` ran. */
+async function turnsGivenDuring(work: () => Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    if (done) return;
+    turns += 1;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  await work();
+  done = true;
+  return turns;
+}
+
 describe('an export', () => {
   it('writes every turn as shown, a reply still running as interrupted, turns and versions by position', async () => {
     const files = await exportSource();
@@ -160,6 +175,10 @@ describe('an import', () => {
       'Image 1 (images/01-a-fox-seed-5.png) belongs to turn 6, but the transcript has 5.',
     );
     expect(await refusal((m) => ({ ...m, images: [(m.images as object[])[0], (m.images as object[])[0]] }))).toBe('images/01-a-fox-seed-5.png is listed twice.');
+    // A Vary's starting image one past the last exported one.
+    expect(await refusal((m) => ({ ...m, images: [{ ...(m.images as object[])[0], source: { imageId: 'start', strength: 0.5, image: 1 } }] }))).toBe(
+      `${PREFIX}images.0.source.image is 1, but there are 1 images.`,
+    );
   });
 
   it('accepts references to the last turn and version', async () => {
@@ -191,8 +210,11 @@ describe('an import', () => {
     expect(nested.ok || nested.error.message).toBe(
       'The file holds "x/images/a.png", which is not part of an Easel export (only conversation.json and images/*.png are).',
     );
+    // Refused as a file outside the layout, not only as one the manifest does not list.
     const notPng = await readArchiveFiles(new Map([...(await exportSource()), ['images/a.png.txt', png]]), ids);
-    expect(notPng.ok).toBe(false);
+    expect(notPng.ok || notPng.error.message).toBe(
+      'The file holds "images/a.png.txt", which is not part of an Easel export (only conversation.json and images/*.png are).',
+    );
   });
 
   it('a manifest that is wrong says where, or "its contents" when it is the whole of it', async () => {
@@ -200,6 +222,52 @@ describe('an import', () => {
     expect(await refusal((m) => ({ ...m, extra: 1 }))).toBe(`${PREFIX}its contents: Unrecognized key: "extra".`);
     // The format is right and the version missing: the version is named, not the format.
     expect(await refusal(({ version: _version, ...m }) => m)).toBe(`${PREFIX}version: Invalid discriminator value. Expected '1' | '2'.`);
+    // A message that ends with its own full stop keeps one.
+    expect(await refusal((m) => ({ ...m, transcript: [{ ...(m.transcript as object[])[0], text: 'a fox\u0007' }, ...(m.transcript as object[]).slice(1)] }))).toBe(
+      `${PREFIX}transcript.0.text: The message contains an invisible control character (U+0007) at character 6; remove it and try again.`,
+    );
+  });
+
+  it('a user\'s line breaks become LF, as the API stores them; the model\'s words stay as it wrote them', async () => {
+    const files = await exportSource({
+      ...source,
+      turns: [turn(11, { text: 'a fox\r\nin snow\rat dawn' }), turn(12, { role: 'assistant', text: 'Here\r\nit is\r' })],
+      suggestion: null,
+      images: [],
+      promptVersions: [],
+      promptVersion: null,
+      prompt: '',
+    });
+    const read = await readArchiveFiles(files, ids);
+    if (!read.ok) throw new Error(read.error.message);
+    expect(read.value.conversation.turns.map((imported) => imported.text)).toEqual(['a fox\nin snow\nat dawn', 'Here\r\nit is\r']);
+  });
+
+  it('a long manifest is checked in batches, giving other work turns of the event loop meanwhile', async () => {
+    const withTurns = (count: number) =>
+      exportSource({ ...source, turns: Array.from({ length: count }, (_, index) => turn(100 + index, {})), suggestion: null, images: [], promptVersions: [], promptVersion: null, prompt: '' });
+    const one = await withTurns(1);
+    const many = await withTurns(2000);
+    const extra = (await turnsGivenDuring(() => readArchiveFiles(many, ids))) - (await turnsGivenDuring(() => readArchiveFiles(one, ids)));
+    expect(extra).toBeGreaterThanOrEqual(2);
+    // Not one per element: each turn of the loop costs the import a wait.
+    expect(extra).toBeLessThan(2000 / 10);
+  });
+
+  it('a folder with a file beside it is not taken for an enclosing folder', async () => {
+    const exported = await exportSource();
+    const inFolder = [...exported].map(([name, bytes]): [string, Uint8Array] => [`easel-fox/${name}`, bytes]);
+    // Whatever its name (even the folder's with one more character), a file at the top means the zip is not one folder.
+    for (const beside of ['notes.txt', 'easel-fox~']) {
+      const read = await readArchiveFiles(new Map([...inFolder, [beside, png]]), ids);
+      expect(read.ok || read.error.message).toBe('The file holds no conversation.json: it is not a conversation exported by Easel.');
+    }
+  });
+
+  it('the export\'s own images folder is never taken for an enclosing one, even holding a conversation.json', async () => {
+    const exported = await exportSource();
+    const read = await readArchiveFiles(new Map([...exported].map(([name, bytes]) => [name.startsWith('images/') ? name : `images/${name}`, bytes])), ids);
+    expect(read.ok || read.error.message).toBe('The file holds no conversation.json: it is not a conversation exported by Easel.');
   });
 });
 
@@ -207,6 +275,8 @@ describe('limits and names', () => {
   it('reads conversation.json under its own bound and each image under the image bound', () => {
     expect(IMPORT_LIMITS.maxFileBytes('conversation.json')).toBe(32 * 1024 * 1024);
     expect(IMPORT_LIMITS.maxFileBytes('images/01-a.png')).toBe(64 * 1024 * 1024);
+    // An export zipped again in a folder by a file manager.
+    expect(IMPORT_LIMITS.maxFileBytes('easel-a-fox/conversation.json')).toBe(32 * 1024 * 1024);
   });
 
   it('names a download by seed and prompt, and an archive by title, with words when there are none', () => {

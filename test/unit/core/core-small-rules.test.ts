@@ -13,6 +13,7 @@ import {
   describeStorageFailure,
   ImageBackendError,
   StorageError,
+  withThumbnails,
 } from '../../../server/core/index.ts';
 import { rewindToBefore } from '../../../server/core/context-change.ts';
 import { shorten } from '../../../server/core/library.ts';
@@ -225,5 +226,30 @@ describe('the context change is the smallest one', () => {
   it('Edit keeps a last message with other words than the one replaced, and carries no note from it', () => {
     const noted: ContextEntry = { kind: 'user', text: 'c', note: '[note]' };
     expect(rewindToBefore([a, b, noted, d], 'x')).toEqual({ context: [a, b, noted], note: undefined });
+  });
+});
+
+describe('withThumbnails', () => {
+  it("leaves every other member the generator's own, a method that reads `this` included", async () => {
+    // A generator written as a class with a private field: its methods need their own `this`, not the wrapper.
+    class ClassGenerator {
+      readonly configured = true;
+      readonly #health = { backend: 'a1111' as const, url: null, configured: true, reachable: true, detail: 'ready' };
+      async checkHealth() {
+        return this.#health;
+      }
+      canVary() {
+        return this.configured ? (true as const) : undefined;
+      }
+      async *generate(): AsyncGenerator<never> {}
+      async listModels() {
+        return null;
+      }
+      async settled() {}
+    }
+    const wrapped = withThumbnails(new ClassGenerator(), () => {});
+    expect(await wrapped.checkHealth()).toMatchObject({ detail: 'ready' });
+    expect(wrapped.canVary()).toBe(true);
+    expect(wrapped.configured).toBe(true);
   });
 });

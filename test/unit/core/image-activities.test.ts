@@ -27,6 +27,19 @@ const input = { conversationId: 'c1', turnId: 3, prompt: 'a fox', settings: DEFA
 const image: TurnEvent = { type: 'image', id: 'i1', url: '/images/i1.png', width: 512, height: 512, prompt: 'a fox' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What a reader has to read now: its events until it ends, or until none comes within a few milliseconds. */
+async function readNow(reader: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+  const events: TurnEvent[] = [];
+  const iterator = reader[Symbol.asyncIterator]();
+  for (;;) {
+    const step = await Promise.race([iterator.next(), sleep(5).then(() => 'quiet' as const)]);
+    if (step === 'quiet' || step.done) break;
+    events.push(step.value);
+  }
+  // Not returned: a read still pending would hold the return up; the reader ends with the image.
+  return events;
+}
+
 describe('createImageActivities', () => {
   it('describes a queued image as queued until its first progress, then with that progress', async () => {
     const step = gate();
@@ -43,12 +56,84 @@ describe('createImageActivities', () => {
     });
     const started = await activities.start(input);
     if (!started.ok) throw new Error('not started');
-    expect(started.activity.describe()).toEqual({ id: 'i1', turnId: 3, prompt: 'a fox', queued: true });
+    // A generator that says queued but not where: no place, not an undefined one (toStrictEqual).
+    expect(started.activity.describe()).toStrictEqual({ id: 'i1', turnId: 3, prompt: 'a fox', queued: true });
     step.open();
     await sleep(5);
     expect(started.activity.describe()).toEqual({ id: 'i1', turnId: 3, prompt: 'a fox', queued: false, progress: { fraction: 0.5, step: 2, steps: 4 } });
     more.open();
     await started.activity.settled;
+  });
+
+  it("a reader joining while it waits learns its place now, once the line moved; describe() says the same; neither once it started or ended", async () => {
+    const [moved, started, finished] = [gate(), gate(), gate()];
+    const activities = createImageActivities({
+      images: scriptedImages(async function* () {
+        yield { type: 'generation', id: 'i1', queued: true, place: 2 };
+        await moved.wait;
+        yield { type: 'progress', id: 'i1', place: 1 };
+        await started.wait;
+        yield { type: 'progress', id: 'i1', fraction: 0.5 };
+        await finished.wait;
+        yield image;
+      }),
+      logger: createLogger({ level: 'error', write: () => {} }),
+    });
+    const begun = await activities.start(input);
+    if (!begun.ok) throw new Error('not started');
+    const { activity } = begun;
+    const described = { id: 'i1', turnId: 3, prompt: 'a fox' };
+    const generation = { type: 'generation', id: 'i1', queued: true, place: 2 };
+    expect(await readNow(activity.follow())).toEqual([generation]);
+    expect(activity.describe()).toStrictEqual({ ...described, queued: true, place: 2 });
+    moved.open();
+    await sleep(5);
+    expect(await readNow(activity.follow())).toEqual([generation, { type: 'progress', id: 'i1', place: 1 }]);
+    expect(activity.describe()).toStrictEqual({ ...described, queued: true, place: 1 });
+    started.open();
+    await sleep(5);
+    expect(await readNow(activity.follow())).toEqual([generation, { type: 'progress', id: 'i1', fraction: 0.5 }]);
+    expect(activity.describe()).toStrictEqual({ ...described, queued: false, progress: { fraction: 0.5 } });
+    finished.open();
+    await activity.settled;
+    expect(await readNow(activity.follow())).toEqual([generation, { type: 'progress', id: 'i1', fraction: 0.5 }, image]);
+  });
+
+  it('a reader joining after an image cancelled while it waited reads no place: it is out of the line', async () => {
+    const moved = gate();
+    const activities = createImageActivities({
+      images: scriptedImages(async function* () {
+        yield { type: 'generation', id: 'i1', queued: true, place: 2 };
+        yield { type: 'progress', id: 'i1', place: 1 };
+        await moved.wait;
+        yield { type: 'error', code: 'image_cancelled', message: 'Image generation was cancelled.' };
+      }),
+      logger: createLogger({ level: 'error', write: () => {} }),
+    });
+    const begun = await activities.start(input);
+    if (!begun.ok) throw new Error('not started');
+    moved.open();
+    await begun.activity.settled;
+    expect((await collectAll(begun.activity.follow())).map((event) => event.type)).toEqual(['generation', 'error']);
+  });
+
+  it("a comparison is described with its two versions; another image without", async () => {
+    const compare = { a: { promptVersion: 1, prompt: 'a fox' }, b: { promptVersion: 2, prompt: 'a red fox' } };
+    for (const generation of [{ type: 'generation', id: 'i1', compare }, { type: 'generation', id: 'i1' }] as const) {
+      const hold = gate();
+      const activities = createImageActivities({
+        images: scriptedImages(async function* () {
+          yield generation;
+          await hold.wait;
+        }),
+        logger: createLogger({ level: 'error', write: () => {} }),
+      });
+      const begun = await activities.start(input);
+      if (!begun.ok) throw new Error('not started');
+      expect(begun.activity.describe()).toStrictEqual({ id: 'i1', turnId: 3, prompt: 'a fox', queued: false, ...('compare' in generation ? { compare } : {}) });
+      hold.open();
+      await begun.activity.settled;
+    }
   });
 
   it('an image that is not queued is not described as queued', async () => {

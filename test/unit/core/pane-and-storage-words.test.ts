@@ -1,7 +1,9 @@
-// Two core rules the sampled mutation run of server/core showed untested: unpinning a setting keeps its
-// value when no suggestion waits, and a failed write names what was not saved, for every action.
+// Core rules of the pane and the store's words: unpinning a setting keeps its value when no suggestion waits,
+// a new family moves only a size of the old family's own, a taken suggestion's source, and a failed write names
+// what was not saved, for every action.
 import { describe, expect, it } from 'vitest';
 import { applyUserSettings, describeStorageFailure } from '../../../server/core/index.ts';
+import { sourceOfSuggestion } from '../../../server/core/pane.ts';
 import { StorageError } from '../../../server/core/errors.ts';
 import { DEFAULT_SETTINGS } from '../../../server/core/settings.ts';
 
@@ -15,6 +17,33 @@ describe('applyUserSettings', () => {
     expect(change.settings).toStrictEqual({ ...settings, cfg: 9 });
     expect(change.pinned).toEqual([]);
     expect(change.settingSuggestions).toEqual({});
+  });
+});
+
+describe('a new family in applyUserSettings', () => {
+  // SD 1.5 (the default) to SDXL, named by the user: its own size for a size of SD 1.5's, never for one typed.
+  const sdxl = { family: 'sdxl' } as const;
+
+  it("moves a size that is one of the old family's own to the new family's nearest, whole", () => {
+    const portrait = { ...DEFAULT_SETTINGS, width: 512, height: 768 };
+    expect(applyUserSettings({ settings: portrait, pinned: [], settingSuggestions: {} }, sdxl).settings).toMatchObject({ width: 832, height: 1216 });
+  });
+
+  it("keeps a size that only shares a side with one of the old family's, and a size this very change sets", () => {
+    for (const size of [{ width: 512, height: 640 }, { width: 640, height: 512 }]) {
+      const typed = { ...DEFAULT_SETTINGS, ...size };
+      expect(applyUserSettings({ settings: typed, pinned: [], settingSuggestions: {} }, sdxl).settings).toMatchObject(size);
+    }
+    for (const patch of [{ ...sdxl, width: 512 }, { ...sdxl, height: 512 }]) {
+      expect(applyUserSettings({ settings: DEFAULT_SETTINGS, pinned: [], settingSuggestions: {} }, patch).settings).toMatchObject({ width: 512, height: 512 });
+    }
+  });
+});
+
+describe('sourceOfSuggestion', () => {
+  it("a reply's suggestion, taken, is a suggestion; the vision model's, from a picture it checked, is vision's", () => {
+    expect(sourceOfSuggestion({ prompt: 'a fox', turnId: 3 })).toBe('suggestion');
+    expect(sourceOfSuggestion({ prompt: 'a fox', turnId: null, imageId: 'i1' })).toBe('vision');
   });
 });
 

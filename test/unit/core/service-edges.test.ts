@@ -22,6 +22,7 @@ import {
   type Logger,
   type TurnEvent,
 } from '../../../server/core/index.ts';
+import { buildSystemPrompt, FAMILY_STYLES } from '../../../server/protocol/index.ts';
 import { createZipArchive } from '../../../server/zip/index.ts';
 import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
@@ -881,6 +882,49 @@ describe('Generate and the image after a reply', () => {
 describe('what the model is told, and what a delete leaves', () => {
   const ASKING = { prompt: '', generate_image: false, steps: 20, cfg: 7, seed: -1 };
   const lastUserMessage = (fake: Awaited<ReturnType<typeof setUp>>['fake'], index: number) => fake.chatRequests()[index]?.messages?.at(-1)?.content ?? '';
+
+  it('the system prompt names a family only when something says it: chosen, or read from the checkpoint', async () => {
+    const { service, fake } = await setUp();
+    fake.enqueue(scriptReply('Hello.', ASKING), scriptReply('Hello.', ASKING));
+    const unsaid = newConversationId(service);
+    const chosen = newConversationId(service);
+    expect(service.setSettings(chosen, { family: 'sdxl' }).ok).toBe(true);
+    for (const id of [unsaid, chosen]) {
+      const sent = service.sendMessage(id, 'hi', new AbortController().signal);
+      if (!sent.ok) throw new Error(sent.error.message);
+      await collectAll(sent.value);
+    }
+    const system = (index: number) => fake.chatRequests()[index]?.messages?.[0];
+    // Nothing says the family: the prompt for any image model, not SD 1.5's style guessed.
+    expect(system(0)).toEqual({ role: 'system', content: buildSystemPrompt() });
+    expect(system(1)).toEqual({ role: 'system', content: buildSystemPrompt(FAMILY_STYLES.sdxl) });
+  });
+
+  it('a reply that cannot be saved while it streams is logged, unless the store logged it (a vanished or damaged file)', async () => {
+    for (const [code, warned] of [
+      ['full', 1],
+      ['gone', 0],
+    ] as const) {
+      const { service, fake, logs } = await setUp({
+        replySaveIntervalMs: 0,
+        store: (real) =>
+          new Proxy(real, {
+            get: (target, key, receiver) =>
+              key === 'saveReplyText'
+                ? () => {
+                    throw new StorageError(code, code, { location: '/data/easel.db' });
+                  }
+                : Reflect.get(target, key, receiver),
+          }),
+      });
+      fake.enqueue(scriptReply('Hello there, a fox it is.', ASKING, { delayMs: 2 }));
+      const id = newConversationId(service);
+      const sent = service.sendMessage(id, 'hi', new AbortController().signal);
+      if (!sent.ok) throw new Error(sent.error.message);
+      await collectAll(sent.value);
+      expect(logs.filter((line) => line.startsWith('WARN  the reply could not be saved while streaming')).length > 0 ? 1 : 0).toBe(warned);
+    }
+  });
 
   it('the empty page\'s first message tells the model only what was changed from the defaults', async () => {
     const { service, fake } = await setUp();
