@@ -88,3 +88,15 @@ export function newConversationId(service: EaselService): string {
   if (!created.ok) throw new Error(created.error.message);
   return created.value.id;
 }
+
+/** The store with `method` throwing `error` whenever `when()` says so (always by default): a store that breaks mid-way. */
+export function failingStore(real: ConversationStore, method: keyof ConversationStore, error: Error, when: () => boolean = () => true): ConversationStore {
+  const original = real[method] as (...args: unknown[]) => unknown;
+  return {
+    ...real,
+    [method]: (...args: unknown[]) => {
+      if (when()) throw error;
+      return original(...args);
+    },
+  };
+}

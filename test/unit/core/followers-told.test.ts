@@ -18,7 +18,7 @@ import {
 } from '../../../server/core/index.ts';
 import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
-import { buildService, newConversationId } from '../../helpers/service.ts';
+import { buildService, failingStore, newConversationId } from '../../helpers/service.ts';
 import { collectAll } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -197,17 +197,7 @@ describe('a write the store refuses', () => {
       ['gone', []],
       ['corrupt', []],
     ] as const) {
-      const { service, logs } = await setUp({
-        store: (real) =>
-          new Proxy(real, {
-            get: (target, key, receiver) =>
-              key === 'addUserPromptVersion'
-                ? () => {
-                    throw new StorageError(code, code, { location: '/data/easel.db' });
-                  }
-                : Reflect.get(target, key, receiver),
-          }),
-      });
+      const { service, logs } = await setUp({ store: (real) => failingStore(real, 'addUserPromptVersion', new StorageError(code, code, { location: '/data/easel.db' })) });
       const id = newConversationId(service);
       expect(service.setPrompt(id, 'a red fox')).toMatchObject({ ok: false, error: { code: 'storage' } });
       expect(logs.map((line) => line.replace(/ \{.*$/, ''))).toEqual(logged);
@@ -222,17 +212,7 @@ describe('a store that cannot be read when the followers are told', () => {
       [new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' }), []],
     ] as const) {
       let failing = false;
-      const { service, logs } = await setUp({
-        store: (real) =>
-          new Proxy(real, {
-            get: (target, key, receiver) =>
-              key === 'getListing' && failing
-                ? () => {
-                    throw failure;
-                  }
-                : Reflect.get(target, key, receiver),
-          }),
-      });
+      const { service, logs } = await setUp({ store: (real) => failingStore(real, 'getListing', failure, () => failing) });
       const id = newConversationId(service);
       failing = true;
       expect(service.setPrompt(id, 'a red fox').ok).toBe(true);

@@ -28,7 +28,7 @@ import { createFakeOllama, scriptReply } from '../../fakes/fake-ollama.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
 import { recordLog } from '../../helpers/log-entries.ts';
 import { makeImageRecord } from '../../helpers/records.ts';
-import { buildService, newConversationId } from '../../helpers/service.ts';
+import { buildService, failingStore, newConversationId } from '../../helpers/service.ts';
 import { collectAll, makeErrnoError } from '../../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -905,18 +905,7 @@ describe('what the model is told, and what a delete leaves', () => {
       ['full', 1],
       ['gone', 0],
     ] as const) {
-      const { service, fake, logs } = await setUp({
-        replySaveIntervalMs: 0,
-        store: (real) =>
-          new Proxy(real, {
-            get: (target, key, receiver) =>
-              key === 'saveReplyText'
-                ? () => {
-                    throw new StorageError(code, code, { location: '/data/easel.db' });
-                  }
-                : Reflect.get(target, key, receiver),
-          }),
-      });
+      const { service, fake, logs } = await setUp({ replySaveIntervalMs: 0, store: (real) => failingStore(real, 'saveReplyText', new StorageError(code, code, { location: '/data/easel.db' })) });
       fake.enqueue(scriptReply('Hello there, a fox it is.', ASKING, { delayMs: 2 }));
       const id = newConversationId(service);
       const sent = service.sendMessage(id, 'hi', new AbortController().signal);
