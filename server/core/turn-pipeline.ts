@@ -74,11 +74,12 @@ export function createTurnPipeline(
     if (plan.kind === 'edit') ({ context: prior, note: carriedNote } = rewindToBefore(stored, plan.replacedText ?? ''));
     else if (plan.kind === 'regenerate') prior = dropTrailingReplies(stored);
     else prior = stored.slice();
+    // Stryker disable next-line ConditionalExpression: `in` only narrows the type (a new conversation's pending has no such key)
+    const compared = 'compared' in base.pending ? base.pending.compared : undefined;
     const pendingNote = formatUserNote({
       ...(base.pending.promptEdited ? { editedPrompt: base.prompt } : {}),
       ...(base.pending.settingsChanged ? { settings: base.settings } : {}),
-      // Stryker disable next-line ConditionalExpression: `'compared' in` only narrows the type (a new conversation's pending has no such key)
-      ...('compared' in base.pending && base.pending.compared !== undefined ? { compared: base.pending.compared } : {}),
+      ...(compared === undefined ? {} : { compared }),
     });
     const note = [carriedNote, pendingNote].filter(Boolean).join('\n') || undefined;
     // Stryker disable next-line ObjectLiteral: the turn's end writes the context it built, note included (runTurn adds it): only the rows written between differ
