@@ -12,7 +12,7 @@ import { createThumbnailer } from '../../server/sharp/index.ts';
 import { createFakeA1111 } from '../fakes/fake-a1111.ts';
 import { makeImageRecord } from '../helpers/records.ts';
 import { recordLog } from '../helpers/log-entries.ts';
-import { buildService, newConversationId, type TestServiceOptions } from '../helpers/service.ts';
+import { buildService, failingStore, newConversationId, type TestServiceOptions } from '../helpers/service.ts';
 import { collectAll } from '../helpers/streams.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -58,12 +58,7 @@ describe('a new image’s thumbnail', () => {
     const { service, entries } = setUp({
       backend: createA1111Backend({ url: a1111.url, pollIntervalMs: 20 }),
       withThumbnails: true,
-      wrapStore: (real) => ({
-        ...real,
-        getImage: () => {
-          throw new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' });
-        },
-      }),
+      wrapStore: (real) => failingStore(real, 'getImage', new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' })),
     });
     const started = service.generate(newConversationId(service), { prompt: 'a fox', settings: { steps: 1, width: 64, height: 64 } }, new AbortController().signal);
     if (!started.ok) throw new Error(started.error.message);

@@ -210,12 +210,15 @@ describe('a store that cannot be read when the followers are told', () => {
     for (const [failure, logged] of [
       [new TypeError('a bug'), ['WARN  the followers could not be told of a change']],
       [new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' }), []],
+      [new StorageError('gone', 'the database file was deleted', { location: '/data/easel.db' }), []],
     ] as const) {
       let failing = false;
       const { service, logs } = await setUp({ store: (real) => failingStore(real, 'getListing', failure, () => failing) });
       const id = newConversationId(service);
       failing = true;
-      expect(service.setPrompt(id, 'a red fox').ok).toBe(true);
+      // The change stands and is answered.
+      expect(service.setPrompt(id, 'a red fox')).toMatchObject({ ok: true, value: { prompt: 'a red fox' } });
+      failing = false;
       expect(service.getPane(id)?.prompt).toBe('a red fox');
       expect(logs.map((line) => line.replace(/ \{.*$/, ''))).toEqual(logged);
       if (logged.length > 0) expect(logs[0]).toContain(`"conversationId":"${id}"`);

@@ -10,7 +10,7 @@ import { silentLogger, StorageError, type Thumbnailer } from '../../../server/co
 import { createImageConverter, createThumbnailer } from '../../../server/sharp/index.ts';
 import { makePng } from '../../fakes/png-bytes.ts';
 import { recordLog } from '../../helpers/log-entries.ts';
-import { buildService, newConversationId, type TestServiceOptions } from '../../helpers/service.ts';
+import { buildService, failingStore, newConversationId, type TestServiceOptions } from '../../helpers/service.ts';
 import { makeErrnoError } from '../../helpers/streams.ts';
 
 /** The service on a new images folder; `thumbnailsIn` makes its thumbnailer for that folder. */
@@ -47,12 +47,7 @@ describe('a reference picture that cannot be stored', () => {
 
   it('a record the store refuses: the file written is removed again, and the refusal is the store\'s', async () => {
     const { service, dir, id } = setUp({
-      wrapStore: (real) => ({
-        ...real,
-        addImage: () => {
-          throw new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' });
-        },
-      }),
+      wrapStore: (real) => failingStore(real, 'addImage', new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' })),
     });
     const refused = await service.addReference(id, makePng(8, 8), 'image/png');
     expect(refused.ok ? 'added' : refused.error.code).toBe('storage');

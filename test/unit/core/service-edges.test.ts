@@ -142,12 +142,7 @@ describe('an import that cannot be written', () => {
 
   it('a store that refuses the conversation removes the images already written, and says what to do', async () => {
     const { service, logs, dir } = await setUp({
-      store: (real) => ({
-        ...real,
-        importConversation: () => {
-          throw new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' });
-        },
-      }),
+      store: (real) => failingStore(real, 'importConversation', new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' })),
     });
     const imported = await service.importConversation(await archiveWithTwoImages());
     expect(imported).toEqual({
@@ -278,12 +273,7 @@ describe('what the screen shows, saved by the core before the command', () => {
 
   it('a store that cannot save the prompt on screen ends the command, saying so', async () => {
     const { service } = await setUp({
-      store: (real) => ({
-        ...real,
-        addUserPromptVersion: () => {
-          throw new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' });
-        },
-      }),
+      store: (real) => failingStore(real, 'addUserPromptVersion', new StorageError('full', 'SQLITE_FULL', { location: '/data/easel.db' })),
     });
     const id = newConversationId(service);
     const undone = service.undoPrompt(id, { prompt: 'typed' });
@@ -380,12 +370,7 @@ describe('a turn as the service runs it', () => {
 
   it('a reply that cannot be saved as it streams is logged, and the turn goes on', async () => {
     const { service, fake, logs } = await setUp({
-      store: (real) => ({
-        ...real,
-        saveReplyText: () => {
-          throw new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' });
-        },
-      }),
+      store: (real) => failingStore(real, 'saveReplyText', new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' })),
     });
     const id = newConversationId(service);
     fake.enqueue(scriptReply('A cat.', ASKING));
@@ -437,12 +422,7 @@ describe('a turn as the service runs it', () => {
 
   it('a read of the turn that meets a damaged database ends it with storage_failed (the text back), not an internal error', async () => {
     const { service, fake, logs } = await setUp({
-      store: (real) => ({
-        ...real,
-        readContext: () => {
-          throw new StorageError('corrupt', 'SQLITE_CORRUPT', { location: '/data/easel.db' });
-        },
-      }),
+      store: (real) => failingStore(real, 'readContext', new StorageError('corrupt', 'SQLITE_CORRUPT', { location: '/data/easel.db' })),
     });
     const conversationId = newConversationId(service);
     const sent = service.sendMessage(conversationId, 'a fox', new AbortController().signal);
@@ -607,13 +587,7 @@ describe('a turn as the service runs it', () => {
     const { logger, entries } = recordLog();
     const { service, fake } = await setUp({
       logger,
-      store: (real) => ({
-        ...real,
-        getConversation: (id: string) => {
-          if (failReads) throw new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' });
-          return real.getConversation(id);
-        },
-      }),
+      store: (real) => failingStore(real, 'getConversation', new StorageError('failed', 'SQLITE_IOERR', { location: '/data/easel.db' }), () => failReads),
     });
     const id = newConversationId(service);
     let release!: () => void;
@@ -653,27 +627,6 @@ describe('a turn as the service runs it', () => {
     for await (const event of stopped.value) if (event.type === 'started') service.stop(id);
     expect(service.getConversation(id)?.turns.at(-1)).toMatchObject({ text: '', status: 'stopped' });
     expect(service.getSummary(id)?.preview).toBe('a dog');
-  });
-});
-
-describe('telling the followers', () => {
-  it('a store that cannot be read while followers are told fails nothing that was done: the change stands and is answered', async () => {
-    let failing = false;
-    const { service } = await setUp({
-      store: (real) => ({
-        ...real,
-        getListing: (id: string) => {
-          if (failing) throw new StorageError('gone', 'the database file was deleted', { location: '/data/easel.db' });
-          return real.getListing(id);
-        },
-      }),
-    });
-    const id = newConversationId(service);
-    failing = true;
-    const saved = service.setPrompt(id, 'a fox');
-    expect(saved).toMatchObject({ ok: true, value: { prompt: 'a fox' } });
-    failing = false;
-    expect(service.getPane(id)?.prompt).toBe('a fox');
   });
 });
 
